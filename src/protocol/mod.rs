@@ -1,0 +1,1 @@
+//! Protocol cores (placeholder, filled below).

@@ -1,0 +1,113 @@
+//! Names of trees, as the CLI and the team builder spell them.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::Error;
+
+/// The shape of a dissemination tree (Corrected Trees, Section 3.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Shape {
+    /// Interleaved k-ary tree, k >= 2 (Section 3.2.1).
+    KAry(u32),
+    /// Binomial tree (Section 3.2.2).
+    Binomial,
+    /// Lamé tree of order k >= 1 (Section 3.2.2, Eq. 1-2); order 1 is binomial.
+    Lame(u32),
+    /// The LogP-optimal tree for the model's L and o (Section 3.2.3).
+    Optimal,
+}
+
+/// How ranks are numbered within a shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Numbering {
+    /// The paper's interleaved numbering (Definition 1): subtrees spread over
+    /// the ring, so a failure leaves small gaps.
+    #[default]
+    Interleaved,
+    /// Depth-first (pre-order) numbering, children visited in send order:
+    /// every subtree is a contiguous run of the ring. Kept for comparison.
+    InOrder,
+}
+
+/// A tree: shape and numbering. Parses from and prints as `binomial`,
+/// `lame:K`, `kary:K`, `optimal`, each optionally prefixed by `inorder-`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TreeSpec {
+    /// The shape.
+    pub shape: Shape,
+    /// The numbering.
+    pub numbering: Numbering,
+}
+
+impl TreeSpec {
+    /// An interleaved tree of the given shape.
+    pub const fn interleaved(shape: Shape) -> Self {
+        TreeSpec {
+            shape,
+            numbering: Numbering::Interleaved,
+        }
+    }
+
+    /// The paper's four trees of Table 1: binomial, Lamé k=2, 4-ary, optimal.
+    pub const PAPER: [TreeSpec; 4] = [
+        TreeSpec::interleaved(Shape::Binomial),
+        TreeSpec::interleaved(Shape::Lame(2)),
+        TreeSpec::interleaved(Shape::KAry(4)),
+        TreeSpec::interleaved(Shape::Optimal),
+    ];
+}
+
+impl FromStr for TreeSpec {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self, Error> {
+        let bad = |why: &str| Error::BadTree {
+            spec: text.to_string(),
+            why: why.to_string(),
+        };
+        let lower = text.trim().to_ascii_lowercase();
+        let (numbering, rest) = match lower.strip_prefix("inorder-") {
+            Some(rest) => (Numbering::InOrder, rest),
+            None => (Numbering::Interleaved, lower.as_str()),
+        };
+        let (name, arg) = match rest.split_once(':') {
+            Some((n, a)) => (n, Some(a)),
+            None => (rest, None),
+        };
+        let param = |min: u32| -> Result<u32, Error> {
+            let a = arg.ok_or_else(|| bad("this tree needs a parameter after ':'"))?;
+            let k: u32 = a.parse().map_err(|_| bad("the parameter must be a whole number"))?;
+            if k < min {
+                return Err(bad(&format!("the parameter must be at least {min}")));
+            }
+            Ok(k)
+        };
+        let no_param = || match arg {
+            Some(_) => Err(bad("this tree takes no parameter")),
+            None => Ok(()),
+        };
+        let shape = match name {
+            "binomial" => no_param().map(|_| Shape::Binomial)?,
+            "optimal" => no_param().map(|_| Shape::Optimal)?,
+            "lame" => Shape::Lame(param(1)?),
+            "kary" => Shape::KAry(param(2)?),
+            _ => return Err(bad("unknown tree")),
+        };
+        Ok(TreeSpec { shape, numbering })
+    }
+}
+
+impl fmt::Display for TreeSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.numbering == Numbering::InOrder {
+            f.write_str("inorder-")?;
+        }
+        match self.shape {
+            Shape::KAry(k) => write!(f, "kary:{k}"),
+            Shape::Binomial => f.write_str("binomial"),
+            Shape::Lame(k) => write!(f, "lame:{k}"),
+            Shape::Optimal => f.write_str("optimal"),
+        }
+    }
+}

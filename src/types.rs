@@ -1,0 +1,62 @@
+//! Basic vocabulary shared by every layer.
+
+/// A rank: a member of a team, numbered `0..P`.
+pub type Rank = u32;
+
+/// A point in time. In the simulator one tick is one LogP time step; thread
+/// engines map their clock onto ticks (nanoseconds).
+pub type Tick = u64;
+
+/// The number of an operation within a team. Every message carries it, so a
+/// late message of an old operation can be told from an early one of the next.
+pub type OpId = u32;
+
+/// Which collective an operation is. Every message carries it, so ranks that
+/// call different collectives at the same operation number see an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Collective {
+    /// A broadcast from one root to all ranks.
+    Broadcast = 0,
+}
+
+/// The LogP parameters the papers use (Section 2.2 of Corrected Trees): a
+/// message costs its sender `overhead` (o), travels `latency` (L), and costs its
+/// receiver `overhead` again, so one hop takes o + L + o. The gap g is ignored
+/// (small messages: g <= o). Both are positive whole numbers of ticks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LogP {
+    /// L: ticks a message is in flight.
+    pub latency: Tick,
+    /// o: ticks a send (or a receive) occupies its process.
+    pub overhead: Tick,
+}
+
+impl LogP {
+    /// The paper's default model: L = 2, o = 1.
+    pub const PAPER: LogP = LogP {
+        latency: 2,
+        overhead: 1,
+    };
+
+    /// A model with both parameters checked to be at least one tick.
+    pub fn new(latency: Tick, overhead: Tick) -> Result<LogP, crate::Error> {
+        if latency == 0 || overhead == 0 {
+            return Err(crate::Error::BadLogP(format!(
+                "L and o must be positive whole numbers of ticks (got L={latency}, o={overhead})"
+            )));
+        }
+        Ok(LogP { latency, overhead })
+    }
+
+    /// o + L + o: from the start of a send to the end of its receive.
+    pub fn hop(&self) -> Tick {
+        2 * self.overhead + self.latency
+    }
+}
+
+impl Default for LogP {
+    fn default() -> Self {
+        LogP::PAPER
+    }
+}
