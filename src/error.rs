@@ -29,6 +29,9 @@ pub enum Error {
     /// since it initiates the operation.
     #[error("rank {0} is the root and cannot be dead before the operation; pick other ranks to kill")]
     DeadRoot(Rank),
+    /// The root of a broadcast did not pass the value to broadcast.
+    #[error("rank {0} is the root of the broadcast and must pass the value to send")]
+    NoRootValue(Rank),
     /// A tree description could not be parsed or has a bad parameter.
     #[error("bad tree '{spec}': {why} (expected binomial, lame:K, kary:K or optimal, optionally prefixed with inorder-)")]
     BadTree {

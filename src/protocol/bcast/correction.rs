@@ -1,0 +1,254 @@
+//! The correction phase on the ring (Corrected Trees Section 3.3, Corrected
+//! Gossip Section III): who still sends where, after dissemination.
+//!
+//! Only ranks colored by dissemination (a tree message) take part; ranks
+//! colored by a correction message never send one (Corrected Trees, Section
+//! 3.1). Every variant sends left first and then alternates, one message per
+//! poll, and never sends to the same rank twice in one direction. A sweep
+//! never covers more than the whole ring (`left + right <= P - 1`).
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::Error;
+use crate::protocol::Tag;
+use crate::types::Tick;
+
+/// Which correction follows dissemination.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Correction {
+    /// No correction: a plain tree. Misses every descendant of a dead rank.
+    None,
+    /// Opportunistic correction, overlapped: `distance` messages in each
+    /// direction right after the tree sends. Colors every live rank if no
+    /// gap (run of ranks not colored by dissemination) exceeds 2·`distance`;
+    /// with `distance >= k` on a k-ary tree it survives any k - 1 dead ranks
+    /// (Section 3.2.1).
+    Opportunistic {
+        /// d: messages per direction.
+        distance: u32,
+    },
+    /// Optimized opportunistic correction (Section 3.3): as opportunistic,
+    /// but a message from `j` on the right at distance `δ < d` tells the
+    /// receiver that `j` covers its nearest `d - δ` left neighbours, so it
+    /// skips them (and mirrored). Never less safe than plain opportunistic.
+    Optimized {
+        /// d: messages per direction at most.
+        distance: u32,
+    },
+    /// Checked correction, overlapped: each side continues until the rank has
+    /// sent to the nearest correction sender it heard from on that side.
+    /// Colors every live rank for any dead set fixed before the operation.
+    Checked,
+    /// Checked correction, synchronized: every rank colored by dissemination
+    /// starts at the same time, the tree's fault-free dissemination time.
+    /// Lemma 2: fault-free it takes 4o + L + ⌈L/o⌉·o with 3 + ⌈L/o⌉ messages
+    /// per process (the paper's ⌊·⌋, equal when o divides L).
+    CheckedSync,
+    /// Delayed correction (Section 3.3), synchronized: one message to the
+    /// left, then wait `delay`; if nothing came from the right by then, sweep
+    /// right until something does. A rank colored by dissemination that hears
+    /// from its left replies at once to stop that sweep. Fault-free, with
+    /// `delay >= 2o + L`, one message per process.
+    Delayed {
+        /// Ticks to wait after the first left message.
+        delay: Tick,
+    },
+}
+
+impl Correction {
+    /// True if correction starts at the same time on every rank.
+    pub fn synchronized(&self) -> bool {
+        matches!(self, Correction::CheckedSync | Correction::Delayed { .. })
+    }
+
+    /// True if the variant colors every live rank whenever the root is alive
+    /// and no rank fails during the operation, whatever the dead set.
+    pub fn guarantees_delivery(&self) -> bool {
+        matches!(self, Correction::Checked | Correction::CheckedSync | Correction::Delayed { .. })
+    }
+}
+
+impl FromStr for Correction {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self, Error> {
+        let bad = |why: &str| Error::BadCorrection {
+            spec: text.to_string(),
+            why: why.to_string(),
+        };
+        let lower = text.trim().to_ascii_lowercase();
+        let (name, arg) = match lower.split_once(':') {
+            Some((n, a)) => (n, Some(a)),
+            None => (lower.as_str(), None),
+        };
+        let number = |min: u64| -> Result<u64, Error> {
+            let a = arg.ok_or_else(|| bad("this correction needs a parameter after ':'"))?;
+            let n: u64 = a.parse().map_err(|_| bad("the parameter must be a whole number"))?;
+            if n < min {
+                return Err(bad(&format!("the parameter must be at least {min}")));
+            }
+            Ok(n)
+        };
+        let plain = |c: Correction| match arg {
+            Some(_) => Err(bad("this correction takes no parameter")),
+            None => Ok(c),
+        };
+        let distance = || -> Result<u32, Error> {
+            u32::try_from(number(1)?).map_err(|_| bad("the distance does not fit in 32 bits"))
+        };
+        match name {
+            "none" => plain(Correction::None),
+            "checked" => plain(Correction::Checked),
+            "checked-sync" => plain(Correction::CheckedSync),
+            "opportunistic" => Ok(Correction::Opportunistic { distance: distance()? }),
+            "optimized" => Ok(Correction::Optimized { distance: distance()? }),
+            "delayed" => Ok(Correction::Delayed { delay: number(0)? }),
+            _ => Err(bad("unknown correction")),
+        }
+    }
+}
+
+impl fmt::Display for Correction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Correction::None => f.write_str("none"),
+            Correction::Opportunistic { distance } => write!(f, "opportunistic:{distance}"),
+            Correction::Optimized { distance } => write!(f, "optimized:{distance}"),
+            Correction::Checked => f.write_str("checked"),
+            Correction::CheckedSync => f.write_str("checked-sync"),
+            Correction::Delayed { delay } => write!(f, "delayed:{delay}"),
+        }
+    }
+}
+
+/// A correction send: which way, and how far from the sender.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Step {
+    pub tag: Tag,
+    pub dist: u32,
+}
+
+const NONE: u32 = u32::MAX;
+const REPLIES: usize = 4;
+
+/// One rank's correction state. Distances are ring distances from this rank.
+#[derive(Clone, Debug)]
+pub(crate) struct Sweep {
+    /// Left distances covered: sent to, or known to be covered by a neighbour.
+    left: u32,
+    right: u32,
+    /// Distance of the nearest correction sender heard on each side.
+    nearest_left: u32,
+    nearest_right: u32,
+    /// Delayed: when the first left message went out.
+    first_left_at: Option<Tick>,
+    /// Delayed: left distances of rightward senders still to be stopped.
+    replies: [u32; REPLIES],
+    n_replies: u8,
+}
+
+impl Sweep {
+    pub(crate) fn new() -> Self {
+        Sweep {
+            left: 0,
+            right: 0,
+            nearest_left: NONE,
+            nearest_right: NONE,
+            first_left_at: None,
+            replies: [0; REPLIES],
+            n_replies: 0,
+        }
+    }
+
+    /// Takes note of a correction message `dist` away on the side `tag`
+    /// says. `by_tree` tells whether this rank was colored by dissemination.
+    pub(crate) fn observe(&mut self, kind: Correction, tag: Tag, dist: u32, by_tree: bool) {
+        if tag.from_right() {
+            self.nearest_right = self.nearest_right.min(dist);
+            if let Correction::Optimized { distance } = kind {
+                // The sender covers its d nearest left neighbours, our nearest d - δ among them.
+                self.left = self.left.max(distance.saturating_sub(dist));
+            }
+        } else {
+            self.nearest_left = self.nearest_left.min(dist);
+            if let Correction::Optimized { distance } = kind {
+                self.right = self.right.max(distance.saturating_sub(dist));
+            }
+            if matches!(kind, Correction::Delayed { .. }) && by_tree && (self.n_replies as usize) < REPLIES {
+                let pending = &self.replies[..self.n_replies as usize];
+                if !pending.contains(&dist) {
+                    self.replies[self.n_replies as usize] = dist;
+                    self.n_replies += 1;
+                }
+            }
+        }
+    }
+
+    /// The next send of an active rank at `now` on a ring of `procs`, or
+    /// `None` if it has nothing to send (now or, for `delayed`, until its
+    /// deadline).
+    pub(crate) fn peek(&self, kind: Correction, now: Tick, procs: u32) -> Option<Step> {
+        let ring = procs.saturating_sub(1);
+        if let Correction::Delayed { .. } = kind {
+            if self.n_replies > 0 {
+                return Some(Step { tag: Tag::Stop, dist: self.replies[0] });
+            }
+        }
+        if self.left + self.right >= ring {
+            return None;
+        }
+        let alternate = |left_open: bool, right_open: bool| {
+            let go_left = left_open && (self.left <= self.right || !right_open);
+            if go_left {
+                Some(Step { tag: Tag::Leftward, dist: self.left + 1 })
+            } else if right_open {
+                Some(Step { tag: Tag::Rightward, dist: self.right + 1 })
+            } else {
+                None
+            }
+        };
+        match kind {
+            Correction::None => None,
+            Correction::Opportunistic { distance } | Correction::Optimized { distance } => {
+                alternate(self.left < distance, self.right < distance)
+            }
+            Correction::Checked | Correction::CheckedSync => {
+                alternate(self.left < self.nearest_left, self.right < self.nearest_right)
+            }
+            Correction::Delayed { delay } => match self.first_left_at {
+                None => Some(Step { tag: Tag::Leftward, dist: 1 }),
+                Some(at) if now >= at + delay && self.nearest_right == NONE => {
+                    Some(Step { tag: Tag::Rightward, dist: self.right + 1 })
+                }
+                Some(_) => None,
+            },
+        }
+    }
+
+    /// Records that `step`, returned by [`Sweep::peek`], was sent at `now`.
+    pub(crate) fn commit(&mut self, step: Step, now: Tick) {
+        match step.tag {
+            Tag::Stop => {
+                self.replies.copy_within(1..self.n_replies as usize, 0);
+                self.n_replies -= 1;
+            }
+            Tag::Leftward => {
+                self.left = step.dist;
+                self.first_left_at.get_or_insert(now);
+            }
+            Tag::Rightward => self.right = step.dist,
+            Tag::Tree => unreachable!("the sweep sends only correction messages"),
+        }
+    }
+
+    /// When delayed correction wants to be woken to decide on sweeping right.
+    pub(crate) fn deadline(&self, kind: Correction) -> Option<Tick> {
+        match (kind, self.first_left_at) {
+            (Correction::Delayed { delay }, Some(at)) if self.nearest_right == NONE && self.right == 0 => {
+                Some(at + delay)
+            }
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,273 @@
+//! Corrected-tree broadcast (Küttler et al., *Corrected Trees for Reliable
+//! Group Communication*, PPoPP 2019): dissemination along an interleaved tree
+//! (Section 3.2), then correction on the ring (Section 3.3, [`Correction`]).
+//!
+//! Guarantees, for a dead set fixed before the operation and a live root:
+//! * integrity: a rank delivers only a value that came, hop by hop, from the
+//!   root, and delivers it at most once (no duplicates);
+//! * non-faulty liveness: with checked (overlapped or synchronized) or
+//!   delayed correction every live rank delivers; with opportunistic
+//!   correction every live rank delivers if no gap exceeds 2d;
+//! * termination: every rank falls silent after finitely many sends.
+//!
+//! Ranks are relabelled so that the root is virtual rank 0: the tree and the
+//! ring are built for root 0 and rotated.
+
+mod correction;
+
+pub use correction::Correction;
+
+use correction::{Step, Sweep};
+
+use crate::error::Error;
+use crate::protocol::{Event, Msg, Protocol, Tag, Transmit};
+use crate::topology::{ring, Tree, TreeSpec};
+use crate::types::{Collective, LogP, OpId, Rank, Tick};
+
+/// Everything the ranks of one broadcast configuration share: the tree, the
+/// correction, the root, and when synchronized correction starts. Built once,
+/// borrowed by every rank's [`Bcast`] core.
+#[derive(Clone, Debug)]
+pub struct BcastPlan {
+    tree: Tree,
+    correction: Correction,
+    root: Rank,
+    sync_start: Tick,
+}
+
+impl BcastPlan {
+    /// A plan from a built tree. `sync_start` is when synchronized correction
+    /// begins (ignored by overlapped corrections). Errors if `root` is not a
+    /// rank of the tree.
+    pub fn new(tree: Tree, correction: Correction, root: Rank, sync_start: Tick) -> Result<Self, Error> {
+        if root >= tree.procs() {
+            return Err(Error::RankOutOfRange {
+                rank: root,
+                procs: tree.procs(),
+            });
+        }
+        Ok(BcastPlan {
+            tree,
+            correction,
+            root,
+            sync_start,
+        })
+    }
+
+    /// A plan for the LogP model: synchronized correction starts at the tree's
+    /// fault-free dissemination time under `logp`.
+    pub fn for_logp(
+        spec: TreeSpec,
+        procs: u32,
+        correction: Correction,
+        root: Rank,
+        logp: LogP,
+    ) -> Result<Self, Error> {
+        let tree = Tree::build(spec, procs, logp)?;
+        let start = tree.dissemination_time(logp);
+        BcastPlan::new(tree, correction, root, start)
+    }
+
+    /// The dissemination tree (rooted at virtual rank 0).
+    pub fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
+    /// The correction.
+    pub fn correction(&self) -> Correction {
+        self.correction
+    }
+
+    /// The root.
+    pub fn root(&self) -> Rank {
+        self.root
+    }
+
+    /// The team size.
+    pub fn procs(&self) -> u32 {
+        self.tree.procs()
+    }
+
+    /// When synchronized correction starts.
+    pub fn sync_start(&self) -> Tick {
+        self.sync_start
+    }
+
+    fn to_virtual(&self, rank: Rank) -> Rank {
+        ring::left(rank, self.root, self.procs())
+    }
+
+    fn to_actual(&self, rank: Rank) -> Rank {
+        ring::right(rank, self.root, self.procs())
+    }
+}
+
+/// One rank's state in one broadcast.
+#[derive(Clone, Debug)]
+pub struct Bcast<'p, P> {
+    plan: &'p BcastPlan,
+    /// This rank, relabelled so that the root is 0.
+    me: Rank,
+    op: OpId,
+    value: Option<P>,
+    output_ready: bool,
+    /// Colored by dissemination: received a tree message (or is the root).
+    by_tree: bool,
+    next_child: u32,
+    correcting: bool,
+    sweep: Sweep,
+    last_now: Tick,
+}
+
+impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
+    /// The core of rank `me` for operation `op`. The root passes its value;
+    /// the others pass `None`. Errors if `me` is out of range, or if the
+    /// root has no value.
+    pub fn new(plan: &'p BcastPlan, me: Rank, op: OpId, value: Option<P>) -> Result<Self, Error> {
+        if me >= plan.procs() {
+            return Err(Error::RankOutOfRange {
+                rank: me,
+                procs: plan.procs(),
+            });
+        }
+        let is_root = me == plan.root;
+        Ok(Bcast {
+            plan,
+            me: plan.to_virtual(me),
+            op,
+            value: if is_root { value } else { None },
+            output_ready: false,
+            by_tree: false,
+            next_child: 0,
+            correcting: false,
+            sweep: Sweep::new(),
+            last_now: 0,
+        })
+        .and_then(|core| {
+            if is_root && core.value.is_none() {
+                Err(Error::NoRootValue(me))
+            } else {
+                Ok(core)
+            }
+        })
+    }
+
+    /// True once the rank was colored by a tree message (or is the root).
+    pub fn colored_by_tree(&self) -> bool {
+        self.by_tree
+    }
+
+    /// True once the rank holds the root's value.
+    pub fn colored(&self) -> bool {
+        self.value.is_some()
+    }
+
+    fn msg(&self, tag: Tag) -> Msg<P> {
+        Msg {
+            op: self.op,
+            kind: Collective::Broadcast,
+            tag,
+            payload: self.value.expect("only colored ranks send"),
+        }
+    }
+
+    fn correction_open(&self, now: Tick) -> bool {
+        self.by_tree
+            && self.next_child as usize == self.plan.tree.children(self.me).len()
+            && (!self.plan.correction.synchronized() || now >= self.plan.sync_start)
+    }
+
+    fn next_step(&self, now: Tick) -> Option<Step> {
+        if !self.correction_open(now) {
+            return None;
+        }
+        self.sweep.peek(self.plan.correction, now, self.plan.procs())
+    }
+}
+
+impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
+    type Payload = P;
+    type Output = P;
+
+    fn handle(&mut self, now: Tick, event: Event<Msg<P>>) {
+        self.last_now = now;
+        match event {
+            Event::Start => {
+                if self.me == 0 {
+                    self.by_tree = true;
+                    self.output_ready = true;
+                }
+            }
+            Event::Message { from, msg } => {
+                if msg.op != self.op || msg.kind != Collective::Broadcast {
+                    return;
+                }
+                if self.value.is_none() {
+                    self.value = Some(msg.payload);
+                    self.output_ready = true;
+                }
+                if msg.tag == Tag::Tree {
+                    self.by_tree = true;
+                } else {
+                    let procs = self.plan.procs();
+                    let from = self.plan.to_virtual(from);
+                    let dist = if msg.tag.from_right() {
+                        ring::left(from, self.me, procs)
+                    } else {
+                        ring::left(self.me, from, procs)
+                    };
+                    self.sweep.observe(self.plan.correction, msg.tag, dist, self.by_tree);
+                }
+            }
+            Event::PeerFailed(_) | Event::Timer => {}
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Tick) -> Option<Transmit<Msg<P>>> {
+        self.last_now = now;
+        let procs = self.plan.procs();
+        if self.by_tree {
+            if let Some(&child) = self.plan.tree.children(self.me).get(self.next_child as usize) {
+                self.next_child += 1;
+                return Some(Transmit {
+                    to: self.plan.to_actual(child),
+                    msg: self.msg(Tag::Tree),
+                });
+            }
+        }
+        if !self.correction_open(now) {
+            return None;
+        }
+        self.correcting = true;
+        let step = self.sweep.peek(self.plan.correction, now, procs)?;
+        self.sweep.commit(step, now);
+        let to = match step.tag {
+            Tag::Rightward => ring::right(self.me, step.dist, procs),
+            _ => ring::left(self.me, step.dist, procs),
+        };
+        Some(Transmit {
+            to: self.plan.to_actual(to),
+            msg: self.msg(step.tag),
+        })
+    }
+
+    fn poll_deadline(&self) -> Option<Tick> {
+        if self.by_tree && self.plan.correction.synchronized() && !self.correcting {
+            return Some(self.plan.sync_start);
+        }
+        self.sweep.deadline(self.plan.correction)
+    }
+
+    fn take_output(&mut self) -> Option<P> {
+        if std::mem::take(&mut self.output_ready) {
+            self.value
+        } else {
+            None
+        }
+    }
+
+    fn is_quiescent(&self) -> bool {
+        let tree_left = self.by_tree && (self.next_child as usize) < self.plan.tree.children(self.me).len();
+        !tree_left && self.next_step(self.last_now).is_none() && self.poll_deadline().is_none()
+    }
+}

@@ -1,0 +1,39 @@
+//! Summaries of a metric over many runs.
+
+use serde::Serialize;
+
+/// Mean, median, tail percentiles and maximum of a metric over runs.
+/// Percentiles use the nearest-rank method: p99 is the smallest value that at
+/// least 99 % of the runs do not exceed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Stats {
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// Maximum.
+    pub max: f64,
+}
+
+impl Stats {
+    /// The summary of `values` (all zeros if empty).
+    pub fn of(values: impl IntoIterator<Item = f64>) -> Stats {
+        let mut v: Vec<f64> = values.into_iter().collect();
+        if v.is_empty() {
+            return Stats::default();
+        }
+        v.sort_by(f64::total_cmp);
+        let rank = |p: f64| v[((p * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
+        Stats {
+            mean: v.iter().sum::<f64>() / v.len() as f64,
+            p50: rank(0.5),
+            p99: rank(0.99),
+            p999: rank(0.999),
+            max: v[v.len() - 1],
+        }
+    }
+}
