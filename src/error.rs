@@ -27,7 +27,9 @@ pub enum Error {
     },
     /// The root of a broadcast was listed as dead: the papers assume it alive,
     /// since it initiates the operation.
-    #[error("rank {0} is the root and cannot be dead before the operation; pick other ranks to kill")]
+    #[error(
+        "rank {0} is the root and cannot be dead before the operation; pick other ranks to kill"
+    )]
     DeadRoot(Rank),
     /// The root of a broadcast did not pass the value to broadcast.
     #[error("rank {0} is the root of the broadcast and must pass the value to send")]

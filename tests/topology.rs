@@ -1,14 +1,31 @@
 //! Properties of the trees of Corrected Trees Section 3.2.
 
-use corrected::topology::{interleave, interleaved_children, interleaved_parent, Numbering, Shape, Tree, TreeSpec};
+use corrected::topology::{
+    interleave, interleaved_children, interleaved_parent, Numbering, Shape, Tree, TreeSpec,
+};
 use corrected::types::LogP;
 
 const MODELS: [LogP; 5] = [
-    LogP { latency: 2, overhead: 1 },
-    LogP { latency: 1, overhead: 1 },
-    LogP { latency: 3, overhead: 2 },
-    LogP { latency: 5, overhead: 2 },
-    LogP { latency: 1, overhead: 3 },
+    LogP {
+        latency: 2,
+        overhead: 1,
+    },
+    LogP {
+        latency: 1,
+        overhead: 1,
+    },
+    LogP {
+        latency: 3,
+        overhead: 2,
+    },
+    LogP {
+        latency: 5,
+        overhead: 2,
+    },
+    LogP {
+        latency: 1,
+        overhead: 3,
+    },
 ];
 
 fn shapes() -> Vec<Shape> {
@@ -22,7 +39,8 @@ fn all_specs() -> Vec<TreeSpec> {
     shapes()
         .into_iter()
         .flat_map(|shape| {
-            [Numbering::Interleaved, Numbering::InOrder].map(|numbering| TreeSpec { shape, numbering })
+            [Numbering::Interleaved, Numbering::InOrder]
+                .map(|numbering| TreeSpec { shape, numbering })
         })
         .collect()
 }
@@ -37,22 +55,44 @@ fn assert_spanning(tree: &Tree) {
     while let Some(r) = stack.pop() {
         reached += 1;
         for &c in tree.children(r) {
-            assert!(c < p, "{}: child {c} of {r} out of range for P={p}", tree.spec());
-            assert_eq!(tree.parent(c), Some(r), "{}: parent of {c}, P={p}", tree.spec());
+            assert!(
+                c < p,
+                "{}: child {c} of {r} out of range for P={p}",
+                tree.spec()
+            );
+            assert_eq!(
+                tree.parent(c),
+                Some(r),
+                "{}: parent of {c}, P={p}",
+                tree.spec()
+            );
             seen[c as usize] += 1;
             stack.push(c);
         }
     }
     assert_eq!(tree.parent(0), None);
     assert_eq!(seen[0], 0, "{}: the root has a parent, P={p}", tree.spec());
-    assert!(seen[1..].iter().all(|&n| n == 1), "{}: a rank has two parents or none, P={p}", tree.spec());
-    assert_eq!(reached, p, "{}: not every rank is reachable, P={p}", tree.spec());
+    assert!(
+        seen[1..].iter().all(|&n| n == 1),
+        "{}: a rank has two parents or none, P={p}",
+        tree.spec()
+    );
+    assert_eq!(
+        reached,
+        p,
+        "{}: not every rank is reachable, P={p}",
+        tree.spec()
+    );
 }
 
 #[test]
 fn every_tree_spans_every_team_up_to_4096() {
     for spec in all_specs() {
-        let models: &[LogP] = if spec.shape == Shape::Optimal { &MODELS } else { &MODELS[..1] };
+        let models: &[LogP] = if spec.shape == Shape::Optimal {
+            &MODELS
+        } else {
+            &MODELS[..1]
+        };
         for &logp in models {
             for p in 1..=4096 {
                 assert_spanning(&Tree::build(spec, p, logp).unwrap());
@@ -64,7 +104,11 @@ fn every_tree_spans_every_team_up_to_4096() {
 #[test]
 fn interleaved_trees_satisfy_definition_1() {
     for shape in shapes() {
-        let models: &[LogP] = if shape == Shape::Optimal { &MODELS } else { &MODELS[..1] };
+        let models: &[LogP] = if shape == Shape::Optimal {
+            &MODELS
+        } else {
+            &MODELS[..1]
+        };
         for &logp in models {
             for p in 1..=512 {
                 let tree = Tree::build(TreeSpec::interleaved(shape), p, logp).unwrap();
@@ -79,7 +123,15 @@ fn in_order_trees_are_not_interleaved() {
     // The checker can fail: depth-first numbering breaks Definition 1 as soon
     // as a subtree has two children with descendants.
     for shape in shapes() {
-        let tree = Tree::build(TreeSpec { shape, numbering: Numbering::InOrder }, 64, LogP::PAPER).unwrap();
+        let tree = Tree::build(
+            TreeSpec {
+                shape,
+                numbering: Numbering::InOrder,
+            },
+            64,
+            LogP::PAPER,
+        )
+        .unwrap();
         assert!(interleave::check(&tree).is_some(), "{shape:?}");
     }
 }
@@ -98,10 +150,14 @@ fn lame_of_order_1_is_binomial() {
 #[test]
 fn optimal_with_unit_overhead_is_lame_of_order_2o_plus_l() {
     for l in 1..=4 {
-        let logp = LogP { latency: l, overhead: 1 };
+        let logp = LogP {
+            latency: l,
+            overhead: 1,
+        };
         for p in [1, 7, 100, 1000] {
             let opt = Tree::build(TreeSpec::interleaved(Shape::Optimal), p, logp).unwrap();
-            let lame = Tree::build(TreeSpec::interleaved(Shape::Lame(2 + l as u32)), p, logp).unwrap();
+            let lame =
+                Tree::build(TreeSpec::interleaved(Shape::Lame(2 + l as u32)), p, logp).unwrap();
             for r in 0..p {
                 assert_eq!(opt.children(r), lame.children(r));
             }
@@ -150,7 +206,9 @@ fn paper_examples() {
 fn optimal_tree_disseminates_no_later_than_any_other() {
     for &logp in &MODELS {
         for p in (1..=600).chain([1000, 4096, 10_000]) {
-            let best = Tree::build(TreeSpec::interleaved(Shape::Optimal), p, logp).unwrap().dissemination_time(logp);
+            let best = Tree::build(TreeSpec::interleaved(Shape::Optimal), p, logp)
+                .unwrap()
+                .dissemination_time(logp);
             for spec in all_specs() {
                 let t = Tree::build(spec, p, logp).unwrap().dissemination_time(logp);
                 assert!(best <= t, "optimal {best} > {spec} {t} at P={p}, {logp:?}");
@@ -161,11 +219,26 @@ fn optimal_tree_disseminates_no_later_than_any_other() {
 
 #[test]
 fn tree_specs_parse_and_print() {
-    for text in ["binomial", "lame:3", "kary:4", "optimal", "inorder-binomial", "inorder-kary:2"] {
+    for text in [
+        "binomial",
+        "lame:3",
+        "kary:4",
+        "optimal",
+        "inorder-binomial",
+        "inorder-kary:2",
+    ] {
         let spec: TreeSpec = text.parse().unwrap();
         assert_eq!(spec.to_string(), text);
     }
-    for bad in ["", "kary", "kary:1", "lame:0", "lame:x", "binomial:2", "tree"] {
+    for bad in [
+        "",
+        "kary",
+        "kary:1",
+        "lame:0",
+        "lame:x",
+        "binomial:2",
+        "tree",
+    ] {
         assert!(bad.parse::<TreeSpec>().is_err(), "{bad}");
     }
     assert!(Tree::build("binomial".parse().unwrap(), 0, LogP::PAPER).is_err());
@@ -176,7 +249,15 @@ fn merge_numbering_interleaves_every_shape() {
     for shape in shapes() {
         for &logp in &MODELS {
             for p in 1..=300 {
-                let tree = Tree::build(TreeSpec { shape, numbering: Numbering::InOrder }, p, logp).unwrap();
+                let tree = Tree::build(
+                    TreeSpec {
+                        shape,
+                        numbering: Numbering::InOrder,
+                    },
+                    p,
+                    logp,
+                )
+                .unwrap();
                 let merged = tree.with_merge_numbering();
                 assert_eq!(interleave::check(&merged), None, "{shape:?} P={p} {logp:?}");
             }
@@ -186,6 +267,9 @@ fn merge_numbering_interleaves_every_shape() {
     for p in [1, 2, 9, 100, 1000] {
         let tree = Tree::build(TreeSpec::interleaved(Shape::Binomial), p, LogP::PAPER).unwrap();
         let label = interleave::merge_numbering(&tree);
-        assert!(label.iter().enumerate().all(|(r, &l)| r as u32 == l), "P={p}");
+        assert!(
+            label.iter().enumerate().all(|(r, &l)| r as u32 == l),
+            "P={p}"
+        );
     }
 }

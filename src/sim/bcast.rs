@@ -29,7 +29,13 @@ pub struct BcastScenario {
 
 impl BcastScenario {
     /// A scenario with root 0, as in the paper. Errors on bad parameters.
-    pub fn new(spec: TreeSpec, procs: u32, correction: Correction, logp: LogP, faults: FaultPlan) -> Result<Self, Error> {
+    pub fn new(
+        spec: TreeSpec,
+        procs: u32,
+        correction: Correction,
+        logp: LogP,
+        faults: FaultPlan,
+    ) -> Result<Self, Error> {
         LogP::new(logp.latency, logp.overhead)?;
         let plan = BcastPlan::for_logp(spec, procs, correction, 0, logp)?;
         faults.validate(procs, plan.root())?;
@@ -117,7 +123,8 @@ impl<'s> BcastSim<'s> {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
         let sc = self.scenario;
         let procs = sc.plan.procs();
-        sc.faults.realize(procs, sc.plan.root(), &mut rng, &mut self.death);
+        sc.faults
+            .realize(procs, sc.plan.root(), &mut rng, &mut self.death);
         self.run_with_death_times()
     }
 
@@ -135,9 +142,12 @@ impl<'s> BcastSim<'s> {
         let root = plan.root();
         self.cores.clear();
         self.cores.extend((0..procs).map(|r| {
-            Bcast::new(plan, r, 0, (r == root).then_some(ROOT_VALUE)).expect("ranks come from the plan")
+            Bcast::new(plan, r, 0, (r == root).then_some(ROOT_VALUE))
+                .expect("ranks come from the plan")
         }));
-        let trace = self.engine.run(&mut self.cores, &self.death);
+        let mut trace = std::mem::take(&mut self.last_trace);
+        self.engine
+            .run_into(&mut self.cores, &self.death, &mut trace);
 
         let live = |r: Rank| self.death[r as usize] == NEVER;
         let mut run = BcastRun {
@@ -169,7 +179,8 @@ impl<'s> BcastSim<'s> {
                 None => {}
             }
         }
-        let must_deliver = plan.correction().guarantees_delivery() && sc.faults.static_only() && live(root);
+        let must_deliver =
+            plan.correction().guarantees_delivery() && sc.faults.static_only() && live(root);
         run.violations = wrong
             + trace.duplicates as u32
             + trace.unquiescent

@@ -14,20 +14,22 @@
 //!
 //! All messages take the same time `o + L` to arrive, so the arrival order at
 //! a receiver is the order of send starts: the receive end can be fixed when
-//! the send starts, and a message needs a single event.
+//! the send starts, and a message needs a single event. Every tick then wakes
+//! the ranks that received, got their send port back, or have a timer due,
+//! in rank order.
 
 use crate::protocol::{Event, Msg, Protocol, Tag, Transmit};
-use crate::sim::queue::BucketQueue;
+use crate::sim::queue::{BucketQueue, WakeSets};
 use crate::types::{LogP, Rank, Tick};
 
 /// Death time of a rank that never fails.
 pub const NEVER: Tick = Tick::MAX;
 
 #[derive(Clone, Copy, Debug)]
-enum Ev<M> {
-    Deliver { to: Rank, from: Rank, msg: M },
-    SendDone(Rank),
-    Timer(Rank),
+struct Delivery<M> {
+    to: Rank,
+    from: Rank,
+    msg: M,
 }
 
 /// What the engine saw in one run.
@@ -48,16 +50,28 @@ pub struct Trace<O> {
     pub unquiescent: u32,
 }
 
+/// The engine's per-rank state, packed so that one rank is one cache line.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    /// When the rank fails (`NEVER`: it does not).
+    death: Tick,
+    /// When its send port comes free.
+    send_free: Tick,
+    /// When its receive port comes free.
+    recv_free: Tick,
+    /// The timer it has armed (`NEVER`: none).
+    timer_at: Tick,
+}
+
 /// A reusable LogP engine. Its buffers keep their capacity between runs.
 #[derive(Debug)]
 pub struct Engine<P> {
     logp: LogP,
-    queue: BucketQueue<Ev<Msg<P>>>,
-    send_free: Vec<Tick>,
-    recv_free: Vec<Tick>,
-    timer_at: Vec<Tick>,
-    touched_at: Vec<Tick>,
-    touched: Vec<Rank>,
+    deliveries: BucketQueue<Delivery<Msg<P>>>,
+    /// Ranks to drive at a tick: they received, their send port comes free,
+    /// or a timer is due.
+    wakes: WakeSets,
+    slots: Vec<Slot>,
 }
 
 impl<P: Copy> Engine<P> {
@@ -65,12 +79,9 @@ impl<P: Copy> Engine<P> {
     pub fn new(logp: LogP) -> Self {
         Engine {
             logp,
-            queue: BucketQueue::default(),
-            send_free: Vec::new(),
-            recv_free: Vec::new(),
-            timer_at: Vec::new(),
-            touched_at: Vec::new(),
-            touched: Vec::new(),
+            deliveries: BucketQueue::default(),
+            wakes: WakeSets::default(),
+            slots: Vec::new(),
         }
     }
 
@@ -79,86 +90,82 @@ impl<P: Copy> Engine<P> {
         self.logp
     }
 
-    /// Runs one operation to the end: every core gets [`Event::Start`] at time
-    /// 0 unless it is dead from the start, and the run ends when no event is
-    /// left. `death[r]` is when rank `r` fails ([`NEVER`] for live ranks).
+    /// Runs one operation to the end and returns what happened: every core
+    /// gets [`Event::Start`] at time 0 unless it is dead from the start, and
+    /// the run ends when no event is left. `death[r]` is when rank `r` fails
+    /// ([`NEVER`] for live ranks).
     pub fn run<C>(&mut self, cores: &mut [C], death: &[Tick]) -> Trace<C::Output>
+    where
+        C: Protocol<Payload = P>,
+    {
+        let mut trace = Trace::default();
+        self.run_into(cores, death, &mut trace);
+        trace
+    }
+
+    /// As [`Engine::run`], but reuses the buffers of `trace`.
+    pub fn run_into<C>(&mut self, cores: &mut [C], death: &[Tick], trace: &mut Trace<C::Output>)
     where
         C: Protocol<Payload = P>,
     {
         let n = cores.len();
         assert_eq!(death.len(), n, "one death time per core");
-        for v in [&mut self.send_free, &mut self.recv_free] {
-            v.clear();
-            v.resize(n, 0);
-        }
-        for v in [&mut self.timer_at, &mut self.touched_at] {
-            v.clear();
-            v.resize(n, NEVER);
-        }
-        self.queue.clear();
-        self.touched.clear();
-        let mut trace = Trace {
-            outputs: (0..n).map(|_| None).collect(),
-            duplicates: 0,
-            sends_by_tag: [0; Tag::COUNT],
-            sends_by_rank: vec![0; n],
-            quiescence: 0,
-            unquiescent: 0,
-        };
+        self.slots.clear();
+        self.slots.extend(death.iter().map(|&d| Slot {
+            death: d,
+            send_free: 0,
+            recv_free: 0,
+            timer_at: NEVER,
+        }));
+        self.deliveries.clear();
+        self.wakes.reset(n);
+        trace.outputs.clear();
+        trace.outputs.resize_with(n, || None);
+        trace.sends_by_rank.clear();
+        trace.sends_by_rank.resize(n, 0);
+        trace.duplicates = 0;
+        trace.sends_by_tag = [0; Tag::COUNT];
+        trace.quiescence = 0;
+        trace.unquiescent = 0;
 
         for r in 0..n {
             if death[r] > 0 {
                 cores[r].handle(0, Event::Start);
-                Self::collect(&mut cores[r], r, 0, &mut trace);
-                self.touch(r as Rank, 0);
+                Self::collect(&mut cores[r], r, 0, trace);
+                self.drive(cores, r as Rank, 0, trace);
             }
         }
         let mut now = 0;
-        loop {
-            let touched = std::mem::take(&mut self.touched);
-            for &r in &touched {
-                self.drive(cores, death, r, now, &mut trace);
-            }
-            self.touched = touched;
-            self.touched.clear();
-
-            let Some(t) = self.queue.next_after(now) else { break };
+        while let Some(t) = self.wakes.next_after(now) {
             now = t;
-            let events = self.queue.take(now);
-            for ev in &events {
-                match *ev {
-                    Ev::Deliver { to, from, msg } => {
-                        if death[to as usize] > now {
-                            let core = &mut cores[to as usize];
-                            core.handle(now, Event::Message { from, msg });
-                            Self::collect(core, to as usize, now, &mut trace);
-                            self.touch(to, now);
-                        }
-                    }
-                    Ev::SendDone(r) => self.touch(r, now),
-                    Ev::Timer(r) => {
-                        if self.timer_at[r as usize] == now && death[r as usize] > now {
-                            cores[r as usize].handle(now, Event::Timer);
-                            Self::collect(&mut cores[r as usize], r as usize, now, &mut trace);
-                            self.touch(r, now);
-                        }
-                    }
+            let events = self.deliveries.take(now);
+            for &Delivery { to, from, msg } in &events {
+                if self.slots[to as usize].death > now {
+                    let core = &mut cores[to as usize];
+                    core.handle(now, Event::Message { from, msg });
+                    Self::collect(core, to as usize, now, trace);
                 }
             }
-            self.queue.recycle(now, events);
+            self.deliveries.recycle(now, events);
+            // Every receive ending at `now` is in before any rank decides.
+            let mut wakes = self.wakes.take(now);
+            WakeSets::drain(&mut wakes, |r| {
+                let slot = &mut self.slots[r as usize];
+                if slot.timer_at == now && slot.death > now {
+                    slot.timer_at = NEVER;
+                    cores[r as usize].handle(now, Event::Timer);
+                    Self::collect(&mut cores[r as usize], r as usize, now, trace);
+                }
+                self.drive(cores, r, now, trace);
+            });
+            self.wakes.recycle(now, wakes);
         }
-        trace.unquiescent = (0..n).filter(|&r| death[r] == NEVER && !cores[r].is_quiescent()).count() as u32;
-        trace
+        trace.unquiescent = (0..n)
+            .filter(|&r| death[r] == NEVER && !cores[r].is_quiescent())
+            .count() as u32;
     }
 
-    fn touch(&mut self, r: Rank, now: Tick) {
-        if self.touched_at[r as usize] != now {
-            self.touched_at[r as usize] = now;
-            self.touched.push(r);
-        }
-    }
-
+    #[inline]
     fn collect<C: Protocol>(core: &mut C, r: usize, now: Tick, trace: &mut Trace<C::Output>) {
         if let Some(out) = core.take_output() {
             match trace.outputs[r] {
@@ -169,26 +176,31 @@ impl<P: Copy> Engine<P> {
     }
 
     /// Lets rank `r` start a send if its send port is free, and re-arms its timer.
-    fn drive<C>(&mut self, cores: &mut [C], death: &[Tick], r: Rank, now: Tick, trace: &mut Trace<C::Output>)
+    #[inline]
+    fn drive<C>(&mut self, cores: &mut [C], r: Rank, now: Tick, trace: &mut Trace<C::Output>)
     where
         C: Protocol<Payload = P>,
     {
         let ri = r as usize;
-        if death[ri] <= now {
+        let slot = self.slots[ri];
+        if slot.death <= now {
             return;
         }
         let (o, l) = (self.logp.overhead, self.logp.latency);
-        if self.send_free[ri] <= now {
-            if let Some(Transmit { to, msg }) = cores[ri].poll_transmit(now) {
+        let core = &mut cores[ri];
+        if slot.send_free <= now {
+            if let Some(Transmit { to, msg }) = core.poll_transmit(now) {
                 trace.sends_by_rank[ri] += 1;
                 trace.sends_by_tag[msg.tag as usize] += 1;
-                self.send_free[ri] = now + o;
-                self.queue.push(now + o, Ev::SendDone(r));
+                self.slots[ri].send_free = now + o;
+                self.wakes.set(now + o, r);
                 let arrival = now + o + l;
-                let done = arrival.max(self.recv_free[to as usize]) + o;
-                let end = if death[to as usize] > done {
-                    self.recv_free[to as usize] = done;
-                    self.queue.push(done, Ev::Deliver { to, from: r, msg });
+                let dest = &mut self.slots[to as usize];
+                let done = arrival.max(dest.recv_free) + o;
+                let end = if dest.death > done {
+                    dest.recv_free = done;
+                    self.deliveries.push(done, Delivery { to, from: r, msg });
+                    self.wakes.set(done, to);
                     done
                 } else {
                     arrival
@@ -197,11 +209,12 @@ impl<P: Copy> Engine<P> {
             }
         }
         // A deadline already due means the core has a send waiting for the
-        // port, and the port's SendDone will drive it again.
-        if let Some(at) = cores[ri].poll_deadline() {
-            if at > now && at != self.timer_at[ri] {
-                self.timer_at[ri] = at;
-                self.queue.push(at, Ev::Timer(r));
+        // port, and the wake-up when the port comes free drives it again.
+        if let Some(at) = core.poll_deadline() {
+            let slot = &mut self.slots[ri];
+            if at > now && at != slot.timer_at {
+                slot.timer_at = at;
+                self.wakes.set(at, r);
             }
         }
     }

@@ -82,7 +82,11 @@ impl FaultPlan {
         if k > 0 {
             for i in index::sample(rng, procs as usize - 1, k as usize) {
                 // Skip the root: sample among the other P - 1 ranks.
-                let r = if (i as Rank) < root { i as Rank } else { i as Rank + 1 };
+                let r = if (i as Rank) < root {
+                    i as Rank
+                } else {
+                    i as Rank + 1
+                };
                 death[r as usize] = 0;
             }
         }

@@ -46,10 +46,16 @@ impl MonteCarlo {
                     })
                 })
                 .collect();
-            workers.into_iter().map(|w| w.join().expect("a simulation worker panicked")).collect()
+            workers
+                .into_iter()
+                .map(|w| w.join().expect("a simulation worker panicked"))
+                .collect()
         });
         let mut all: Vec<(u64, R)> = parts.iter_mut().flat_map(std::mem::take).collect();
         all.sort_by_key(|(i, _)| *i);
-        (all.into_iter().map(|(_, r)| r).collect(), started.elapsed().as_secs_f64())
+        (
+            all.into_iter().map(|(_, r)| r).collect(),
+            started.elapsed().as_secs_f64(),
+        )
     }
 }

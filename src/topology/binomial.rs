@@ -6,7 +6,11 @@ use crate::types::Rank;
 
 /// Children of `rank` in send order, for `procs` ranks.
 pub fn children(rank: Rank, procs: u32) -> impl Iterator<Item = Rank> {
-    let first = if rank == 0 { 0 } else { 64 - (rank as u64).leading_zeros() };
+    let first = if rank == 0 {
+        0
+    } else {
+        64 - (rank as u64).leading_zeros()
+    };
     (first..64)
         .map(move |i| rank as u64 + (1u64 << i))
         .take_while(move |&c| c < procs as u64)

@@ -60,7 +60,10 @@ pub fn check(tree: &Tree) -> Option<Violation> {
             let l = lca(a, b);
             // l == a or l == b: one descends from the other.
             if l != a && l != b && l != s {
-                return Some(Violation { subtree: s, pair: (a, b) });
+                return Some(Violation {
+                    subtree: s,
+                    pair: (a, b),
+                });
             }
         }
     }

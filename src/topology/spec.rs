@@ -77,7 +77,9 @@ impl FromStr for TreeSpec {
         };
         let param = |min: u32| -> Result<u32, Error> {
             let a = arg.ok_or_else(|| bad("this tree needs a parameter after ':'"))?;
-            let k: u32 = a.parse().map_err(|_| bad("the parameter must be a whole number"))?;
+            let k: u32 = a
+                .parse()
+                .map_err(|_| bad("the parameter must be a whole number"))?;
             if k < min {
                 return Err(bad(&format!("the parameter must be at least {min}")));
             }

@@ -40,7 +40,10 @@ impl ReadySequence {
     /// The sequence for the given step and delay (both at least 1), computed
     /// until it covers `procs` ranks.
     pub fn new(step: u64, delay: u64, procs: u32) -> Self {
-        assert!(step >= 1 && delay >= 1, "step and delay are validated by the caller");
+        assert!(
+            step >= 1 && delay >= 1,
+            "step and delay are validated by the caller"
+        );
         let mut s = ReadySequence {
             step,
             delay,
@@ -80,7 +83,10 @@ impl ReadySequence {
         if t < 0 {
             0
         } else {
-            self.ready.get(t as usize).copied().unwrap_or_else(|| *self.ready.last().unwrap_or(&0))
+            self.ready
+                .get(t as usize)
+                .copied()
+                .unwrap_or_else(|| *self.ready.last().unwrap_or(&0))
         }
     }
 

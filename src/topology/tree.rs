@@ -27,7 +27,9 @@ pub fn interleaved_children(shape: Shape, rank: Rank, procs: u32, logp: LogP) ->
     match shape {
         Shape::KAry(k) => kary::children(rank, k, procs).collect(),
         Shape::Binomial => binomial::children(rank, procs).collect(),
-        Shape::Lame(k) => ReadySequence::lame(k, procs).children(rank, procs).collect(),
+        Shape::Lame(k) => ReadySequence::lame(k, procs)
+            .children(rank, procs)
+            .collect(),
         Shape::Optimal if logp.overhead > 1 => optimal_table(procs, logp).children(rank).to_vec(),
         Shape::Optimal => ReadySequence::optimal(logp.latency, logp.overhead, procs)
             .children(rank, procs)
@@ -77,8 +79,12 @@ impl Tree {
         LogP::new(logp.latency, logp.overhead)?;
         let mut lists: Vec<Vec<Rank>> = Vec::with_capacity(procs as usize);
         match spec.shape {
-            Shape::KAry(k) => lists.extend((0..procs).map(|r| kary::children(r, k, procs).collect())),
-            Shape::Binomial => lists.extend((0..procs).map(|r| binomial::children(r, procs).collect())),
+            Shape::KAry(k) => {
+                lists.extend((0..procs).map(|r| kary::children(r, k, procs).collect()))
+            }
+            Shape::Binomial => {
+                lists.extend((0..procs).map(|r| binomial::children(r, procs).collect()))
+            }
             Shape::Lame(_) | Shape::Optimal => {
                 let seq = match spec.shape {
                     Shape::Lame(k) => ReadySequence::lame(k, procs),
@@ -125,9 +131,19 @@ impl Tree {
     fn relabeled(&self, numbering: Numbering, label: &[Rank]) -> Tree {
         let mut lists = vec![Vec::new(); self.procs as usize];
         for r in 0..self.procs {
-            lists[label[r as usize] as usize] = self.children(r).iter().map(|&c| label[c as usize]).collect();
+            lists[label[r as usize] as usize] = self
+                .children(r)
+                .iter()
+                .map(|&c| label[c as usize])
+                .collect();
         }
-        Tree::from_lists(TreeSpec { numbering, ..self.spec }, &lists)
+        Tree::from_lists(
+            TreeSpec {
+                numbering,
+                ..self.spec
+            },
+            &lists,
+        )
     }
 
     /// The same shape numbered depth-first: pre-order, children in send order.
@@ -161,8 +177,23 @@ impl Tree {
 
     /// The children of `rank`, in the order `rank` sends to them.
     pub fn children(&self, rank: Rank) -> &[Rank] {
-        let (a, b) = (self.first_child[rank as usize], self.first_child[rank as usize + 1]);
+        let (a, b) = (
+            self.first_child[rank as usize],
+            self.first_child[rank as usize + 1],
+        );
         &self.children[a as usize..b as usize]
+    }
+
+    /// Where the children of `rank` sit in the flat list of all children
+    /// (see [`Tree::child_at`]): lets a caller keep a cursor in 4 bytes.
+    pub fn child_range(&self, rank: Rank) -> std::ops::Range<u32> {
+        self.first_child[rank as usize]..self.first_child[rank as usize + 1]
+    }
+
+    /// The child at position `index` of the flat list of all children, in
+    /// which every rank's children stand together in send order.
+    pub fn child_at(&self, index: u32) -> Rank {
+        self.children[index as usize]
     }
 
     /// The parent of `rank`, `None` for the root 0.

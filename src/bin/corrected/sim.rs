@@ -53,10 +53,16 @@ pub struct SimArgs {
 }
 
 fn parse_death(text: &str) -> Result<(Rank, Tick), String> {
-    let (r, t) = text.split_once(':').ok_or("expected RANK:TICK, e.g. 5:12")?;
+    let (r, t) = text
+        .split_once(':')
+        .ok_or("expected RANK:TICK, e.g. 5:12")?;
     Ok((
-        r.trim().parse().map_err(|_| format!("bad rank in '{text}'"))?,
-        t.trim().parse().map_err(|_| format!("bad tick in '{text}'"))?,
+        r.trim()
+            .parse()
+            .map_err(|_| format!("bad rank in '{text}'"))?,
+        t.trim()
+            .parse()
+            .map_err(|_| format!("bad tick in '{text}'"))?,
     ))
 }
 
@@ -83,12 +89,17 @@ pub fn run(args: SimArgs) -> Result<ExitCode, Error> {
     };
     let bar = ProgressBar::new(args.runs);
     bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {per_sec}, eta {eta}").expect("valid template"),
+        ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {per_sec}, eta {eta}")
+            .expect("valid template"),
     );
     if args.runs < 50 {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
-    let (runs, seconds) = mc.execute(|| BcastSim::new(&scenario), |sim, seed| sim.run(seed), |_| bar.inc(1));
+    let (runs, seconds) = mc.execute(
+        || BcastSim::new(&scenario),
+        |sim, seed| sim.run(seed),
+        |_| bar.inc(1),
+    );
     bar.finish_and_clear();
     let summary = BcastSummary::of(args.procs, &runs, seconds);
     if args.json {
@@ -109,16 +120,30 @@ pub fn run(args: SimArgs) -> Result<ExitCode, Error> {
     } else {
         print_table(&summary, &args, scenario.dissemination_time());
     }
-    Ok(if summary.violations == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if summary.violations == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn print_table(s: &BcastSummary, args: &SimArgs, dissemination: Tick) {
     println!(
         "P={} tree={} correction={} L={} o={} fault-rate={} runs={} ({:.1} sims/s)",
-        s.procs, args.tree, args.correction, args.latency, args.overhead, args.fault_rate, s.runs, s.sims_per_second
+        s.procs,
+        args.tree,
+        args.correction,
+        args.latency,
+        args.overhead,
+        args.fault_rate,
+        s.runs,
+        s.sims_per_second
     );
     println!("fault-free dissemination time: {dissemination}");
-    println!("{:<34} {:>9} {:>9} {:>9} {:>9} {:>9}", "metric", "mean", "p50", "p99", "p99.9", "max");
+    println!(
+        "{:<34} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "metric", "mean", "p50", "p99", "p99.9", "max"
+    );
     let row = |name: &str, st: &Stats| {
         println!(
             "{name:<34} {:>9.3} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
@@ -129,7 +154,10 @@ fn print_table(s: &BcastSummary, args: &SimArgs, dissemination: Tick) {
     row("quiescence_latency", &s.quiescence_latency);
     row("correction_latency", &s.correction_latency);
     row("messages_per_process", &s.messages_per_process);
-    row("correction_messages_per_process", &s.correction_messages_per_process);
+    row(
+        "correction_messages_per_process",
+        &s.correction_messages_per_process,
+    );
     row("max_gap", &s.max_gap);
     println!(
         "incomplete_runs: {}  uncolored live ranks: {}  violations: {}",

@@ -65,7 +65,10 @@ impl Correction {
     /// True if the variant colors every live rank whenever the root is alive
     /// and no rank fails during the operation, whatever the dead set.
     pub fn guarantees_delivery(&self) -> bool {
-        matches!(self, Correction::Checked | Correction::CheckedSync | Correction::Delayed { .. })
+        matches!(
+            self,
+            Correction::Checked | Correction::CheckedSync | Correction::Delayed { .. }
+        )
     }
 }
 
@@ -84,7 +87,9 @@ impl FromStr for Correction {
         };
         let number = |min: u64| -> Result<u64, Error> {
             let a = arg.ok_or_else(|| bad("this correction needs a parameter after ':'"))?;
-            let n: u64 = a.parse().map_err(|_| bad("the parameter must be a whole number"))?;
+            let n: u64 = a
+                .parse()
+                .map_err(|_| bad("the parameter must be a whole number"))?;
             if n < min {
                 return Err(bad(&format!("the parameter must be at least {min}")));
             }
@@ -101,8 +106,12 @@ impl FromStr for Correction {
             "none" => plain(Correction::None),
             "checked" => plain(Correction::Checked),
             "checked-sync" => plain(Correction::CheckedSync),
-            "opportunistic" => Ok(Correction::Opportunistic { distance: distance()? }),
-            "optimized" => Ok(Correction::Optimized { distance: distance()? }),
+            "opportunistic" => Ok(Correction::Opportunistic {
+                distance: distance()?,
+            }),
+            "optimized" => Ok(Correction::Optimized {
+                distance: distance()?,
+            }),
             "delayed" => Ok(Correction::Delayed { delay: number(0)? }),
             _ => Err(bad("unknown correction")),
         }
@@ -130,7 +139,8 @@ pub(crate) struct Step {
 }
 
 const NONE: u32 = u32::MAX;
-const REPLIES: usize = 4;
+const REPLIES: usize = 2;
+const UNSET: Tick = Tick::MAX;
 
 /// One rank's correction state. Distances are ring distances from this rank.
 #[derive(Clone, Debug)]
@@ -142,7 +152,7 @@ pub(crate) struct Sweep {
     nearest_left: u32,
     nearest_right: u32,
     /// Delayed: when the first left message went out.
-    first_left_at: Option<Tick>,
+    first_left_at: Tick,
     /// Delayed: left distances of rightward senders still to be stopped.
     replies: [u32; REPLIES],
     n_replies: u8,
@@ -155,7 +165,7 @@ impl Sweep {
             right: 0,
             nearest_left: NONE,
             nearest_right: NONE,
-            first_left_at: None,
+            first_left_at: UNSET,
             replies: [0; REPLIES],
             n_replies: 0,
         }
@@ -175,7 +185,10 @@ impl Sweep {
             if let Correction::Optimized { distance } = kind {
                 self.right = self.right.max(distance.saturating_sub(dist));
             }
-            if matches!(kind, Correction::Delayed { .. }) && by_tree && (self.n_replies as usize) < REPLIES {
+            if matches!(kind, Correction::Delayed { .. })
+                && by_tree
+                && (self.n_replies as usize) < REPLIES
+            {
                 let pending = &self.replies[..self.n_replies as usize];
                 if !pending.contains(&dist) {
                     self.replies[self.n_replies as usize] = dist;
@@ -185,68 +198,67 @@ impl Sweep {
         }
     }
 
-    /// The next send of an active rank at `now` on a ring of `procs`, or
-    /// `None` if it has nothing to send (now or, for `delayed`, until its
-    /// deadline).
-    pub(crate) fn peek(&self, kind: Correction, now: Tick, procs: u32) -> Option<Step> {
+    /// The next send of an active rank at `now` on a ring of `procs`, taken
+    /// (the state records it as sent), or `None` if it has nothing to send
+    /// (now or, for `delayed`, until its deadline).
+    pub(crate) fn next(&mut self, kind: Correction, now: Tick, procs: u32) -> Option<Step> {
         let ring = procs.saturating_sub(1);
-        if let Correction::Delayed { .. } = kind {
-            if self.n_replies > 0 {
-                return Some(Step { tag: Tag::Stop, dist: self.replies[0] });
-            }
+        if self.n_replies > 0 {
+            let dist = self.replies[0];
+            self.replies.copy_within(1..self.n_replies as usize, 0);
+            self.n_replies -= 1;
+            return Some(Step {
+                tag: Tag::Stop,
+                dist,
+            });
         }
         if self.left + self.right >= ring {
             return None;
         }
-        let alternate = |left_open: bool, right_open: bool| {
-            let go_left = left_open && (self.left <= self.right || !right_open);
-            if go_left {
-                Some(Step { tag: Tag::Leftward, dist: self.left + 1 })
-            } else if right_open {
-                Some(Step { tag: Tag::Rightward, dist: self.right + 1 })
-            } else {
-                None
-            }
-        };
-        match kind {
-            Correction::None => None,
+        let (left_open, right_open) = match kind {
+            Correction::None => return None,
             Correction::Opportunistic { distance } | Correction::Optimized { distance } => {
-                alternate(self.left < distance, self.right < distance)
+                (self.left < distance, self.right < distance)
             }
-            Correction::Checked | Correction::CheckedSync => {
-                alternate(self.left < self.nearest_left, self.right < self.nearest_right)
-            }
+            Correction::Checked | Correction::CheckedSync => (
+                self.left < self.nearest_left,
+                self.right < self.nearest_right,
+            ),
             Correction::Delayed { delay } => match self.first_left_at {
-                None => Some(Step { tag: Tag::Leftward, dist: 1 }),
-                Some(at) if now >= at + delay && self.nearest_right == NONE => {
-                    Some(Step { tag: Tag::Rightward, dist: self.right + 1 })
+                UNSET => {
+                    self.first_left_at = now;
+                    (true, false)
                 }
-                Some(_) => None,
+                at => (
+                    false,
+                    now >= at.saturating_add(delay) && self.nearest_right == NONE,
+                ),
             },
-        }
-    }
-
-    /// Records that `step`, returned by [`Sweep::peek`], was sent at `now`.
-    pub(crate) fn commit(&mut self, step: Step, now: Tick) {
-        match step.tag {
-            Tag::Stop => {
-                self.replies.copy_within(1..self.n_replies as usize, 0);
-                self.n_replies -= 1;
-            }
-            Tag::Leftward => {
-                self.left = step.dist;
-                self.first_left_at.get_or_insert(now);
-            }
-            Tag::Rightward => self.right = step.dist,
-            Tag::Tree => unreachable!("the sweep sends only correction messages"),
+        };
+        if left_open && (self.left <= self.right || !right_open) {
+            self.left += 1;
+            Some(Step {
+                tag: Tag::Leftward,
+                dist: self.left,
+            })
+        } else if right_open {
+            self.right += 1;
+            Some(Step {
+                tag: Tag::Rightward,
+                dist: self.right,
+            })
+        } else {
+            None
         }
     }
 
     /// When delayed correction wants to be woken to decide on sweeping right.
     pub(crate) fn deadline(&self, kind: Correction) -> Option<Tick> {
         match (kind, self.first_left_at) {
-            (Correction::Delayed { delay }, Some(at)) if self.nearest_right == NONE && self.right == 0 => {
-                Some(at + delay)
+            (Correction::Delayed { delay }, at)
+                if at != UNSET && self.nearest_right == NONE && self.right == 0 =>
+            {
+                Some(at.saturating_add(delay))
             }
             _ => None,
         }

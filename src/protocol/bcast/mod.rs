@@ -17,7 +17,7 @@ mod correction;
 
 pub use correction::Correction;
 
-use correction::{Step, Sweep};
+use correction::Sweep;
 
 use crate::error::Error;
 use crate::protocol::{Event, Msg, Protocol, Tag, Transmit};
@@ -33,13 +33,19 @@ pub struct BcastPlan {
     correction: Correction,
     root: Rank,
     sync_start: Tick,
+    synchronized: bool,
 }
 
 impl BcastPlan {
     /// A plan from a built tree. `sync_start` is when synchronized correction
     /// begins (ignored by overlapped corrections). Errors if `root` is not a
     /// rank of the tree.
-    pub fn new(tree: Tree, correction: Correction, root: Rank, sync_start: Tick) -> Result<Self, Error> {
+    pub fn new(
+        tree: Tree,
+        correction: Correction,
+        root: Rank,
+        sync_start: Tick,
+    ) -> Result<Self, Error> {
         if root >= tree.procs() {
             return Err(Error::RankOutOfRange {
                 rank: root,
@@ -51,6 +57,7 @@ impl BcastPlan {
             correction,
             root,
             sync_start,
+            synchronized: correction.synchronized(),
         })
     }
 
@@ -109,14 +116,16 @@ pub struct Bcast<'p, P> {
     /// This rank, relabelled so that the root is 0.
     me: Rank,
     op: OpId,
+    /// The next child to send to and the end of this rank's children, as
+    /// positions in the tree's flat child list.
+    next_child: u32,
+    child_end: u32,
     value: Option<P>,
     output_ready: bool,
     /// Colored by dissemination: received a tree message (or is the root).
     by_tree: bool,
-    next_child: u32,
     correcting: bool,
     sweep: Sweep,
-    last_now: Tick,
 }
 
 impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
@@ -131,17 +140,19 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
             });
         }
         let is_root = me == plan.root;
+        let me = plan.to_virtual(me);
+        let children = plan.tree.child_range(me);
         Ok(Bcast {
             plan,
-            me: plan.to_virtual(me),
+            me,
             op,
+            next_child: children.start,
+            child_end: children.end,
             value: if is_root { value } else { None },
             output_ready: false,
             by_tree: false,
-            next_child: 0,
             correcting: false,
             sweep: Sweep::new(),
-            last_now: 0,
         })
         .and_then(|core| {
             if is_root && core.value.is_none() {
@@ -173,15 +184,8 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
 
     fn correction_open(&self, now: Tick) -> bool {
         self.by_tree
-            && self.next_child as usize == self.plan.tree.children(self.me).len()
-            && (!self.plan.correction.synchronized() || now >= self.plan.sync_start)
-    }
-
-    fn next_step(&self, now: Tick) -> Option<Step> {
-        if !self.correction_open(now) {
-            return None;
-        }
-        self.sweep.peek(self.plan.correction, now, self.plan.procs())
+            && self.next_child == self.child_end
+            && (!self.plan.synchronized || now >= self.plan.sync_start)
     }
 }
 
@@ -189,8 +193,7 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
     type Payload = P;
     type Output = P;
 
-    fn handle(&mut self, now: Tick, event: Event<Msg<P>>) {
-        self.last_now = now;
+    fn handle(&mut self, _now: Tick, event: Event<Msg<P>>) {
         match event {
             Event::Start => {
                 if self.me == 0 {
@@ -216,7 +219,8 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
                     } else {
                         ring::left(self.me, from, procs)
                     };
-                    self.sweep.observe(self.plan.correction, msg.tag, dist, self.by_tree);
+                    self.sweep
+                        .observe(self.plan.correction, msg.tag, dist, self.by_tree);
                 }
             }
             Event::PeerFailed(_) | Event::Timer => {}
@@ -224,23 +228,20 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
     }
 
     fn poll_transmit(&mut self, now: Tick) -> Option<Transmit<Msg<P>>> {
-        self.last_now = now;
         let procs = self.plan.procs();
-        if self.by_tree {
-            if let Some(&child) = self.plan.tree.children(self.me).get(self.next_child as usize) {
-                self.next_child += 1;
-                return Some(Transmit {
-                    to: self.plan.to_actual(child),
-                    msg: self.msg(Tag::Tree),
-                });
-            }
+        if self.by_tree && self.next_child < self.child_end {
+            let child = self.plan.tree.child_at(self.next_child);
+            self.next_child += 1;
+            return Some(Transmit {
+                to: self.plan.to_actual(child),
+                msg: self.msg(Tag::Tree),
+            });
         }
         if !self.correction_open(now) {
             return None;
         }
         self.correcting = true;
-        let step = self.sweep.peek(self.plan.correction, now, procs)?;
-        self.sweep.commit(step, now);
+        let step = self.sweep.next(self.plan.correction, now, procs)?;
         let to = match step.tag {
             Tag::Rightward => ring::right(self.me, step.dist, procs),
             _ => ring::left(self.me, step.dist, procs),
@@ -252,7 +253,7 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
     }
 
     fn poll_deadline(&self) -> Option<Tick> {
-        if self.by_tree && self.plan.correction.synchronized() && !self.correcting {
+        if self.by_tree && self.plan.synchronized && !self.correcting {
             return Some(self.plan.sync_start);
         }
         self.sweep.deadline(self.plan.correction)
@@ -267,7 +268,8 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
     }
 
     fn is_quiescent(&self) -> bool {
-        let tree_left = self.by_tree && (self.next_child as usize) < self.plan.tree.children(self.me).len();
-        !tree_left && self.next_step(self.last_now).is_none() && self.poll_deadline().is_none()
+        // Without a deadline nothing depends on time any more, so asking a
+        // copy for a send at the end of time answers for every `now`.
+        self.poll_deadline().is_none() && self.clone().poll_transmit(Tick::MAX).is_none()
     }
 }
