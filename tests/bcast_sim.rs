@@ -353,13 +353,9 @@ fn any_root_works() {
             death[dead as usize] = 0;
         }
         let trace = Engine::new(logp).run(&mut cores, &death);
-        for r in 0..100 {
-            let got = trace.outputs[r].map(|(_, v)| v);
-            assert_eq!(
-                got,
-                if death[r] == NEVER { Some(42) } else { None },
-                "root {root} rank {r}"
-            );
+        for (r, (out, &dies)) in trace.outputs.iter().zip(&death).enumerate() {
+            let want = if dies == NEVER { Some(42) } else { None };
+            assert_eq!(out.map(|(_, v)| v), want, "root {root} rank {r}");
         }
         assert_eq!(trace.duplicates, 0);
         assert!(cores.iter().all(|c| c.is_quiescent()));
