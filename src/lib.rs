@@ -13,8 +13,10 @@
 //! Everything a caller can get wrong is reported through [`Error`].
 
 pub mod error;
+pub mod mailbox;
 pub mod protocol;
 pub mod sim;
+pub(crate) mod sync;
 pub mod topology;
 pub mod types;
 

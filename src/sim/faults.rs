@@ -98,3 +98,38 @@ impl FaultPlan {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    #[test]
+    fn a_rate_kills_exactly_floor_rate_times_p_and_never_the_root() {
+        let plan = FaultPlan::rate(0.04);
+        let mut death = Vec::new();
+        for seed in 0..200 {
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+            plan.realize(100, 7, &mut rng, &mut death);
+            assert_eq!(death.iter().filter(|&&d| d == 0).count(), 4);
+            assert_eq!(death[7], NEVER);
+        }
+    }
+
+    #[test]
+    fn plans_are_checked() {
+        assert!(FaultPlan::dead([3]).validate(3, 0).is_err());
+        assert!(FaultPlan::dead([0]).validate(3, 0).is_err());
+        assert!(FaultPlan::rate(-0.1).validate(3, 0).is_err());
+        assert!(FaultPlan::rate(1.0).validate(3, 0).is_err());
+        assert!(FaultPlan::dead([1, 2]).validate(3, 0).is_ok());
+        let mut death = Vec::new();
+        let plan = FaultPlan {
+            die_at: vec![(2, 9)],
+            ..FaultPlan::dead([1])
+        };
+        plan.realize(3, 0, &mut Xoshiro256PlusPlus::seed_from_u64(0), &mut death);
+        assert_eq!(death, vec![NEVER, 0, 9]);
+    }
+}

@@ -176,3 +176,42 @@ impl WakeSets {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_keep_push_order_and_find_the_next_tick() {
+        let mut q = BucketQueue::default();
+        q.push(5, 'a');
+        q.push(3, 'b');
+        q.push(5, 'c');
+        assert_eq!(q.next_after(0), Some(3));
+        assert_eq!(q.take(3), vec!['b']);
+        assert_eq!(q.next_after(3), Some(5));
+        assert_eq!(q.take(5), vec!['a', 'c']);
+        assert_eq!(q.next_after(5), None);
+        assert!(q.take(100).is_empty());
+    }
+
+    #[test]
+    fn wake_sets_dedupe_and_come_out_in_rank_order() {
+        let mut w = WakeSets::default();
+        w.reset(200);
+        for r in [130, 2, 64, 2, 199, 0] {
+            w.set(7, r);
+        }
+        w.set(9, 5);
+        assert_eq!(w.next_after(0), Some(7));
+        let mut set = w.take(7);
+        let mut got = Vec::new();
+        WakeSets::drain(&mut set, |r| got.push(r));
+        assert_eq!(got, vec![0, 2, 64, 130, 199]);
+        assert!(set.iter().all(|&x| x == 0), "drain clears the set");
+        w.recycle(7, set);
+        assert_eq!(w.next_after(7), Some(9));
+        w.reset(200);
+        assert_eq!(w.next_after(0), None);
+    }
+}

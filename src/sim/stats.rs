@@ -37,3 +37,18 @@ impl Stats {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let s = Stats::of((1..=1000).map(f64::from));
+        assert_eq!((s.p50, s.p99, s.p999, s.max), (500.0, 990.0, 999.0, 1000.0));
+        assert!((s.mean - 500.5).abs() < 1e-9);
+        let one = Stats::of([7.0]);
+        assert_eq!((one.p50, one.p999, one.max), (7.0, 7.0, 7.0));
+        assert_eq!(Stats::of([]), Stats::default());
+    }
+}

@@ -50,3 +50,27 @@ pub fn max_gap(procs: u32, colored: impl Fn(Rank) -> bool) -> u32 {
     }
     best
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn neighbours_wrap_around() {
+        assert_eq!(left(0, 1, 10), 9);
+        assert_eq!(left(3, 3, 10), 0);
+        assert_eq!(left(3, 10, 10), 3);
+        assert_eq!(right(9, 1, 10), 0);
+        assert_eq!(right(4, 10, 10), 4);
+    }
+
+    #[test]
+    fn max_gap_is_cyclic() {
+        let colored = |set: &'static [u32]| move |r: u32| set.contains(&r);
+        assert_eq!(max_gap(10, colored(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9])), 0);
+        assert_eq!(max_gap(10, colored(&[0, 5])), 4);
+        // 8, 9 and 0..2 form one run of five across the wrap.
+        assert_eq!(max_gap(10, colored(&[3, 7])), 5);
+        assert_eq!(max_gap(10, colored(&[])), 10);
+    }
+}

@@ -1,0 +1,1 @@
+//! SPSC mailboxes (placeholder; the mailbox work fills it in).

@@ -1,0 +1,1 @@
+//! The loom switch (placeholder; the mailbox work fills it in).
