@@ -16,11 +16,21 @@ fn bench(c: &mut Criterion) {
     for (name, correction, rate) in [
         ("binomial_checked-sync_1pct", Correction::CheckedSync, 0.01),
         ("binomial_checked_1pct", Correction::Checked, 0.01),
-        ("binomial_optimized4_1pct", Correction::Optimized { distance: 4 }, 0.01),
+        (
+            "binomial_optimized4_1pct",
+            Correction::Optimized { distance: 4 },
+            0.01,
+        ),
         ("binomial_none_fault_free", Correction::None, 0.0),
     ] {
-        let sc = BcastScenario::new("binomial".parse().unwrap(), 65536, correction, LogP::PAPER, FaultPlan::rate(rate))
-            .unwrap();
+        let sc = BcastScenario::new(
+            "binomial".parse().unwrap(),
+            65536,
+            correction,
+            LogP::PAPER,
+            FaultPlan::rate(rate),
+        )
+        .unwrap();
         let mut sim = BcastSim::new(&sc);
         let mut seed = 0;
         group.bench_function(name, |b| {

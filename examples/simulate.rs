@@ -16,7 +16,10 @@ fn main() -> Result<(), corrected::Error> {
         FaultPlan::rate(0.01),
     )?;
     let mut sim = BcastSim::new(&scenario);
-    println!("fault-free dissemination time: {}", scenario.dissemination_time());
+    println!(
+        "fault-free dissemination time: {}",
+        scenario.dissemination_time()
+    );
     for seed in 0..5 {
         let run = sim.run(seed);
         println!(

@@ -341,12 +341,11 @@ fn any_root_works() {
             TreeSpec::interleaved(Shape::Binomial),
             100,
             Correction::Checked,
-            root,
             logp,
         )
         .unwrap();
         let mut cores: Vec<Bcast<u32>> = (0..100)
-            .map(|r| Bcast::new(&plan, r, 7, (r == root).then_some(42)).unwrap())
+            .map(|r| Bcast::new(&plan, root, r, 7, (r == root).then_some(42)).unwrap())
             .collect();
         let mut death = vec![NEVER; 100];
         for dead in [(root + 1) % 100, (root + 2) % 100, (root + 50) % 100] {
@@ -383,13 +382,16 @@ fn bad_input_is_a_typed_error() {
         FaultPlan::none()
     )
     .is_err());
-    assert!(BcastPlan::for_logp(spec, 10, Correction::Checked, 10, logp).is_err());
-    let plan = BcastPlan::for_logp(spec, 10, Correction::Checked, 3, logp).unwrap();
+    let plan = BcastPlan::for_logp(spec, 10, Correction::Checked, logp).unwrap();
     assert!(
-        Bcast::<u8>::new(&plan, 3, 0, None).is_err(),
+        Bcast::<u8>::new(&plan, 10, 0, 0, None).is_err(),
+        "root out of range"
+    );
+    assert!(
+        Bcast::<u8>::new(&plan, 3, 3, 0, None).is_err(),
         "the root must bring a value"
     );
-    assert!(Bcast::<u8>::new(&plan, 11, 0, None).is_err());
+    assert!(Bcast::<u8>::new(&plan, 3, 11, 0, None).is_err());
     for bad in [
         "",
         "opportunistic",

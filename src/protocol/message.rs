@@ -1,7 +1,7 @@
 //! The wire message shared by all cores: a small fixed header, so that
 //! engines can fence operations, and a `Copy` payload of a few words.
 
-use crate::types::{Collective, OpId};
+use crate::types::{Collective, OpId, Rank};
 
 /// What role a message plays in its algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -43,6 +43,9 @@ pub struct Msg<P> {
     pub op: OpId,
     /// The collective of that operation.
     pub kind: Collective,
+    /// Its root (0 for collectives without one). Ranks that disagree on the
+    /// root disagree on the operation.
+    pub root: Rank,
     /// Its role within the algorithm.
     pub tag: Tag,
     /// The data.

@@ -18,6 +18,9 @@ use crate::types::{LogP, Rank, Tick};
 /// is an integrity violation.
 pub const ROOT_VALUE: u64 = 0x00c0_ffee;
 
+/// The root of every simulated broadcast, as in the paper.
+pub const ROOT: Rank = 0;
+
 /// A broadcast experiment: plan, model and faults.
 #[derive(Clone, Debug)]
 pub struct BcastScenario {
@@ -37,8 +40,8 @@ impl BcastScenario {
         faults: FaultPlan,
     ) -> Result<Self, Error> {
         LogP::new(logp.latency, logp.overhead)?;
-        let plan = BcastPlan::for_logp(spec, procs, correction, 0, logp)?;
-        faults.validate(procs, plan.root())?;
+        let plan = BcastPlan::for_logp(spec, procs, correction, logp)?;
+        faults.validate(procs, ROOT)?;
         Ok(BcastScenario {
             dissemination_time: plan.sync_start(),
             plan,
@@ -123,8 +126,7 @@ impl<'s> BcastSim<'s> {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
         let sc = self.scenario;
         let procs = sc.plan.procs();
-        sc.faults
-            .realize(procs, sc.plan.root(), &mut rng, &mut self.death);
+        sc.faults.realize(procs, ROOT, &mut rng, &mut self.death);
         self.run_with_death_times()
     }
 
@@ -139,10 +141,10 @@ impl<'s> BcastSim<'s> {
         let sc = self.scenario;
         let plan = &sc.plan;
         let procs = plan.procs();
-        let root = plan.root();
+        let root = ROOT;
         self.cores.clear();
         self.cores.extend((0..procs).map(|r| {
-            Bcast::new(plan, r, 0, (r == root).then_some(ROOT_VALUE))
+            Bcast::new(plan, root, r, 0, (r == root).then_some(ROOT_VALUE))
                 .expect("ranks come from the plan")
         }));
         let mut trace = std::mem::take(&mut self.last_trace);

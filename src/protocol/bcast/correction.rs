@@ -252,11 +252,14 @@ impl Sweep {
         }
     }
 
-    /// When delayed correction wants to be woken to decide on sweeping right.
-    pub(crate) fn deadline(&self, kind: Correction) -> Option<Tick> {
+    /// When delayed correction wants to be woken to decide on sweeping
+    /// right: while it has heard nothing from the right, has not started
+    /// the sweep, and the ring is not covered yet.
+    pub(crate) fn deadline(&self, kind: Correction, procs: u32) -> Option<Tick> {
+        let open = self.left + self.right < procs.saturating_sub(1);
         match (kind, self.first_left_at) {
             (Correction::Delayed { delay }, at)
-                if at != UNSET && self.nearest_right == NONE && self.right == 0 =>
+                if at != UNSET && self.nearest_right == NONE && self.right == 0 && open =>
             {
                 Some(at.saturating_add(delay))
             }

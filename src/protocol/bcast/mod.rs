@@ -25,40 +25,26 @@ use crate::topology::{ring, Tree, TreeSpec};
 use crate::types::{Collective, LogP, OpId, Rank, Tick};
 
 /// Everything the ranks of one broadcast configuration share: the tree, the
-/// correction, the root, and when synchronized correction starts. Built once,
-/// borrowed by every rank's [`Bcast`] core.
+/// correction, and when synchronized correction starts. Built once, borrowed
+/// by every rank's [`Bcast`] core, for any root.
 #[derive(Clone, Debug)]
 pub struct BcastPlan {
     tree: Tree,
     correction: Correction,
-    root: Rank,
     sync_start: Tick,
     synchronized: bool,
 }
 
 impl BcastPlan {
     /// A plan from a built tree. `sync_start` is when synchronized correction
-    /// begins (ignored by overlapped corrections). Errors if `root` is not a
-    /// rank of the tree.
-    pub fn new(
-        tree: Tree,
-        correction: Correction,
-        root: Rank,
-        sync_start: Tick,
-    ) -> Result<Self, Error> {
-        if root >= tree.procs() {
-            return Err(Error::RankOutOfRange {
-                rank: root,
-                procs: tree.procs(),
-            });
-        }
-        Ok(BcastPlan {
+    /// begins (ignored by overlapped corrections).
+    pub fn new(tree: Tree, correction: Correction, sync_start: Tick) -> Self {
+        BcastPlan {
             tree,
             correction,
-            root,
             sync_start,
             synchronized: correction.synchronized(),
-        })
+        }
     }
 
     /// A plan for the LogP model: synchronized correction starts at the tree's
@@ -67,12 +53,11 @@ impl BcastPlan {
         spec: TreeSpec,
         procs: u32,
         correction: Correction,
-        root: Rank,
         logp: LogP,
     ) -> Result<Self, Error> {
         let tree = Tree::build(spec, procs, logp)?;
         let start = tree.dissemination_time(logp);
-        BcastPlan::new(tree, correction, root, start)
+        Ok(BcastPlan::new(tree, correction, start))
     }
 
     /// The dissemination tree (rooted at virtual rank 0).
@@ -85,11 +70,6 @@ impl BcastPlan {
         self.correction
     }
 
-    /// The root.
-    pub fn root(&self) -> Rank {
-        self.root
-    }
-
     /// The team size.
     pub fn procs(&self) -> u32 {
         self.tree.procs()
@@ -99,14 +79,6 @@ impl BcastPlan {
     pub fn sync_start(&self) -> Tick {
         self.sync_start
     }
-
-    fn to_virtual(&self, rank: Rank) -> Rank {
-        ring::left(rank, self.root, self.procs())
-    }
-
-    fn to_actual(&self, rank: Rank) -> Rank {
-        ring::right(rank, self.root, self.procs())
-    }
 }
 
 /// One rank's state in one broadcast.
@@ -115,6 +87,7 @@ pub struct Bcast<'p, P> {
     plan: &'p BcastPlan,
     /// This rank, relabelled so that the root is 0.
     me: Rank,
+    root: Rank,
     op: OpId,
     /// The next child to send to and the end of this rank's children, as
     /// positions in the tree's flat child list.
@@ -129,22 +102,29 @@ pub struct Bcast<'p, P> {
 }
 
 impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
-    /// The core of rank `me` for operation `op`. The root passes its value;
-    /// the others pass `None`. Errors if `me` is out of range, or if the
-    /// root has no value.
-    pub fn new(plan: &'p BcastPlan, me: Rank, op: OpId, value: Option<P>) -> Result<Self, Error> {
-        if me >= plan.procs() {
-            return Err(Error::RankOutOfRange {
-                rank: me,
-                procs: plan.procs(),
-            });
+    /// The core of rank `me` for operation `op` broadcasting from `root`.
+    /// The root passes its value; the others pass `None`. Errors if `me` or
+    /// `root` is out of range, or if the root has no value.
+    pub fn new(
+        plan: &'p BcastPlan,
+        root: Rank,
+        me: Rank,
+        op: OpId,
+        value: Option<P>,
+    ) -> Result<Self, Error> {
+        let procs = plan.procs();
+        for rank in [root, me] {
+            if rank >= procs {
+                return Err(Error::RankOutOfRange { rank, procs });
+            }
         }
-        let is_root = me == plan.root;
-        let me = plan.to_virtual(me);
+        let is_root = me == root;
+        let me = ring::left(me, root, procs);
         let children = plan.tree.child_range(me);
         Ok(Bcast {
             plan,
             me,
+            root,
             op,
             next_child: children.start,
             child_end: children.end,
@@ -168,15 +148,25 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
         self.by_tree
     }
 
+    /// The root of this broadcast.
+    pub fn root(&self) -> Rank {
+        self.root
+    }
+
     /// True once the rank holds the root's value.
     pub fn colored(&self) -> bool {
         self.value.is_some()
+    }
+
+    fn to_actual(&self, virtual_rank: Rank) -> Rank {
+        ring::right(virtual_rank, self.root, self.plan.procs())
     }
 
     fn msg(&self, tag: Tag) -> Msg<P> {
         Msg {
             op: self.op,
             kind: Collective::Broadcast,
+            root: self.root,
             tag,
             payload: self.value.expect("only colored ranks send"),
         }
@@ -202,7 +192,7 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
                 }
             }
             Event::Message { from, msg } => {
-                if msg.op != self.op || msg.kind != Collective::Broadcast {
+                if msg.op != self.op || msg.kind != Collective::Broadcast || msg.root != self.root {
                     return;
                 }
                 if self.value.is_none() {
@@ -213,7 +203,7 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
                     self.by_tree = true;
                 } else {
                     let procs = self.plan.procs();
-                    let from = self.plan.to_virtual(from);
+                    let from = ring::left(from, self.root, procs);
                     let dist = if msg.tag.from_right() {
                         ring::left(from, self.me, procs)
                     } else {
@@ -233,7 +223,7 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
             let child = self.plan.tree.child_at(self.next_child);
             self.next_child += 1;
             return Some(Transmit {
-                to: self.plan.to_actual(child),
+                to: self.to_actual(child),
                 msg: self.msg(Tag::Tree),
             });
         }
@@ -247,7 +237,7 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
             _ => ring::left(self.me, step.dist, procs),
         };
         Some(Transmit {
-            to: self.plan.to_actual(to),
+            to: self.to_actual(to),
             msg: self.msg(step.tag),
         })
     }
@@ -256,7 +246,7 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
         if self.by_tree && self.plan.synchronized && !self.correcting {
             return Some(self.plan.sync_start);
         }
-        self.sweep.deadline(self.plan.correction)
+        self.sweep.deadline(self.plan.correction, self.plan.procs())
     }
 
     fn take_output(&mut self) -> Option<P> {
