@@ -1,6 +1,6 @@
 //! The one error type of the crate. Every message says what to change.
 
-use crate::types::Rank;
+use crate::types::{OpId, Rank};
 
 /// Everything a caller of `corrected` can get wrong, or that can go wrong in
 /// an operation. No public function panics on bad input; it returns one of these.
@@ -56,4 +56,48 @@ pub enum Error {
     /// A fault description is out of its domain.
     #[error("bad fault plan: {0}")]
     BadFaults(String),
+    /// A value does not fit in one message.
+    #[error(
+        "a value of {words} words does not fit in a message of {max} words; send it in pieces"
+    )]
+    PayloadTooLarge {
+        /// Words the value needs.
+        words: usize,
+        /// Words a message carries.
+        max: usize,
+    },
+    /// This rank has failed (killed by the fault plan, or died after a
+    /// number of sends); it takes part in no more collectives.
+    #[error("rank {0} has failed and takes part in no more collectives")]
+    Failed(Rank),
+    /// This rank hung (alive but silent) by the fault plan.
+    #[error("rank {0} hung and took no part while the rest of the team ran")]
+    Hung(Rank),
+    /// Ranks called different collectives (or the same with different roots)
+    /// as the same operation.
+    #[error("operation {op}: this rank called {mine} but another rank called {theirs}; every rank must call the same collectives in the same order")]
+    Mismatch {
+        /// The operation number.
+        op: OpId,
+        /// What this rank called.
+        mine: String,
+        /// What a message from another rank says it called.
+        theirs: String,
+    },
+    /// The root of a broadcast failed before this rank got the value.
+    #[error("operation {op}: the root {root} failed before this rank got its value")]
+    RootFailed {
+        /// The operation number.
+        op: OpId,
+        /// The root.
+        root: Rank,
+    },
+    /// Nothing completed the operation within the team's timeout.
+    #[error("operation {op}: no result after {waited:?}; a rank may hang, or ranks called different collectives")]
+    Timeout {
+        /// The operation number.
+        op: OpId,
+        /// How long the rank waited.
+        waited: std::time::Duration,
+    },
 }

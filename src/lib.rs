@@ -15,6 +15,7 @@
 pub mod error;
 pub mod mailbox;
 pub mod protocol;
+pub mod runtime;
 pub mod sim;
 pub(crate) mod sync;
 pub mod topology;

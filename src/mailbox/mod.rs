@@ -1,1 +1,700 @@
-//! SPSC mailboxes (placeholder; the mailbox work fills it in).
+//! Mailboxes: SPSC lanes between ranks, with a per-receiver doorbell and
+//! parking without lost wake-ups. `docs/mailbox.md` tells the design and the
+//! measurements behind the waiting policy.
+//!
+//! * A **lane** (from -> to) is a fixed-capacity ring pushed only by `from`'s
+//!   [`Endpoint`] and popped only by `to`'s. It is created on the first send
+//!   from `from` to `to`, so a team of 1024 ranks pays only for the pairs that
+//!   talk. A full lane hands the message back (`Err(msg)`), rtrb-style.
+//! * The **doorbell** of a receiver is a bitset of `AtomicU64` words, one bit
+//!   per sender. A sender sets its bit after publishing into the lane; the
+//!   receiver swaps whole words to zero into a private *pending* set and serves
+//!   the pending lanes round-robin, one message per lane per turn, so it never
+//!   scans lanes that have nothing.
+//! * **Waiting** spins briefly, then yields, then parks. A receiver about to
+//!   park stores `SLEEPING` and then swaps every doorbell word (and the
+//!   notification flag) with a read-modify-write; a sender rings with a
+//!   read-modify-write and then loads the state. Whichever RMW comes second in
+//!   the word's modification order synchronizes with the first, so either the
+//!   receiver sees the bit or the sender sees `SLEEPING` and unparks it.
+//!
+//! ```
+//! use corrected::mailbox::{Mailboxes, Woke};
+//!
+//! let boxes = Mailboxes::<u64>::new(2, 8);
+//! std::thread::scope(|s| {
+//!     let mut a = boxes.endpoint(0).unwrap();
+//!     let mut b = boxes.endpoint(1).unwrap();
+//!     s.spawn(move || {
+//!         while b.wait(None) != Woke::Message {}
+//!         let (from, x) = b.try_recv().unwrap();
+//!         b.send(from, x + 1).unwrap();
+//!     });
+//!     a.send(1, 41).unwrap();
+//!     loop {
+//!         if let Some((from, x)) = a.try_recv() {
+//!             assert_eq!((from, x), (1, 42));
+//!             break;
+//!         }
+//!         a.wait(None);
+//!     }
+//! });
+//! ```
+
+mod lane;
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+use std::cell::Cell;
+use std::marker::PhantomData;
+use std::ptr;
+use std::time::Instant;
+
+use crossbeam_utils::CachePadded;
+
+use crate::sync::{self, thread, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Mutex, Ordering};
+use lane::Lane;
+
+/// A member of a team, numbered `0..ranks`.
+pub type Rank = crate::types::Rank;
+
+/// Why [`Endpoint::wait`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Woke {
+    /// A message may be pending: call [`Endpoint::try_recv`]. (It may also be
+    /// a message that another `try_recv` has already taken: a hint, not a
+    /// promise.)
+    Message,
+    /// [`Mailboxes::wake`] was called for this rank since the last wait that
+    /// returned `Notified`. Messages may be pending as well.
+    Notified,
+    /// The deadline passed with neither of the above.
+    Timeout,
+}
+
+/// Senders per doorbell word, and lanes per lazily allocated lane group.
+const GROUP: usize = 64;
+/// Doorbell words per cache-padded line (128 bytes).
+const WORDS_PER_LINE: usize = 16;
+
+/// How long [`Endpoint::wait`] polls before it parks: `SPINS` rounds of
+/// poll + `spin_loop`, then `YIELDS` rounds of poll + `yield_now`. Chosen
+/// from measurements on a 2-vCPU machine (docs/mailbox.md): one round of
+/// spinning costs about 50 ns, a yield about 0.3 to 1 us when nobody else is
+/// runnable (and hands the core over when somebody is), a park/unpark wake-up
+/// about 40 to 60 us. Spinning stops after a couple of microseconds (a few
+/// message round trips) so that 64 ranks on 2 cores do not burn their
+/// peers' time; the yield phase then covers roughly the cost of one futex
+/// wake-up before parking.
+#[cfg(not(loom))]
+const SPINS: u32 = 64;
+#[cfg(not(loom))]
+const YIELDS: u32 = 32;
+/// Under loom, a spin is a yield to the model checker: one of each keeps the
+/// code paths exercised without multiplying the interleavings.
+#[cfg(loom)]
+const SPINS: u32 = 1;
+#[cfg(loom)]
+const YIELDS: u32 = 0;
+
+const RUNNING: u32 = 0;
+const SLEEPING: u32 = 1;
+
+/// Per-receiver state that is written rarely: read by every sender after it
+/// rings, so it lives apart from the doorbell words that senders write.
+struct Header {
+    /// `RUNNING` or `SLEEPING` (the receiver is parked or about to park).
+    state: AtomicU32,
+    /// Set by [`Mailboxes::wake`]; taken by the receiver's wait.
+    notified: AtomicBool,
+    /// Whether the endpoint of this rank is out.
+    taken: AtomicBool,
+    /// The thread that parks for this rank's endpoint.
+    waiter: Mutex<Option<thread::Thread>>,
+}
+
+/// The lanes into one receiver from the 64 senders of one doorbell word.
+struct Group<T> {
+    lanes: [AtomicPtr<Lane<T>>; GROUP],
+}
+
+/// All inboxes of a team of `ranks` ranks.
+///
+/// Lane (from -> to) is created lazily on the first send from `from` to `to`
+/// (memory stays bounded for 1024 ranks: only pairs that talk get a lane); it
+/// is a fixed-capacity ring, pushed only by `from`'s endpoint, popped only by
+/// `to`'s endpoint. Lanes and undelivered messages are freed on drop.
+pub struct Mailboxes<T> {
+    ranks: u32,
+    capacity: usize,
+    /// Doorbell words per receiver: ceil(ranks / 64).
+    words: usize,
+    /// Doorbell lines per receiver: ceil(words / 16).
+    lines: usize,
+    headers: Box<[CachePadded<Header>]>,
+    /// Receiver `r`'s doorbell words are `bells[r * lines ..][..]`, word `w`
+    /// in line `w / 16`: padded, so receivers do not share lines.
+    bells: Box<[CachePadded<[AtomicU64; WORDS_PER_LINE]>]>,
+    /// `groups[to * words + from / 64]`: null until a sender of that group
+    /// first sends to `to`.
+    groups: Box<[AtomicPtr<Group<T>>]>,
+    /// Mailboxes own the undelivered values of T (for drop check).
+    _owns: PhantomData<T>,
+}
+
+// SAFETY: Mailboxes own values of T (in lanes), so moving them to another
+// thread needs T: Send. All shared state is atomics, a mutex, and lanes whose
+// roles are guarded by the one-endpoint-per-rank rule.
+unsafe impl<T: Send> Send for Mailboxes<T> {}
+// SAFETY: through `&Mailboxes`, endpoints on different threads hand values of
+// T from one thread to another, which needs T: Send (not T: Sync: no value is
+// ever shared, each is moved).
+unsafe impl<T: Send> Sync for Mailboxes<T> {}
+
+impl<T: Send> Mailboxes<T> {
+    /// Inboxes for `ranks` ranks whose lanes hold `lane_capacity` messages
+    /// each, rounded up to a power of two, at least 2.
+    ///
+    /// # Panics
+    ///
+    /// If the rounded capacity overflows `usize`.
+    pub fn new(ranks: u32, lane_capacity: usize) -> Self {
+        let capacity = lane_capacity
+            .max(2)
+            .checked_next_power_of_two()
+            .expect("lane capacity too large");
+        let n = ranks as usize;
+        let words = n.div_ceil(GROUP);
+        let lines = words.div_ceil(WORDS_PER_LINE);
+        Mailboxes {
+            ranks,
+            capacity,
+            words,
+            lines,
+            headers: (0..n)
+                .map(|_| {
+                    CachePadded::new(Header {
+                        state: AtomicU32::new(RUNNING),
+                        notified: AtomicBool::new(false),
+                        taken: AtomicBool::new(false),
+                        waiter: Mutex::new(None),
+                    })
+                })
+                .collect(),
+            bells: (0..n * lines)
+                .map(|_| CachePadded::new(std::array::from_fn(|_| AtomicU64::new(0))))
+                .collect(),
+            groups: (0..n * words)
+                .map(|_| AtomicPtr::new(ptr::null_mut()))
+                .collect(),
+            _owns: PhantomData,
+        }
+    }
+
+    /// The number of ranks.
+    pub fn ranks(&self) -> u32 {
+        self.ranks
+    }
+
+    /// The capacity of every lane (a power of two, at least 2).
+    pub fn lane_capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The endpoint of `rank`; at most one per rank at a time (None if out of
+    /// range or already taken). Dropping an endpoint returns it: a later call
+    /// gets a fresh one that receives whatever the old one left.
+    pub fn endpoint(&self, rank: Rank) -> Option<Endpoint<'_, T>> {
+        let header = self.headers.get(rank as usize)?;
+        // Acquire: pairs with the Release store in a previous endpoint's
+        // drop, so its private lane positions (consumer and producer cells)
+        // happen before our use of them.
+        header
+            .taken
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .ok()?;
+        Some(Endpoint {
+            boxes: self,
+            rank,
+            pending: vec![0; self.words].into_boxed_slice(),
+            pending_count: 0,
+            start: 0,
+            hint: None,
+            registered: None,
+            _not_sync: PhantomData,
+        })
+    }
+
+    /// Wakes `rank`'s endpoint if it is waiting, or makes its next wait
+    /// return at once, with [`Woke::Notified`]. Out-of-range ranks are
+    /// ignored.
+    pub fn wake(&self, rank: Rank) {
+        let Some(header) = self.headers.get(rank as usize) else {
+            return;
+        };
+        // AcqRel RMW: if the receiver's pre-park swap of `notified` comes
+        // first in the flag's modification order, this swap reads from it
+        // (every write of the flag is an RMW) and so synchronizes with it: the
+        // receiver's earlier `state = SLEEPING` is then visible to the load
+        // below. If ours comes first, the receiver's swap sees `true`.
+        header.notified.swap(true, Ordering::AcqRel);
+        // Relaxed: the ordering argument is the RMW pair above.
+        if header.state.load(Ordering::Relaxed) == SLEEPING {
+            unpark(header);
+        }
+    }
+}
+
+impl<T> Mailboxes<T> {
+    #[inline]
+    fn bell(&self, to: usize, word: usize) -> &AtomicU64 {
+        &self.bells[to * self.lines + word / WORDS_PER_LINE][word % WORDS_PER_LINE]
+    }
+
+    #[inline]
+    fn group_slot(&self, from: usize, to: usize) -> &AtomicPtr<Group<T>> {
+        &self.groups[to * self.words + from / GROUP]
+    }
+
+    /// The lane (from -> to) if it exists.
+    #[inline]
+    fn lane(&self, from: usize, to: usize) -> Option<&Lane<T>> {
+        // Acquire (both loads): pairs with the Release of the CAS that
+        // installed the group / lane, so their initialization is visible.
+        let group = self.group_slot(from, to).load(Ordering::Acquire);
+        if group.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null group pointer points to a Group that stays
+        // allocated until the Mailboxes are dropped, which `&self` prevents.
+        let lane = unsafe { &*group }.lanes[from % GROUP].load(Ordering::Acquire);
+        // SAFETY: the same holds for lanes.
+        (!lane.is_null()).then(|| unsafe { &*lane })
+    }
+
+    /// The lane (from -> to), created if this is its first use. Only the
+    /// endpoint of `from` calls this for a given `from`.
+    #[cold]
+    fn create_lane(&self, from: usize, to: usize) -> &Lane<T> {
+        let slot = self.group_slot(from, to);
+        let mut group = slot.load(Ordering::Acquire);
+        if group.is_null() {
+            let fresh = Box::into_raw(Box::new(Group {
+                lanes: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+            }));
+            // AcqRel on success: Release publishes the new group's
+            // initialization to readers that Acquire the pointer. Acquire on
+            // failure: we use the winner's group, so we need its
+            // initialization. The 64 senders of this word race here.
+            group = match slot.compare_exchange(
+                ptr::null_mut(),
+                fresh,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => fresh,
+                Err(winner) => {
+                    // SAFETY: `fresh` came from Box::into_raw above and was
+                    // never shared: the CAS failed.
+                    drop(unsafe { Box::from_raw(fresh) });
+                    winner
+                }
+            };
+        }
+        // SAFETY: non-null groups live as long as the Mailboxes.
+        let cell = &unsafe { &*group }.lanes[from % GROUP];
+        let fresh = Box::into_raw(Box::new(Lane::new(self.capacity)));
+        // Only `from` installs this lane, so the CAS cannot fail while the
+        // endpoint rule holds; it is a CAS anyway so that a failure would
+        // leak nothing and use the installed lane. Release publishes the
+        // lane's initialization to the receiver's Acquire load.
+        let lane = match cell.compare_exchange(
+            ptr::null_mut(),
+            fresh,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => fresh,
+            Err(installed) => {
+                debug_assert!(false, "lane {from} -> {to} installed twice");
+                // SAFETY: `fresh` was never shared: the CAS failed.
+                drop(unsafe { Box::from_raw(fresh) });
+                installed
+            }
+        };
+        // SAFETY: non-null lanes live as long as the Mailboxes.
+        unsafe { &*lane }
+    }
+}
+
+impl<T> Drop for Mailboxes<T> {
+    fn drop(&mut self) {
+        for slot in self.groups.iter() {
+            let group = slot.load(Ordering::Acquire);
+            if group.is_null() {
+                continue;
+            }
+            // SAFETY: `&mut self`: no endpoint is alive (they borrow the
+            // Mailboxes), so nobody else can reach this group; it came from
+            // Box::into_raw and is freed once, here.
+            let group = unsafe { Box::from_raw(group) };
+            for cell in group.lanes.iter() {
+                let lane = cell.load(Ordering::Acquire);
+                if !lane.is_null() {
+                    // SAFETY: as for the group; dropping the lane drops its
+                    // undelivered messages.
+                    drop(unsafe { Box::from_raw(lane) });
+                }
+            }
+        }
+    }
+}
+
+/// Unparks the thread registered as `header`'s waiter, if any.
+#[cold]
+fn unpark(header: &Header) {
+    if let Some(thread) = sync::lock(&header.waiter).as_ref() {
+        thread.unpark();
+    }
+}
+
+/// One rank's sending and receiving handle. `Send` (it may move to the thread
+/// that uses it) but not `Sync`, not `Clone`: it is the only producer of the
+/// lanes out of its rank and the only consumer of the lanes into it.
+pub struct Endpoint<'a, T> {
+    boxes: &'a Mailboxes<T>,
+    rank: Rank,
+    /// Senders whose lanes may hold messages: bits taken from the doorbell
+    /// and not yet found empty. Private, so keeping a bit costs no RMW.
+    pending: Box<[u64]>,
+    /// Number of set bits in `pending`.
+    pending_count: u32,
+    /// Where the round-robin scan of `pending` resumes: one past the lane
+    /// served last.
+    start: usize,
+    /// The lane served last: polled directly when the doorbell is silent, so
+    /// a message whose bit is not visible yet is not missed (and a
+    /// ping-pong peer's reply is seen one cache line earlier).
+    hint: Option<(Rank, &'a Lane<T>)>,
+    /// The thread registered as this rank's waiter.
+    registered: Option<thread::ThreadId>,
+    _not_sync: PhantomData<Cell<()>>,
+}
+
+impl<'a, T: Send> Endpoint<'a, T> {
+    /// This endpoint's rank.
+    pub fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    /// Sends `msg` to `to`. Never blocks: `Err(msg)` hands the value back
+    /// when the lane is full. No allocation except on the very first send on
+    /// a lane. Sending to oneself is allowed.
+    ///
+    /// # Panics
+    ///
+    /// If `to` is not a rank of the team.
+    #[inline]
+    pub fn send(&mut self, to: Rank, msg: T) -> Result<(), T> {
+        let boxes = self.boxes;
+        assert!(
+            to < boxes.ranks,
+            "send to rank {to} in a team of {}",
+            boxes.ranks
+        );
+        let (from, to) = (self.rank as usize, to as usize);
+        let lane = match boxes.lane(from, to) {
+            Some(lane) => lane,
+            None => boxes.create_lane(from, to),
+        };
+        // SAFETY: this endpoint is the only producer of lane (from -> to): it
+        // is the only endpoint of `from` (taken flag), `&mut self` excludes a
+        // concurrent send, and Endpoint is not Sync.
+        unsafe { lane.push(msg) }?;
+        // AcqRel RMW: Release publishes the lane pointer (and orders the
+        // push, which has its own Release) before the bit; and it is the
+        // sender's half of the no-lost-wake-up pair: if the receiver's
+        // pre-park swap of this word precedes this RMW in the word's
+        // modification order (all writes to doorbell words are RMWs), this
+        // RMW reads from it, so the receiver's `state = SLEEPING` happens
+        // before the load below. Otherwise the receiver's swap sees our bit.
+        boxes
+            .bell(to, from / GROUP)
+            .fetch_or(1 << (from % GROUP), Ordering::AcqRel);
+        let header = &boxes.headers[to];
+        // Relaxed: ordered by the RMW pair above.
+        if header.state.load(Ordering::Relaxed) == SLEEPING {
+            unpark(header);
+        }
+        Ok(())
+    }
+
+    /// Takes one message, FIFO per sender, round-robin across senders (the
+    /// scan resumes after the lane served last). Never blocks.
+    pub fn try_recv(&mut self) -> Option<(Rank, T)> {
+        let boxes = self.boxes;
+        let me = self.rank as usize;
+        let mut refilled = false;
+        loop {
+            let from = match self.find(self.start) {
+                Some(from) => from,
+                None => {
+                    // End of a round: take the bits rung since, once per call.
+                    if !refilled {
+                        refilled = true;
+                        self.refill(false);
+                    }
+                    match self.find(0) {
+                        Some(from) => from,
+                        None => break,
+                    }
+                }
+            };
+            let Some(lane) = boxes.lane(from, me) else {
+                // Unreachable: a bit is rung only after its lane is installed.
+                self.clear(from);
+                continue;
+            };
+            // SAFETY: this endpoint is the only consumer of lane (from -> me):
+            // it is the only endpoint of `me`, and `&mut self`, !Sync.
+            match unsafe { lane.pop() } {
+                Some(msg) => {
+                    // SAFETY: as above (consumer).
+                    if !unsafe { lane.has_next() } {
+                        // A message pushed after this check rings the bell
+                        // again, so dropping the bit loses nothing.
+                        self.clear(from);
+                    }
+                    self.start = from + 1;
+                    self.hint = Some((from as Rank, lane));
+                    return Some((from as Rank, msg));
+                }
+                // Already drained (through the hint) or a stale bit.
+                None => self.clear(from),
+            }
+        }
+        // The doorbell is silent: the lane served last may hold a message
+        // whose bit is not visible yet.
+        if let Some((from, lane)) = self.hint {
+            // SAFETY: as above (consumer of lane from -> me).
+            if let Some(msg) = unsafe { lane.pop() } {
+                return Some((from, msg));
+            }
+        }
+        None
+    }
+
+    /// Blocks until a message may be pending, [`Mailboxes::wake`] was called
+    /// for this rank, or `deadline` passed. Spins briefly, then yields, then
+    /// parks (`park_timeout` with a deadline). Spurious `Message` returns are
+    /// possible (see [`Woke::Message`]); messages are not taken.
+    ///
+    /// # Panics
+    ///
+    /// Under loom, if `deadline` is `Some` (loom has no clock).
+    pub fn wait(&mut self, deadline: Option<Instant>) -> Woke {
+        #[cfg(loom)]
+        assert!(deadline.is_none(), "wait: loom has no clock, pass None");
+        if let Some(woke) = self.poll_ready() {
+            return woke;
+        }
+        let expired = |deadline: Option<Instant>| deadline.is_some_and(|d| Instant::now() >= d);
+        if expired(deadline) {
+            return Woke::Timeout;
+        }
+        for _ in 0..SPINS {
+            sync::spin_loop();
+            if let Some(woke) = self.poll_ready() {
+                return woke;
+            }
+        }
+        for _ in 0..YIELDS {
+            if expired(deadline) {
+                return Woke::Timeout;
+            }
+            thread::yield_now();
+            if let Some(woke) = self.poll_ready() {
+                return woke;
+            }
+        }
+        self.park(deadline)
+    }
+
+    /// The doorbell's slow path: announce, re-check, park.
+    #[cold]
+    fn park(&mut self, deadline: Option<Instant>) -> Woke {
+        let me = thread::current();
+        if self.registered != Some(me.id()) {
+            // Registered before `state = SLEEPING`, so a sender that sees
+            // SLEEPING finds this thread (the mutex orders the rest).
+            self.registered = Some(me.id());
+            *sync::lock(&self.boxes.headers[self.rank as usize].waiter) = Some(me);
+        }
+        let boxes = self.boxes;
+        let header = &boxes.headers[self.rank as usize];
+        // Relaxed: published by the Release half of the RMWs in `probe`,
+        // which are sequenced after this store.
+        header.state.store(SLEEPING, Ordering::Relaxed);
+        let woke = loop {
+            if let Some(woke) = self.probe() {
+                break woke;
+            }
+            match deadline {
+                None => thread::park(),
+                #[cfg(not(loom))]
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        break Woke::Timeout;
+                    }
+                    thread::park_timeout(deadline - now);
+                }
+                #[cfg(loom)]
+                Some(_) => unreachable!("checked in wait"),
+            }
+            // Woken by a sender, a waker, a stale unpark or spuriously:
+            // `probe` tells which. `state` stays SLEEPING meanwhile, so every
+            // ring after our last probe unparks us.
+        };
+        // Relaxed: senders that still see SLEEPING merely unpark us once more
+        // (a stale token makes one later park return early, harmlessly).
+        header.state.store(RUNNING, Ordering::Relaxed);
+        woke
+    }
+
+    /// The receiver's half of the no-lost-wake-up pair, after `state =
+    /// SLEEPING`: read-modify-writes of the notification flag and of every
+    /// doorbell word. Their Release half publishes SLEEPING to any sender or
+    /// waker whose RMW comes later in that word's modification order; an RMW
+    /// always reads the latest value, so any earlier ring is seen here.
+    fn probe(&mut self) -> Option<Woke> {
+        let header = &self.boxes.headers[self.rank as usize];
+        if header.notified.swap(false, Ordering::AcqRel) {
+            return Some(Woke::Notified);
+        }
+        self.refill(true);
+        (self.pending_count > 0).then_some(Woke::Message)
+    }
+
+    /// Cheap readiness check for the spinning and yielding phases: plain
+    /// loads, an RMW only to take a notification.
+    #[inline]
+    fn poll_ready(&mut self) -> Option<Woke> {
+        let boxes = self.boxes;
+        let me = self.rank as usize;
+        let header = &boxes.headers[me];
+        // Relaxed load first (no RMW on the common path); the Acquire swap
+        // takes the notification and orders what the waker did before it.
+        if header.notified.load(Ordering::Relaxed) && header.notified.swap(false, Ordering::Acquire)
+        {
+            return Some(Woke::Notified);
+        }
+        if self.pending_count > 0 {
+            return Some(Woke::Message);
+        }
+        // Relaxed: a hint; try_recv takes the bits with an Acquire swap.
+        if (0..boxes.words).any(|w| boxes.bell(me, w).load(Ordering::Relaxed) != 0) {
+            return Some(Woke::Message);
+        }
+        if let Some((_, lane)) = self.hint {
+            // SAFETY: this endpoint is the only consumer of the hint lane.
+            if unsafe { lane.has_next() } {
+                return Some(Woke::Message);
+            }
+        }
+        None
+    }
+
+    /// Moves the doorbell's bits into `pending`. `probe`: this is the
+    /// pre-park re-check, whose swaps must happen (and be AcqRel).
+    #[inline]
+    fn refill(&mut self, probe: bool) {
+        let boxes = self.boxes;
+        let me = self.rank as usize;
+        for (w, pending) in self.pending.iter_mut().enumerate() {
+            let bell = boxes.bell(me, w);
+            // The swap is an RMW, so it must happen in the probe even when a
+            // plain load says 0 (it is the synchronization point); outside
+            // the probe a Relaxed load first spares the cache line's
+            // ownership when the word is 0.
+            if !probe && bell.load(Ordering::Relaxed) == 0 {
+                continue;
+            }
+            // Acquire (and Release in the probe): reads from the senders'
+            // AcqRel fetch_or, so the lanes they installed are visible.
+            let order = if probe {
+                Ordering::AcqRel
+            } else {
+                Ordering::Acquire
+            };
+            let bits = bell.swap(0, order);
+            let new = bits & !*pending;
+            *pending |= new;
+            self.pending_count += new.count_ones();
+        }
+    }
+
+    /// The first pending sender at or after `from`.
+    #[inline]
+    fn find(&self, from: usize) -> Option<usize> {
+        if self.pending_count == 0 {
+            return None;
+        }
+        let mut w = from / GROUP;
+        let mut bits = *self.pending.get(w)? & (!0u64 << (from % GROUP));
+        loop {
+            if bits != 0 {
+                return Some(w * GROUP + bits.trailing_zeros() as usize);
+            }
+            w += 1;
+            bits = *self.pending.get(w)?;
+        }
+    }
+
+    #[inline]
+    fn clear(&mut self, from: usize) {
+        let bit = 1u64 << (from % GROUP);
+        let word = &mut self.pending[from / GROUP];
+        if *word & bit != 0 {
+            *word &= !bit;
+            self.pending_count -= 1;
+        }
+    }
+}
+
+impl<T> Drop for Endpoint<'_, T> {
+    fn drop(&mut self) {
+        let boxes = self.boxes;
+        let me = self.rank as usize;
+        // Give the pending bits back to the doorbell (an RMW, as every write
+        // to a doorbell word must be), so the next endpoint of this rank
+        // serves those lanes.
+        for (w, &bits) in self.pending.iter().enumerate() {
+            if bits != 0 {
+                boxes.bell(me, w).fetch_or(bits, Ordering::Release);
+            }
+        }
+        let header = &boxes.headers[me];
+        *sync::lock(&header.waiter) = None;
+        // Release: pairs with the Acquire in `Mailboxes::endpoint`.
+        header.taken.store(false, Ordering::Release);
+    }
+}
+
+impl<T> std::fmt::Debug for Mailboxes<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mailboxes")
+            .field("ranks", &self.ranks)
+            .field("lane_capacity", &self.capacity)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> std::fmt::Debug for Endpoint<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("rank", &self.rank)
+            .field("pending", &self.pending_count)
+            .finish_non_exhaustive()
+    }
+}

@@ -252,6 +252,25 @@ impl Sweep {
         }
     }
 
+    /// True when the sweep will never send again, whatever it hears.
+    pub(crate) fn finished(&self, kind: Correction, procs: u32) -> bool {
+        if self.left + self.right >= procs.saturating_sub(1)
+            && !matches!(kind, Correction::Delayed { .. })
+        {
+            return true;
+        }
+        match kind {
+            Correction::None => true,
+            Correction::Opportunistic { distance } | Correction::Optimized { distance } => {
+                self.left >= distance && self.right >= distance
+            }
+            Correction::Checked | Correction::CheckedSync => {
+                self.left >= self.nearest_left && self.right >= self.nearest_right
+            }
+            Correction::Delayed { .. } => false,
+        }
+    }
+
     /// When delayed correction wants to be woken to decide on sweeping
     /// right: while it has heard nothing from the right, has not started
     /// the sweep, and the ring is not covered yet.

@@ -98,6 +98,8 @@ pub struct Bcast<'p, P> {
     /// Colored by dissemination: received a tree message (or is the root).
     by_tree: bool,
     correcting: bool,
+    /// A tree ancestor is known to have failed: no tree message will come.
+    orphaned: bool,
     sweep: Sweep,
 }
 
@@ -132,6 +134,7 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
             output_ready: false,
             by_tree: false,
             correcting: false,
+            orphaned: false,
             sweep: Sweep::new(),
         })
         .and_then(|core| {
@@ -146,6 +149,27 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
     /// True once the rank was colored by a tree message (or is the root).
     pub fn colored_by_tree(&self) -> bool {
         self.by_tree
+    }
+
+    /// The operation this core belongs to.
+    pub fn op(&self) -> OpId {
+        self.op
+    }
+
+    /// True when the core will never send again, whatever arrives: it holds
+    /// the value, and either it was colored by dissemination and has done
+    /// its tree sends and its correction, or no tree message can come any
+    /// more because an ancestor failed ([`Event::PeerFailed`]). Delayed
+    /// correction may have to answer a sweep at any time, so it never is.
+    pub fn is_finished(&self) -> bool {
+        if self.value.is_none() {
+            return false;
+        }
+        if !self.by_tree {
+            return self.orphaned;
+        }
+        self.next_child == self.child_end
+            && self.sweep.finished(self.plan.correction, self.plan.procs())
     }
 
     /// The root of this broadcast.
@@ -213,7 +237,21 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
                         .observe(self.plan.correction, msg.tag, dist, self.by_tree);
                 }
             }
-            Event::PeerFailed(_) | Event::Timer => {}
+            Event::PeerFailed(rank) => {
+                let procs = self.plan.procs();
+                if rank < procs {
+                    let failed = ring::left(rank, self.root, procs);
+                    let mut at = self.me;
+                    while let Some(parent) = self.plan.tree.parent(at) {
+                        if parent == failed {
+                            self.orphaned = true;
+                            break;
+                        }
+                        at = parent;
+                    }
+                }
+            }
+            Event::Timer => {}
         }
     }
 

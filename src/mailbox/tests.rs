@@ -1,0 +1,452 @@
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::*;
+
+fn assert_send<S: Send>() {}
+
+#[test]
+fn endpoint_is_send_and_mailboxes_sync() {
+    assert_send::<Endpoint<'static, u64>>();
+    fn assert_sync<S: Sync>() {}
+    assert_sync::<Mailboxes<u64>>();
+    assert_send::<Mailboxes<u64>>();
+}
+
+#[test]
+fn capacity_is_a_power_of_two_at_least_two() {
+    for (asked, got) in [(0, 2), (1, 2), (2, 2), (3, 4), (5, 8), (64, 64), (65, 128)] {
+        assert_eq!(
+            Mailboxes::<u8>::new(2, asked).lane_capacity(),
+            got,
+            "asked {asked}"
+        );
+    }
+}
+
+#[test]
+fn one_endpoint_per_rank_returned_on_drop() {
+    let boxes = Mailboxes::<u8>::new(3, 4);
+    assert_eq!(boxes.ranks(), 3);
+    let a = boxes.endpoint(1).unwrap();
+    assert_eq!(a.rank(), 1);
+    assert!(boxes.endpoint(1).is_none());
+    assert!(boxes.endpoint(3).is_none());
+    assert!(boxes.endpoint(u32::MAX).is_none());
+    drop(a);
+    assert!(boxes.endpoint(1).is_some());
+}
+
+#[test]
+fn fifo_per_lane() {
+    let boxes = Mailboxes::new(2, 16);
+    let mut a = boxes.endpoint(0).unwrap();
+    let mut b = boxes.endpoint(1).unwrap();
+    for round in 0..10u32 {
+        for i in 0..16 {
+            a.send(1, round * 100 + i).unwrap();
+        }
+        for i in 0..16 {
+            assert_eq!(b.try_recv(), Some((0, round * 100 + i)));
+        }
+        assert_eq!(b.try_recv(), None);
+    }
+    assert_eq!(a.try_recv(), None);
+}
+
+#[test]
+fn full_lane_returns_the_value() {
+    let boxes = Mailboxes::new(2, 3); // rounds to 4
+    let mut a = boxes.endpoint(0).unwrap();
+    let mut b = boxes.endpoint(1).unwrap();
+    for i in 0..4 {
+        a.send(1, format!("m{i}")).unwrap();
+    }
+    assert_eq!(a.send(1, "extra".to_string()), Err("extra".to_string()));
+    assert_eq!(b.try_recv(), Some((0, "m0".to_string())));
+    a.send(1, "m4".to_string()).unwrap();
+    assert_eq!(a.send(1, "again".to_string()), Err("again".to_string()));
+    let got: Vec<_> = std::iter::from_fn(|| b.try_recv())
+        .map(|(_, m)| m)
+        .collect();
+    assert_eq!(got, ["m1", "m2", "m3", "m4"]);
+}
+
+#[test]
+fn lanes_are_created_lazily() {
+    let boxes = Mailboxes::new(1024, 8);
+    assert!(boxes.groups.iter().all(|g| g.load(SeqCst).is_null()));
+    let mut a = boxes.endpoint(5).unwrap();
+    let mut b = boxes.endpoint(700).unwrap();
+    a.send(700, 1u8).unwrap();
+    assert!(boxes.lane(5, 700).is_some());
+    assert!(boxes.lane(700, 5).is_none());
+    assert!(boxes.lane(6, 700).is_none(), "same group, other sender");
+    let groups = boxes
+        .groups
+        .iter()
+        .filter(|g| !g.load(SeqCst).is_null())
+        .count();
+    assert_eq!(groups, 1);
+    assert_eq!(b.try_recv(), Some((5, 1)));
+    b.send(5, 2).unwrap();
+    assert!(boxes.lane(700, 5).is_some());
+    assert_eq!(a.try_recv(), Some((700, 2)));
+}
+
+#[test]
+fn send_to_self() {
+    let boxes = Mailboxes::new(1, 2);
+    let mut a = boxes.endpoint(0).unwrap();
+    a.send(0, 7).unwrap();
+    a.send(0, 8).unwrap();
+    assert_eq!(a.send(0, 9), Err(9));
+    assert_eq!(a.wait(None), Woke::Message);
+    assert_eq!(a.try_recv(), Some((0, 7)));
+    assert_eq!(a.try_recv(), Some((0, 8)));
+    assert_eq!(a.try_recv(), None);
+}
+
+#[test]
+#[should_panic(expected = "send to rank 2")]
+fn send_out_of_range_panics() {
+    let boxes = Mailboxes::new(2, 2);
+    let mut a = boxes.endpoint(0).unwrap();
+    let _ = a.send(2, 0u8);
+}
+
+#[test]
+fn fair_between_two_senders() {
+    let boxes = Mailboxes::new(3, 8);
+    let mut rx = boxes.endpoint(0).unwrap();
+    let mut s1 = boxes.endpoint(1).unwrap();
+    let mut s2 = boxes.endpoint(2).unwrap();
+    for i in 0..6 {
+        s1.send(0, (1, i)).unwrap();
+        s2.send(0, (2, i)).unwrap();
+    }
+    let order: Vec<u32> = std::iter::from_fn(|| rx.try_recv())
+        .map(|(from, _)| from)
+        .collect();
+    assert_eq!(order, [1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2]);
+    // A low rank that keeps sending does not starve a high one, and a lane
+    // rung in the middle of a round is served in the next.
+    for i in 0..3 {
+        s1.send(0, (1, i)).unwrap();
+    }
+    assert_eq!(rx.try_recv().map(|(f, _)| f), Some(1));
+    s2.send(0, (2, 0)).unwrap();
+    let order: Vec<u32> = std::iter::from_fn(|| rx.try_recv())
+        .map(|(from, _)| from)
+        .collect();
+    assert_eq!(order, [1, 2, 1]);
+}
+
+#[test]
+fn fair_across_doorbell_words() {
+    // Senders in three different doorbell words (and lane groups).
+    let boxes = Mailboxes::new(200, 8);
+    let mut rx = boxes.endpoint(100).unwrap();
+    let senders = [0u32, 63, 64, 130, 199];
+    let mut eps: Vec<_> = senders
+        .iter()
+        .map(|&r| boxes.endpoint(r).unwrap())
+        .collect();
+    for i in 0..3u32 {
+        for ep in eps.iter_mut() {
+            ep.send(100, i).unwrap();
+        }
+    }
+    let got: Vec<(u32, u32)> = std::iter::from_fn(|| rx.try_recv()).collect();
+    let expect: Vec<(u32, u32)> = (0..3)
+        .flat_map(|i| senders.iter().map(move |&s| (s, i)))
+        .collect();
+    assert_eq!(got, expect);
+}
+
+#[test]
+fn wake_before_wait_returns_at_once() {
+    let boxes = Mailboxes::<u8>::new(2, 2);
+    let mut a = boxes.endpoint(0).unwrap();
+    boxes.wake(0);
+    boxes.wake(7); // out of range: ignored
+    assert_eq!(a.wait(None), Woke::Notified);
+    let t = Instant::now();
+    assert_eq!(a.wait(Some(t + Duration::from_millis(5))), Woke::Timeout);
+}
+
+#[test]
+fn wake_wakes_a_parked_endpoint() {
+    let boxes = Mailboxes::<u8>::new(2, 2);
+    thread::scope(|s| {
+        let mut a = boxes.endpoint(0).unwrap();
+        let waiter = s.spawn(move || {
+            let t = Instant::now();
+            let woke = a.wait(None);
+            (woke, t.elapsed())
+        });
+        // Long enough for the waiter to get past spinning and yielding.
+        thread::sleep(Duration::from_millis(50));
+        assert_eq!(
+            boxes.headers[0].state.load(SeqCst),
+            SLEEPING,
+            "waiter parked"
+        );
+        boxes.wake(0);
+        let (woke, elapsed) = waiter.join().unwrap();
+        assert_eq!(woke, Woke::Notified);
+        assert!(elapsed >= Duration::from_millis(40), "{elapsed:?}");
+    });
+    assert_eq!(boxes.headers[0].state.load(SeqCst), RUNNING);
+}
+
+#[test]
+fn wait_with_deadline_times_out() {
+    let boxes = Mailboxes::<u8>::new(2, 2);
+    let mut a = boxes.endpoint(0).unwrap();
+    for ms in [0, 1, 30] {
+        let t = Instant::now();
+        assert_eq!(a.wait(Some(t + Duration::from_millis(ms))), Woke::Timeout);
+        let elapsed = t.elapsed();
+        assert!(elapsed >= Duration::from_millis(ms), "{elapsed:?}");
+        assert!(elapsed < Duration::from_millis(ms + 500), "{elapsed:?}");
+    }
+}
+
+#[test]
+fn a_message_wakes_a_parked_endpoint() {
+    let boxes = Mailboxes::new(2, 2);
+    thread::scope(|s| {
+        let mut b = boxes.endpoint(1).unwrap();
+        let receiver = s.spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let woke = b.wait(Some(deadline));
+            (woke, b.try_recv())
+        });
+        thread::sleep(Duration::from_millis(30));
+        boxes.endpoint(0).unwrap().send(1, 5u64).unwrap();
+        assert_eq!(receiver.join().unwrap(), (Woke::Message, Some((0, 5))));
+    });
+}
+
+#[test]
+fn endpoint_moves_between_threads() {
+    // Parks on one thread (registering it), then moves to another and parks
+    // there: the sender must unpark the new thread.
+    let boxes = Mailboxes::new(2, 4);
+    let mut b = boxes.endpoint(1).unwrap();
+    thread::scope(|s| {
+        b = s
+            .spawn(move || {
+                let t = Instant::now() + Duration::from_millis(20);
+                assert_eq!(b.wait(Some(t)), Woke::Timeout);
+                b
+            })
+            .join()
+            .unwrap();
+        let receiver = s.spawn(move || {
+            let woke = b.wait(None);
+            (woke, b.try_recv())
+        });
+        thread::sleep(Duration::from_millis(30));
+        let mut a = boxes.endpoint(0).unwrap();
+        a.send(1, 9u32).unwrap();
+        assert_eq!(receiver.join().unwrap(), (Woke::Message, Some((0, 9))));
+    });
+}
+
+/// Sends with retries, yielding while the lane is full.
+fn send_all<T: Send>(ep: &mut Endpoint<'_, T>, to: Rank, mut msg: T) {
+    loop {
+        match ep.send(to, msg) {
+            Ok(()) => return,
+            Err(back) => {
+                msg = back;
+                thread::yield_now();
+            }
+        }
+    }
+}
+
+#[test]
+fn many_senders_one_receiver_lose_and_duplicate_nothing() {
+    const SENDERS: u32 = 32;
+    const PER: u64 = 5_000;
+    let boxes = Mailboxes::new(SENDERS + 1, 8);
+    thread::scope(|s| {
+        for r in 1..=SENDERS {
+            let mut ep = boxes.endpoint(r).unwrap();
+            s.spawn(move || {
+                for i in 0..PER {
+                    send_all(&mut ep, 0, (r as u64) << 32 | i);
+                }
+            });
+        }
+        let mut rx = boxes.endpoint(0).unwrap();
+        let mut next = vec![0u64; SENDERS as usize + 1];
+        let mut total = 0;
+        while total < SENDERS as u64 * PER {
+            match rx.try_recv() {
+                Some((from, msg)) => {
+                    assert_eq!(msg >> 32, from as u64);
+                    assert_eq!(msg & 0xffff_ffff, next[from as usize], "FIFO from {from}");
+                    next[from as usize] += 1;
+                    total += 1;
+                }
+                None => {
+                    let woke = rx.wait(Some(Instant::now() + Duration::from_secs(10)));
+                    assert_ne!(woke, Woke::Timeout, "stuck at {total}");
+                }
+            }
+        }
+        assert!(next[1..].iter().all(|&n| n == PER));
+        assert_eq!(rx.try_recv(), None);
+    });
+}
+
+#[test]
+fn all_to_all_among_16_ranks_loses_and_duplicates_nothing() {
+    const RANKS: u32 = 16;
+    const PER: u32 = 500; // per ordered pair
+    let boxes = Mailboxes::new(RANKS, 4);
+    let barrier = Barrier::new(RANKS as usize);
+    thread::scope(|s| {
+        for r in 0..RANKS {
+            let mut ep = boxes.endpoint(r).unwrap();
+            let barrier = &barrier;
+            s.spawn(move || {
+                barrier.wait();
+                // Next message to send to each peer, next expected from each.
+                let mut sent = vec![0u32; RANKS as usize];
+                let mut seen = vec![0u32; RANKS as usize];
+                let mut received = 0;
+                let mut done_sending = false;
+                while received < RANKS * PER || !done_sending {
+                    let mut progress = false;
+                    done_sending = true;
+                    for to in 0..RANKS {
+                        let i = sent[to as usize];
+                        if i == PER {
+                            continue;
+                        }
+                        done_sending = false;
+                        if ep.send(to, (r, i)).is_ok() {
+                            sent[to as usize] += 1;
+                            progress = true;
+                        }
+                    }
+                    while let Some((from, (tag, i))) = ep.try_recv() {
+                        assert_eq!(tag, from);
+                        assert_eq!(i, seen[from as usize], "FIFO {from} -> {r}");
+                        seen[from as usize] += 1;
+                        received += 1;
+                        progress = true;
+                    }
+                    if !progress {
+                        let woke = ep.wait(Some(Instant::now() + Duration::from_millis(1)));
+                        let _ = woke;
+                    }
+                }
+                assert!(seen.iter().all(|&n| n == PER));
+            });
+        }
+    });
+}
+
+#[test]
+fn many_ranks_on_two_cores_park_and_wake() {
+    // 64 ranks pass a token around a ring 20 times: almost every rank is
+    // parked at any moment, so each hop goes through the doorbell's slow path.
+    const RANKS: u32 = 64;
+    const LAPS: u32 = 20;
+    let boxes = Mailboxes::new(RANKS, 2);
+    thread::scope(|s| {
+        for r in 0..RANKS {
+            let mut ep = boxes.endpoint(r).unwrap();
+            s.spawn(move || {
+                if r == 0 {
+                    ep.send(1, 0u32).unwrap();
+                }
+                let mut hops = 0;
+                loop {
+                    match ep.try_recv() {
+                        Some((from, lap)) => {
+                            assert_eq!(from, (r + RANKS - 1) % RANKS);
+                            hops += 1;
+                            let lap = if r == 0 { lap + 1 } else { lap };
+                            if lap < LAPS {
+                                ep.send((r + 1) % RANKS, lap).unwrap();
+                            }
+                            if hops == LAPS {
+                                return;
+                            }
+                        }
+                        None => {
+                            let woke = ep.wait(Some(Instant::now() + Duration::from_secs(10)));
+                            assert_ne!(woke, Woke::Timeout, "rank {r} stuck");
+                        }
+                    }
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn drop_frees_undelivered_messages_and_lanes() {
+    #[derive(Debug)]
+    struct Counted(Arc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, SeqCst);
+        }
+    }
+    let drops = Arc::new(AtomicUsize::new(0));
+    let boxes = Mailboxes::new(130, 4);
+    let mut sent = 0;
+    {
+        let mut eps: Vec<_> = (0..130).map(|r| boxes.endpoint(r).unwrap()).collect();
+        for from in [0usize, 1, 64, 129] {
+            for to in [0u32, 5, 129] {
+                for _ in 0..3 {
+                    eps[from].send(to, Counted(drops.clone())).unwrap();
+                    sent += 1;
+                }
+            }
+        }
+        // Receive a few (wrapping the ring for some lanes), leave the rest.
+        let mut got = 0;
+        for _ in 0..5 {
+            drop(eps[5].try_recv().unwrap());
+            got += 1;
+        }
+        eps[0].send(5, Counted(drops.clone())).unwrap();
+        sent += 1;
+        assert_eq!(drops.load(SeqCst), got);
+    }
+    drop(boxes);
+    assert_eq!(drops.load(SeqCst), sent);
+}
+
+#[test]
+fn a_dropped_endpoint_hands_its_pending_lanes_on() {
+    let boxes = Mailboxes::new(3, 4);
+    let mut a = boxes.endpoint(0).unwrap();
+    let mut b = boxes.endpoint(1).unwrap();
+    for i in 0..3 {
+        a.send(2, i).unwrap();
+        b.send(2, 10 + i).unwrap();
+    }
+    let mut c = boxes.endpoint(2).unwrap();
+    assert_eq!(c.try_recv(), Some((0, 0)));
+    drop(c); // lanes 0 -> 2 and 1 -> 2 still pending, their bits taken
+    let mut c = boxes.endpoint(2).unwrap();
+    let got: HashSet<(u32, i32)> = std::iter::from_fn(|| c.try_recv()).collect();
+    assert_eq!(
+        got,
+        HashSet::from([(0, 1), (0, 2), (1, 10), (1, 11), (1, 12)])
+    );
+}

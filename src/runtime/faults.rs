@@ -1,0 +1,65 @@
+//! Fault emulation on threads (fail-stop): a plan of what goes wrong, for
+//! which rank, at which operation.
+
+use crate::types::{OpId, Rank};
+
+/// How a rank fails at an operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Dead before the operation starts: it never sends again, and messages
+    /// to it vanish. The registry knows at once.
+    Dead,
+    /// Dies right after its n-th send in the operation (n = 0: before any).
+    DieAfterSends(u32),
+    /// Stays alive but silent from the operation on: sends nothing, answers
+    /// nothing, and nobody is told. Its own call returns
+    /// [`crate::Error::Hung`] when the rest of the team has finished.
+    Hang,
+}
+
+/// What fails where. Operations are numbered from 0 in the order each rank
+/// calls collectives within one [`crate::runtime::Team::run`].
+#[derive(Clone, Debug, Default)]
+pub struct FaultSchedule {
+    entries: Vec<(Rank, OpId, Fault)>,
+}
+
+impl FaultSchedule {
+    /// No faults.
+    pub fn none() -> Self {
+        FaultSchedule::default()
+    }
+
+    /// `rank` fails in the way `fault` says at operation `op`.
+    pub fn at(mut self, rank: Rank, op: OpId, fault: Fault) -> Self {
+        self.entries.push((rank, op, fault));
+        self
+    }
+
+    /// `rank` is dead from operation `op` on.
+    pub fn kill(self, rank: Rank, op: OpId) -> Self {
+        self.at(rank, op, Fault::Dead)
+    }
+
+    /// Every rank of `group` dies at once, before operation `op` (a failure
+    /// domain: a core, a cache, a socket).
+    pub fn kill_group(mut self, group: impl IntoIterator<Item = Rank>, op: OpId) -> Self {
+        for r in group {
+            self = self.kill(r, op);
+        }
+        self
+    }
+
+    /// The fault `rank` suffers at `op`, if any (the first one listed).
+    pub fn lookup(&self, rank: Rank, op: OpId) -> Option<Fault> {
+        self.entries
+            .iter()
+            .find(|&&(r, o, _)| r == rank && o == op)
+            .map(|&(_, _, f)| f)
+    }
+
+    /// Every rank the schedule mentions.
+    pub fn ranks(&self) -> impl Iterator<Item = Rank> + '_ {
+        self.entries.iter().map(|&(r, _, _)| r)
+    }
+}

@@ -1,0 +1,380 @@
+//! A team of ranks: pinned scoped threads running one SPMD closure.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+use crate::error::Error;
+use crate::mailbox::Mailboxes;
+use crate::protocol::bcast::{BcastPlan, Correction};
+use crate::protocol::Msg;
+use crate::runtime::comm::{Comm, OpRecord};
+use crate::runtime::faults::FaultSchedule;
+use crate::runtime::liveness::Liveness;
+use crate::runtime::pin::{self, Pinning};
+use crate::runtime::wire::Words;
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::topology::{Tree, TreeSpec, MAX_PROCS};
+use crate::types::{LogP, OpId, Rank, Tick};
+use crossbeam_utils::CachePadded;
+
+/// The largest team [`Team`] runs (lanes are made lazily, so memory stays
+/// bounded by the pairs that talk).
+pub const MAX_RANKS: u32 = 4096;
+
+/// Builds a [`Team`]. Every setting has a sane default: all cores' worth of
+/// ranks, round-robin pinning, binomial tree with checked correction, no
+/// faults, a 10 s operation timeout.
+#[derive(Clone, Debug)]
+pub struct TeamBuilder {
+    ranks: u32,
+    pinning: Pinning,
+    tree: TreeSpec,
+    correction: Correction,
+    faults: FaultSchedule,
+    op_timeout: Duration,
+    lane_capacity: usize,
+    pub(crate) pace: Duration,
+}
+
+impl Default for TeamBuilder {
+    fn default() -> Self {
+        TeamBuilder {
+            ranks: pin::available_cores().len().max(1) as u32,
+            pinning: Pinning::RoundRobin,
+            tree: "binomial".parse().expect("valid"),
+            correction: Correction::Checked,
+            faults: FaultSchedule::none(),
+            op_timeout: Duration::from_secs(10),
+            lane_capacity: 64,
+            pace: Duration::from_micros(2),
+        }
+    }
+}
+
+impl TeamBuilder {
+    /// Number of ranks (threads).
+    pub fn ranks(mut self, ranks: u32) -> Self {
+        self.ranks = ranks;
+        self
+    }
+
+    /// Where threads run.
+    pub fn pinning(mut self, pinning: Pinning) -> Self {
+        self.pinning = pinning;
+        self
+    }
+
+    /// The dissemination tree, named as in the CLI (`binomial`, `lame:2`, ...).
+    pub fn tree(mut self, tree: TreeSpec) -> Self {
+        self.tree = tree;
+        self
+    }
+
+    /// The correction, named as in the CLI. On threads there is no common
+    /// clock: synchronized variants start right after the rank's tree sends,
+    /// and `delayed:DELAY` counts DELAY in nanoseconds.
+    pub fn correction(mut self, correction: Correction) -> Self {
+        self.correction = correction;
+        self
+    }
+
+    /// What fails, where and when.
+    pub fn faults(mut self, faults: FaultSchedule) -> Self {
+        self.faults = faults;
+        self
+    }
+
+    /// How long a rank waits inside one collective before it gives up with
+    /// [`Error::Timeout`] (or [`Error::RootFailed`]). Only a silent root or a
+    /// mismatch makes a broadcast wait this long.
+    pub fn op_timeout(mut self, timeout: Duration) -> Self {
+        self.op_timeout = timeout;
+        self
+    }
+
+    /// Messages a lane holds before a sender keeps the rest in its outbox.
+    pub fn lane_capacity(mut self, capacity: usize) -> Self {
+        self.lane_capacity = capacity.max(2);
+        self
+    }
+
+    /// Least time between two correction messages of a rank (unless a
+    /// message arrives first): what lets a neighbour's message stop a
+    /// checked sweep before it runs around the ring. Zero sends sweeps
+    /// back to back.
+    pub fn pace(mut self, pace: Duration) -> Self {
+        self.pace = pace;
+        self
+    }
+
+    /// Checks the settings and builds the team.
+    pub fn build(self) -> Result<Team, Error> {
+        if self.ranks == 0 {
+            return Err(Error::ZeroRanks);
+        }
+        if self.ranks > MAX_RANKS.min(MAX_PROCS) {
+            return Err(Error::TooManyRanks {
+                procs: self.ranks as u64,
+                max: MAX_RANKS as u64,
+            });
+        }
+        for r in self.faults.ranks() {
+            if r >= self.ranks {
+                return Err(Error::RankOutOfRange {
+                    rank: r,
+                    procs: self.ranks,
+                });
+            }
+        }
+        // Threads have no LogP model: the tree is built for the paper's.
+        let tree = Tree::build(self.tree, self.ranks, LogP::PAPER)?;
+        Ok(Team {
+            plan: BcastPlan::new(tree, self.correction, 0),
+            config: self,
+        })
+    }
+}
+
+/// A team of ranks, each an OS thread, running collectives that survive
+/// fail-stop failures of ranks. Reusable: every [`Team::run`] starts fresh
+/// threads and operation numbers.
+#[derive(Debug)]
+pub struct Team {
+    config: TeamBuilder,
+    plan: BcastPlan,
+}
+
+/// What a rank's closure ended with.
+#[derive(Debug)]
+pub enum RankOutcome<R> {
+    /// It returned this.
+    Returned(R),
+    /// It panicked with this message; the rank was marked failed.
+    Panicked(String),
+}
+
+impl<R> RankOutcome<R> {
+    /// The returned value, if any.
+    pub fn returned(&self) -> Option<&R> {
+        match self {
+            RankOutcome::Returned(r) => Some(r),
+            RankOutcome::Panicked(_) => None,
+        }
+    }
+}
+
+/// Counters of one operation over the whole team.
+#[derive(Clone, Debug, Default)]
+pub struct OpStats {
+    /// Operation number.
+    pub op: OpId,
+    /// Messages sent for it by all ranks (including late ones).
+    pub messages: u64,
+    /// Ranks that completed it successfully.
+    pub completed: u32,
+    /// Each completing rank's time inside the call, in nanoseconds.
+    pub latency_ns: Vec<u64>,
+}
+
+/// What happened in one [`Team::run`].
+#[derive(Debug)]
+pub struct TeamReport<R> {
+    /// Each rank's outcome, by rank.
+    pub outcomes: Vec<RankOutcome<R>>,
+    /// Ranks that failed (killed, died, panicked), in order.
+    pub failed: Vec<Rank>,
+    /// Ranks that hung (alive but silent) at some point.
+    pub hung: Vec<Rank>,
+    /// Per-operation counters, by operation number.
+    pub ops: Vec<OpStats>,
+}
+
+impl<R> TeamReport<R> {
+    /// The values returned by ranks that did not panic.
+    pub fn returned(&self) -> impl Iterator<Item = (Rank, &R)> {
+        self.outcomes
+            .iter()
+            .enumerate()
+            .filter_map(|(r, o)| o.returned().map(|v| (r as Rank, v)))
+    }
+}
+
+/// What every rank of a running team shares.
+pub(crate) struct Shared<'t> {
+    pub(crate) config: &'t TeamBuilder,
+    pub(crate) plan: &'t BcastPlan,
+    pub(crate) mailboxes: Mailboxes<Msg<Words>>,
+    pub(crate) liveness: Liveness,
+    pub(crate) started: Instant,
+    /// Ranks whose closure has ended (returned, panicked, or hung for good).
+    pub(crate) finished: AtomicU32,
+    /// Per rank, written only by that rank: messages it put into lanes, and
+    /// messages it took out and fully handled. Equal sums, twice in a row,
+    /// once every closure has ended, mean the team is quiet.
+    pub(crate) counters: Box<[CachePadded<Counters>]>,
+}
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) pushed: AtomicU64,
+    pub(crate) consumed: AtomicU64,
+}
+
+impl Shared<'_> {
+    pub(crate) fn now(&self) -> Tick {
+        self.started.elapsed().as_nanos() as Tick
+    }
+
+    pub(crate) fn ranks(&self) -> u32 {
+        self.config.ranks
+    }
+
+    pub(crate) fn faults(&self) -> &FaultSchedule {
+        &self.config.faults
+    }
+
+    pub(crate) fn op_timeout(&self) -> Duration {
+        self.config.op_timeout
+    }
+
+    /// Marks `rank` failed and wakes everyone so they learn it.
+    pub(crate) fn fail(&self, rank: Rank) {
+        if self.liveness.mark_failed(rank) {
+            for r in 0..self.ranks() {
+                self.mailboxes.wake(r);
+            }
+        }
+    }
+
+    pub(crate) fn all_finished(&self) -> bool {
+        self.finished.load(Ordering::Acquire) >= self.ranks()
+    }
+
+    fn message_sums(&self) -> (u64, u64) {
+        // Consumed first: a message is pushed before it can be consumed.
+        let consumed = self
+            .counters
+            .iter()
+            .map(|c| c.consumed.load(Ordering::Acquire))
+            .sum();
+        let pushed = self
+            .counters
+            .iter()
+            .map(|c| c.pushed.load(Ordering::Acquire))
+            .sum();
+        (pushed, consumed)
+    }
+
+    /// True when every closure has ended and no message is in a lane or
+    /// being handled, seen the same way twice.
+    pub(crate) fn quiet(&self) -> bool {
+        if !self.all_finished() {
+            return false;
+        }
+        let first = self.message_sums();
+        first.0 == first.1 && self.message_sums() == first
+    }
+}
+
+impl Team {
+    /// A builder with defaults.
+    pub fn builder() -> TeamBuilder {
+        TeamBuilder::default()
+    }
+
+    /// Number of ranks.
+    pub fn ranks(&self) -> u32 {
+        self.config.ranks
+    }
+
+    /// Runs `f` on every rank, each on its own scoped thread, and waits for
+    /// all. A panic in `f` marks that rank failed; the others go on and
+    /// finish their collectives. After its closure ends, a rank keeps
+    /// answering late messages until every rank is done.
+    pub fn run<R, F>(&self, f: F) -> TeamReport<R>
+    where
+        R: Send,
+        F: Fn(&mut Comm<'_>) -> R + Sync,
+    {
+        let shared = Shared {
+            config: &self.config,
+            plan: &self.plan,
+            mailboxes: Mailboxes::new(self.config.ranks, self.config.lane_capacity),
+            liveness: Liveness::new(self.config.ranks),
+            started: Instant::now(),
+            finished: AtomicU32::new(0),
+            counters: (0..self.config.ranks)
+                .map(|_| CachePadded::new(Counters::default()))
+                .collect(),
+        };
+        let cores = pin::available_cores();
+        let results: Vec<(RankOutcome<R>, Vec<OpRecord>, bool)> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..self.config.ranks)
+                .map(|rank| {
+                    let (shared, f, cores) = (&shared, &f, &cores);
+                    std::thread::Builder::new()
+                        .name(format!("rank-{rank}"))
+                        .spawn_scoped(s, move || {
+                            pin::pin(shared.config.pinning, rank, cores);
+                            let endpoint = shared
+                                .mailboxes
+                                .endpoint(rank)
+                                .expect("one endpoint per rank");
+                            let mut comm = Comm::new(shared, rank, endpoint);
+                            let outcome = match catch_unwind(AssertUnwindSafe(|| f(&mut comm))) {
+                                Ok(r) => RankOutcome::Returned(r),
+                                Err(payload) => {
+                                    shared.fail(rank);
+                                    RankOutcome::Panicked(panic_message(payload))
+                                }
+                            };
+                            comm.finish();
+                            let hung = comm.hung();
+                            (outcome, comm.into_records(), hung)
+                        })
+                        .expect("spawning a rank thread")
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("rank threads catch panics"))
+                .collect()
+        });
+        let mut ops: Vec<OpStats> = Vec::new();
+        let mut outcomes = Vec::with_capacity(results.len());
+        let mut hung = Vec::new();
+        for (rank, (outcome, records, was_hung)) in results.into_iter().enumerate() {
+            outcomes.push(outcome);
+            if was_hung {
+                hung.push(rank as Rank);
+            }
+            for rec in records {
+                let i = rec.op as usize;
+                if ops.len() <= i {
+                    ops.resize_with(i + 1, OpStats::default);
+                }
+                let st = &mut ops[i];
+                st.op = rec.op;
+                st.messages += rec.sends;
+                if let Some(ns) = rec.latency_ns {
+                    st.completed += 1;
+                    st.latency_ns.push(ns);
+                }
+            }
+        }
+        TeamReport {
+            outcomes,
+            failed: shared.liveness.failed(),
+            hung,
+            ops,
+        }
+    }
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-string panic".to_string())
+}
