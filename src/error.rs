@@ -56,6 +56,9 @@ pub enum Error {
     /// A fault description is out of its domain.
     #[error("bad fault plan: {0}")]
     BadFaults(String),
+    /// A feature asked for is not available (yet).
+    #[error("{0}")]
+    Unsupported(String),
     /// A value does not fit in one message.
     #[error(
         "a value of {words} words does not fit in a message of {max} words; send it in pieces"

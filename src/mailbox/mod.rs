@@ -52,7 +52,9 @@ use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
 
-use crate::sync::{self, thread, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Mutex, Ordering};
+use crate::sync::{
+    self, thread, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, UnsafeCell,
+};
 use lane::Lane;
 
 /// A member of a team, numbered `0..ranks`.
@@ -90,10 +92,12 @@ const WORDS_PER_LINE: usize = 16;
 const SPINS: u32 = 64;
 #[cfg(not(loom))]
 const YIELDS: u32 = 32;
-/// Under loom, a spin is a yield to the model checker: one of each keeps the
-/// code paths exercised without multiplying the interleavings.
+/// Under loom, a spin or a yield is a `yield_now` to the model checker, which
+/// then runs the other threads first: a sender would always finish before
+/// the receiver parks, hiding the very race the models are for. So under
+/// loom `wait` polls once and goes straight to the parking protocol.
 #[cfg(loom)]
-const SPINS: u32 = 1;
+const SPINS: u32 = 0;
 #[cfg(loom)]
 const YIELDS: u32 = 0;
 
@@ -109,8 +113,75 @@ struct Header {
     notified: AtomicBool,
     /// Whether the endpoint of this rank is out.
     taken: AtomicBool,
-    /// The thread that parks for this rank's endpoint.
-    waiter: Mutex<Option<thread::Thread>>,
+    /// The thread that parks for this rank's endpoint (null before the first
+    /// park). Replaced only by the rank's endpoint, read by unparkers.
+    waiter: AtomicPtr<Waiter>,
+    /// Unparkers between their increment and decrement (see [`unpark`]): a
+    /// replaced `waiter` may be freed only when this is seen at 0.
+    unparkers: AtomicUsize,
+    /// Replaced waiters not yet freed because an unparker was active. Touched
+    /// only by the rank's endpoint (and by drop).
+    retired: UnsafeCell<Vec<*mut Waiter>>,
+}
+
+/// A registered thread handle.
+struct Waiter {
+    thread: thread::Thread,
+    /// Touched (read) by every unparker that uses the handle and (written)
+    /// just before the handle is freed: zero-sized and free with std; under
+    /// loom it makes a free that is not ordered after every use a reported
+    /// data race, so the models check the reclamation argument.
+    in_use: UnsafeCell<()>,
+}
+
+impl Waiter {
+    /// Frees a handle that came from `Box::into_raw`.
+    ///
+    /// # Safety
+    ///
+    /// `waiter` came from `Box::into_raw`, is freed once, and every use of it
+    /// happens before this call.
+    unsafe fn free(waiter: *mut Waiter) {
+        // SAFETY: the caller's contract.
+        let waiter = unsafe { Box::from_raw(waiter) };
+        waiter.in_use.with_mut(|_| ());
+    }
+}
+
+impl Header {
+    /// Makes `me` the thread that unparkers wake. Called only by the rank's
+    /// endpoint, before it announces `SLEEPING`.
+    #[cold]
+    fn register(&self, me: thread::Thread) {
+        // AcqRel: Release publishes the new handle to unparkers that Acquire
+        // the pointer.
+        let old = self.waiter.swap(
+            Box::into_raw(Box::new(Waiter {
+                thread: me,
+                in_use: UnsafeCell::new(()),
+            })),
+            Ordering::AcqRel,
+        );
+        // SAFETY: `retired` is touched only by the rank's endpoint (we are
+        // it: `&mut` endpoint, one per rank, handovers ordered by `taken`).
+        let retired = self.retired.with_mut(|r| unsafe { &mut *r });
+        if !old.is_null() {
+            retired.push(old);
+        }
+        // An RMW, so that it reads the latest count: if it precedes an
+        // unparker's increment in the counter's modification order, that
+        // increment reads from it (all writes are RMWs) and the unparker's
+        // later load of `waiter` sees our swap, not `old`; if it follows the
+        // increment and reads 0, it also follows that unparker's Release
+        // decrement, which then happens before the frees below.
+        if self.unparkers.fetch_add(0, Ordering::AcqRel) == 0 {
+            for waiter in retired.drain(..) {
+                // SAFETY: came from Box::into_raw in an earlier register, was
+                // replaced there, and no unparker can still hold it (above).
+                unsafe { Waiter::free(waiter) };
+            }
+        }
+    }
 }
 
 /// The lanes into one receiver from the 64 senders of one doorbell word.
@@ -177,7 +248,9 @@ impl<T: Send> Mailboxes<T> {
                         state: AtomicU32::new(RUNNING),
                         notified: AtomicBool::new(false),
                         taken: AtomicBool::new(false),
-                        waiter: Mutex::new(None),
+                        waiter: AtomicPtr::new(ptr::null_mut()),
+                        unparkers: AtomicUsize::new(0),
+                        retired: UnsafeCell::new(Vec::new()),
                     })
                 })
                 .collect(),
@@ -238,10 +311,7 @@ impl<T: Send> Mailboxes<T> {
         // receiver's earlier `state = SLEEPING` is then visible to the load
         // below. If ours comes first, the receiver's swap sees `true`.
         header.notified.swap(true, Ordering::AcqRel);
-        // Relaxed: the ordering argument is the RMW pair above.
-        if header.state.load(Ordering::Relaxed) == SLEEPING {
-            unpark(header);
-        }
+        wake_sleeper(header);
     }
 }
 
@@ -329,6 +399,22 @@ impl<T> Mailboxes<T> {
 
 impl<T> Drop for Mailboxes<T> {
     fn drop(&mut self) {
+        for header in self.headers.iter() {
+            let waiter = header.waiter.load(Ordering::Acquire);
+            // SAFETY: `&mut self`: no endpoint or unparker is active; each
+            // handle came from Box::into_raw and is either the current waiter
+            // or retired, never both, and is freed once here.
+            let retired = header
+                .retired
+                .with_mut(|r| unsafe { std::mem::take(&mut *r) });
+            for waiter in retired
+                .into_iter()
+                .chain((!waiter.is_null()).then_some(waiter))
+            {
+                // SAFETY: see above.
+                unsafe { Waiter::free(waiter) };
+            }
+        }
         for slot in self.groups.iter() {
             let group = slot.load(Ordering::Acquire);
             if group.is_null() {
@@ -350,12 +436,45 @@ impl<T> Drop for Mailboxes<T> {
     }
 }
 
-/// Unparks the thread registered as `header`'s waiter, if any.
+/// After a ring or a notification: unparks the receiver if it sleeps. Only
+/// the one that swaps SLEEPING out unparks (a receiver that several senders
+/// ring at once pays one futex wake, not one per sender); the receiver
+/// stores SLEEPING again before each re-probe, so later rings still see it.
+#[inline]
+fn wake_sleeper(header: &Header) {
+    // Relaxed (load and swap): the ordering argument is the RMW pair on the
+    // doorbell word or the flag that precedes this call; a plain load first
+    // keeps the common case (receiver awake) free of RMWs on the header.
+    if header.state.load(Ordering::Relaxed) == SLEEPING
+        && header.state.swap(RUNNING, Ordering::Relaxed) == SLEEPING
+    {
+        unpark(header);
+    }
+}
+
+/// Unparks the thread registered as `header`'s waiter, if any. Lock-free:
+/// an unparker never blocks (nor waits for a preempted thread), and the
+/// receiver never blocks on an unparker.
 #[cold]
 fn unpark(header: &Header) {
-    if let Some(thread) = sync::lock(&header.waiter).as_ref() {
-        thread.unpark();
+    // AcqRel: announces this unparker before it loads `waiter` (see
+    // `Header::register` for the pairing).
+    header.unparkers.fetch_add(1, Ordering::AcqRel);
+    // Acquire: pairs with the Release swap in `register`, so the handle's
+    // contents are visible.
+    let waiter = header.waiter.load(Ordering::Acquire);
+    if !waiter.is_null() {
+        // SAFETY: a registered handle is freed only by `register` after it
+        // has been replaced and the unparker count was seen at 0 after the
+        // replacement, or by drop; our increment keeps it alive until the
+        // decrement below.
+        let waiter = unsafe { &*waiter };
+        waiter.in_use.with(|_| ());
+        waiter.thread.unpark();
     }
+    // Release: our use of the handle happens before a `register` that reads
+    // the count after this decrement and frees it.
+    header.unparkers.fetch_sub(1, Ordering::Release);
 }
 
 /// One rank's sending and receiving handle. `Send` (it may move to the thread
@@ -421,11 +540,7 @@ impl<'a, T: Send> Endpoint<'a, T> {
         boxes
             .bell(to, from / GROUP)
             .fetch_or(1 << (from % GROUP), Ordering::AcqRel);
-        let header = &boxes.headers[to];
-        // Relaxed: ordered by the RMW pair above.
-        if header.state.load(Ordering::Relaxed) == SLEEPING {
-            unpark(header);
-        }
+        wake_sleeper(&boxes.headers[to]);
         Ok(())
     }
 
@@ -492,6 +607,7 @@ impl<'a, T: Send> Endpoint<'a, T> {
     /// # Panics
     ///
     /// Under loom, if `deadline` is `Some` (loom has no clock).
+    #[cfg_attr(loom, allow(clippy::reversed_empty_ranges))] // SPINS = YIELDS = 0
     pub fn wait(&mut self, deadline: Option<Instant>) -> Woke {
         #[cfg(loom)]
         assert!(deadline.is_none(), "wait: loom has no clock, pass None");
@@ -526,16 +642,18 @@ impl<'a, T: Send> Endpoint<'a, T> {
         let me = thread::current();
         if self.registered != Some(me.id()) {
             // Registered before `state = SLEEPING`, so a sender that sees
-            // SLEEPING finds this thread (the mutex orders the rest).
+            // SLEEPING finds this thread (the Release swap of the pointer is
+            // sequenced before the probe's Release RMWs).
             self.registered = Some(me.id());
-            *sync::lock(&self.boxes.headers[self.rank as usize].waiter) = Some(me);
+            self.boxes.headers[self.rank as usize].register(me);
         }
         let boxes = self.boxes;
         let header = &boxes.headers[self.rank as usize];
-        // Relaxed: published by the Release half of the RMWs in `probe`,
-        // which are sequenced after this store.
-        header.state.store(SLEEPING, Ordering::Relaxed);
         let woke = loop {
+            // Relaxed: published by the Release half of the RMWs in `probe`,
+            // which are sequenced after this store. Stored again on every
+            // round, since the sender that unparked us swapped it out.
+            header.state.store(SLEEPING, Ordering::Relaxed);
             if let Some(woke) = self.probe() {
                 break woke;
             }
@@ -552,9 +670,8 @@ impl<'a, T: Send> Endpoint<'a, T> {
                 #[cfg(loom)]
                 Some(_) => unreachable!("checked in wait"),
             }
-            // Woken by a sender, a waker, a stale unpark or spuriously:
-            // `probe` tells which. `state` stays SLEEPING meanwhile, so every
-            // ring after our last probe unparks us.
+            // Woken by a sender, a waker, a stale unpark, a timeout or
+            // spuriously: `probe` tells which.
         };
         // Relaxed: senders that still see SLEEPING merely unpark us once more
         // (a stale token makes one later park return early, harmlessly).
@@ -675,7 +792,8 @@ impl<T> Drop for Endpoint<'_, T> {
             }
         }
         let header = &boxes.headers[me];
-        *sync::lock(&header.waiter) = None;
+        // The waiter stays registered: a late unpark of this thread is
+        // harmless, and the next endpoint re-registers on its first park.
         // Release: pairs with the Acquire in `Mailboxes::endpoint`.
         header.taken.store(false, Ordering::Release);
     }

@@ -222,22 +222,20 @@ impl<'t> Comm<'t> {
             return Err(e);
         }
         let deadline = Instant::now() + shared.op_timeout();
-        let pace = shared.config.pace;
-        let mut pace_until = Instant::now();
         let mut output = None;
         loop {
             self.learn_failures(&mut core);
             self.flush_outbox();
-            // Tree messages go out at once; correction messages one per
-            // `pace`, so that what neighbours send can stop a sweep (the
-            // thread engine's counterpart of LogP's o).
-            if Instant::now() >= pace_until {
-                while let Some(tx) = core.poll_transmit(shared.now()) {
-                    let correction = tx.msg.tag.is_correction();
-                    self.transmit(op, tx)?;
-                    if correction && !pace.is_zero() {
-                        pace_until = Instant::now() + pace;
-                        break;
+            while let Some(tx) = core.poll_transmit(shared.now()) {
+                let correction = tx.msg.tag.is_correction();
+                self.transmit(op, tx)?;
+                if correction {
+                    // What arrived meanwhile may stop a checked sweep: look
+                    // before the next send (never wait with a send pending:
+                    // a park or yield costs a scheduling round, milliseconds
+                    // with many ranks per core).
+                    while let Some((from, msg)) = self.endpoint.try_recv() {
+                        self.take(&mut core, op, root, from, msg)?;
                     }
                 }
             }
@@ -248,15 +246,7 @@ impl<'t> Comm<'t> {
                 break;
             }
             if let Some((from, msg)) = self.endpoint.try_recv() {
-                // Counted handled at once: the sends it causes come in this
-                // call, before this rank's closure can end.
-                self.consumed();
-                if msg.op == op {
-                    check_same(op, root, &msg)?;
-                    core.handle(shared.now(), Event::Message { from, msg });
-                } else {
-                    self.route_other(from, msg);
-                }
+                self.take(&mut core, op, root, from, msg)?;
                 continue;
             }
             self.serve_lingering()?;
@@ -271,17 +261,35 @@ impl<'t> Comm<'t> {
                     }
                 });
             }
-            let mut wake_at = core
+            let wake_at = core
                 .poll_deadline()
                 .map(|t| shared.started + Duration::from_nanos(t))
                 .map_or(deadline, |t| t.min(deadline));
-            if now < pace_until {
-                wake_at = wake_at.min(pace_until);
-            }
             self.endpoint.wait(Some(wake_at));
         }
         self.linger(core);
         Ok(output.expect("loop ends with output"))
+    }
+
+    /// Hands a received message to the current core, a lingering one, or the
+    /// early queue. Counted handled at once: the sends it causes come within
+    /// this call, before this rank's closure can end.
+    fn take(
+        &mut self,
+        core: &mut Bcast<'t, Words>,
+        op: OpId,
+        root: Rank,
+        from: Rank,
+        msg: Msg<Words>,
+    ) -> Result<(), Error> {
+        self.consumed();
+        if msg.op == op {
+            check_same(op, root, &msg)?;
+            core.handle(self.shared.now(), Event::Message { from, msg });
+        } else {
+            self.route_other(from, msg);
+        }
+        Ok(())
     }
 
     /// Hands the core every failure it has not heard of yet.

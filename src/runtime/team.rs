@@ -33,7 +33,6 @@ pub struct TeamBuilder {
     faults: FaultSchedule,
     op_timeout: Duration,
     lane_capacity: usize,
-    pub(crate) pace: Duration,
 }
 
 impl Default for TeamBuilder {
@@ -46,7 +45,6 @@ impl Default for TeamBuilder {
             faults: FaultSchedule::none(),
             op_timeout: Duration::from_secs(10),
             lane_capacity: 64,
-            pace: Duration::from_micros(2),
         }
     }
 }
@@ -95,15 +93,6 @@ impl TeamBuilder {
     /// Messages a lane holds before a sender keeps the rest in its outbox.
     pub fn lane_capacity(mut self, capacity: usize) -> Self {
         self.lane_capacity = capacity.max(2);
-        self
-    }
-
-    /// Least time between two correction messages of a rank (unless a
-    /// message arrives first): what lets a neighbour's message stop a
-    /// checked sweep before it runs around the ring. Zero sends sweeps
-    /// back to back.
-    pub fn pace(mut self, pace: Duration) -> Self {
-        self.pace = pace;
         self
     }
 

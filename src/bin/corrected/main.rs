@@ -1,9 +1,11 @@
-//! The `corrected` command line: `corrected sim` runs the LogP simulator.
+//! The `corrected` command line: `corrected sim` runs the LogP simulator,
+//! `corrected run` runs collectives on threads.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod run;
 mod sim;
 
 /// Fault-tolerant collectives: corrected trees, simulated and (later) on threads.
@@ -18,12 +20,15 @@ struct Cli {
 enum Command {
     /// Simulate corrected-tree broadcast in the LogP model (Monte Carlo over seeds).
     Sim(sim::SimArgs),
+    /// Run broadcasts on real threads, one per rank, with emulated faults.
+    Run(run::RunArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Sim(args) => sim::run(args),
+        Command::Run(args) => run::run(args),
     };
     match result {
         Ok(code) => code,

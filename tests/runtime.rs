@@ -1,0 +1,401 @@
+//! The broadcast cores on threads: delivery, faults, fencing, and agreement
+//! with the simulator. Every test runs more ranks than this machine's cores.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use corrected::protocol::bcast::Correction;
+use corrected::runtime::{Fault, FaultSchedule, Pinning, RankOutcome, Team};
+use corrected::sim::{BcastScenario, BcastSim, FaultPlan};
+use corrected::topology::TreeSpec;
+use corrected::types::{LogP, Rank};
+use corrected::Error;
+
+/// Teams of up to 64 threads each: run one test at a time on this 2-core
+/// machine rather than hundreds of threads at once.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+const TREES: [&str; 5] = [
+    "binomial",
+    "lame:2",
+    "kary:4",
+    "optimal",
+    "inorder-binomial",
+];
+const CORRECTIONS: [&str; 6] = [
+    "none",
+    "opportunistic:2",
+    "optimized:4",
+    "checked",
+    "checked-sync",
+    "delayed:20000",
+];
+const SIZES: [u32; 8] = [1, 2, 3, 7, 8, 16, 33, 64];
+
+fn team(ranks: u32, tree: &str, correction: &str, faults: FaultSchedule) -> Team {
+    Team::builder()
+        .ranks(ranks)
+        .tree(tree.parse().unwrap())
+        .correction(correction.parse().unwrap())
+        .faults(faults)
+        .op_timeout(Duration::from_secs(20))
+        .build()
+        .unwrap()
+}
+
+/// Value root `root` sends in round `i`.
+fn value(root: Rank, i: u32) -> u64 {
+    ((root as u64) << 32) | i as u64 | 0xabc0_0000_0000_0000
+}
+
+/// Broadcasts from every root in turn; returns per rank the values received.
+fn every_root(team: &Team) -> Vec<RankOutcome<Vec<Result<u64, Error>>>> {
+    team.run(|comm| {
+        (0..comm.size())
+            .map(|root| {
+                let mut v = if comm.rank() == root {
+                    value(root, root)
+                } else {
+                    0
+                };
+                comm.broadcast_into(root, &mut v).map(|()| v)
+            })
+            .collect()
+    })
+    .outcomes
+}
+
+#[test]
+fn every_tree_and_correction_delivers_from_every_root() {
+    let _serial = serial();
+    for tree in TREES {
+        for correction in CORRECTIONS {
+            for procs in SIZES {
+                let t = team(procs, tree, correction, FaultSchedule::none());
+                for (rank, outcome) in every_root(&t).into_iter().enumerate() {
+                    let RankOutcome::Returned(got) = outcome else {
+                        panic!("rank {rank} panicked")
+                    };
+                    for (root, v) in got.into_iter().enumerate() {
+                        assert_eq!(
+                            v,
+                            Ok(value(root as Rank, root as u32)),
+                            "{tree} {correction} P={procs} root {root} rank {rank}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn assert_live_ranks_deliver(procs: u32, tree: &str, correction: &str, dead: &[Rank], rounds: u32) {
+    let faults = FaultSchedule::none().kill_group(dead.iter().copied(), 0);
+    let t = team(procs, tree, correction, faults);
+    let report = t.run(|comm| {
+        (0..rounds)
+            .map(|i| {
+                let root = [0, procs / 2, procs - 1][i as usize % 3];
+                let root = if dead.contains(&root) { 0 } else { root };
+                let mut v = if comm.rank() == root {
+                    value(root, i)
+                } else {
+                    0
+                };
+                comm.broadcast_into(root, &mut v).map(|()| (root, v))
+            })
+            .collect::<Vec<_>>()
+    });
+    for (rank, outcome) in report.outcomes.iter().enumerate() {
+        let got = outcome.returned().expect("no panics");
+        for (i, r) in got.iter().enumerate() {
+            if dead.contains(&(rank as Rank)) {
+                assert_eq!(r, &Err(Error::Failed(rank as Rank)));
+            } else {
+                let (root, v) = r.as_ref().unwrap_or_else(|e| {
+                    panic!("{tree} {correction} dead {dead:?} rank {rank}: {e}")
+                });
+                assert_eq!(
+                    *v,
+                    value(*root, i as u32),
+                    "{tree} {correction} dead {dead:?} rank {rank} round {i}"
+                );
+            }
+        }
+    }
+    let mut failed = dead.to_vec();
+    failed.sort_unstable();
+    failed.dedup();
+    assert_eq!(report.failed, failed);
+}
+
+#[test]
+fn checked_and_delayed_correction_deliver_despite_dead_ranks() {
+    let _serial = serial();
+    for correction in ["checked", "checked-sync", "delayed:20000"] {
+        for tree in TREES {
+            // Adversarial: the root's children, and a run of ring neighbours.
+            let spec: TreeSpec = tree.parse().unwrap();
+            let t = corrected::topology::Tree::build(spec, 64, LogP::PAPER).unwrap();
+            let children: Vec<Rank> = t.children(0).iter().copied().take(4).collect();
+            assert_live_ranks_deliver(64, tree, correction, &children, 3);
+            assert_live_ranks_deliver(64, tree, correction, &[20, 21, 22, 23, 24, 25], 3);
+            // Random: up to 4 % of 64, and more of a small team.
+            assert_live_ranks_deliver(64, tree, correction, &[5, 17, 40], 3);
+            assert_live_ranks_deliver(16, tree, correction, &[3, 4, 9], 3);
+            assert_live_ranks_deliver(7, tree, correction, &[2, 3, 4, 5], 3);
+        }
+    }
+}
+
+#[test]
+fn ten_thousand_broadcasts_at_16_ranks() {
+    let _serial = serial();
+    let t = team(16, "binomial", "optimized:4", FaultSchedule::none());
+    let report = t.run(|comm| {
+        let mut ok = 0u32;
+        for i in 0..10_000u32 {
+            let root = i % 16;
+            let mut v = if comm.rank() == root {
+                value(root, i)
+            } else {
+                0
+            };
+            comm.broadcast_into(root, &mut v).unwrap();
+            assert_eq!(v, value(root, i));
+            ok += 1;
+        }
+        ok
+    });
+    assert!(report.returned().all(|(_, &n)| n == 10_000));
+    assert_eq!(report.ops.len(), 10_000);
+    assert!(report.ops.iter().all(|o| o.completed == 16));
+}
+
+#[test]
+fn a_panicking_rank_does_not_stop_the_others() {
+    let _serial = serial();
+    let t = team(12, "binomial", "checked", FaultSchedule::none());
+    let report = t.run(|comm| {
+        let mut got = Vec::new();
+        for i in 0..30u32 {
+            if comm.rank() == 5 && i == 10 {
+                panic!("rank 5 breaks");
+            }
+            let mut v = if comm.rank() == 0 { value(0, i) } else { 0 };
+            comm.broadcast_into(0, &mut v).unwrap();
+            got.push(v);
+        }
+        got
+    });
+    assert_eq!(report.failed, vec![5]);
+    for (rank, outcome) in report.outcomes.iter().enumerate() {
+        match outcome {
+            RankOutcome::Panicked(why) => {
+                assert_eq!(rank, 5);
+                assert!(why.contains("rank 5 breaks"));
+            }
+            RankOutcome::Returned(got) => {
+                assert_eq!(got, &(0..30).map(|i| value(0, i)).collect::<Vec<_>>())
+            }
+        }
+    }
+}
+
+#[test]
+fn dying_mid_operation_and_hanging_leave_the_others_delivering() {
+    let _serial = serial();
+    for (fault, expect) in [
+        (Fault::DieAfterSends(1), Error::Failed(1)),
+        (Fault::Hang, Error::Hung(1)),
+    ] {
+        for victim_root in [false, true] {
+            // Rank 1 fails in operation 2; the root is 0 unless it is the victim
+            // (then the others' operation 2 has no live root and times out).
+            let faults = FaultSchedule::none().at(1, 2, fault);
+            let t = Team::builder()
+                .ranks(16)
+                .correction(Correction::Checked)
+                .faults(faults)
+                .op_timeout(Duration::from_millis(300))
+                .build()
+                .unwrap();
+            let root = if victim_root { 1 } else { 0 };
+            let report = t.run(|comm| {
+                (0..5u32)
+                    .map(|i| {
+                        let r = if i == 2 { root } else { 0 };
+                        let mut v = if comm.rank() == r { value(r, i) } else { 0 };
+                        comm.broadcast_into(r, &mut v).map(|()| v)
+                    })
+                    .collect::<Vec<_>>()
+            });
+            for (rank, outcome) in report.outcomes.iter().enumerate() {
+                let got = outcome.returned().unwrap();
+                if rank == 1 {
+                    assert_eq!(got[2], Err(expect.clone()));
+                    continue;
+                }
+                for (i, r) in got.iter().enumerate() {
+                    if i == 2 && victim_root {
+                        // The root died (or hung) before sending: no value
+                        // anywhere, and no hang either.
+                        match fault {
+                            Fault::Hang => {
+                                assert!(matches!(r, Err(Error::Timeout { .. })), "{r:?}")
+                            }
+                            _ => assert!(
+                                r.is_ok() || matches!(r, Err(Error::RootFailed { .. })),
+                                "{r:?}"
+                            ),
+                        }
+                    } else {
+                        assert_eq!(r, &Ok(value(0, i as u32)), "{fault:?} rank {rank} op {i}");
+                    }
+                }
+            }
+            assert_eq!(
+                report.hung,
+                if fault == Fault::Hang {
+                    vec![1]
+                } else {
+                    vec![]
+                }
+            );
+        }
+    }
+}
+
+#[test]
+fn mismatched_collectives_are_an_error_not_a_hang() {
+    let _serial = serial();
+    // Rank 3 believes operation 1 is a broadcast from 2, the others from 0.
+    let t = Team::builder()
+        .ranks(8)
+        .op_timeout(Duration::from_millis(500))
+        .build()
+        .unwrap();
+    let report = t.run(|comm| {
+        let mut results = Vec::new();
+        for i in 0..3u32 {
+            let root = if i == 1 && comm.rank() == 3 { 2 } else { 0 };
+            let mut v = if comm.rank() == root {
+                value(root, i)
+            } else {
+                0
+            };
+            results.push(comm.broadcast_into(root, &mut v).map(|()| v));
+        }
+        results
+    });
+    let mut errors = 0;
+    for outcome in &report.outcomes {
+        let got = outcome.returned().unwrap();
+        assert_eq!(got[0], Ok(value(0, 0)));
+        match &got[1] {
+            Ok(v) => assert_eq!(*v, value(0, 1)),
+            Err(Error::Mismatch { .. }) | Err(Error::Timeout { .. }) => errors += 1,
+            Err(e) => panic!("unexpected {e}"),
+        }
+    }
+    assert!(errors >= 1, "rank 3 at least must see the mismatch");
+}
+
+#[test]
+fn bad_input_is_a_typed_error() {
+    let _serial = serial();
+    assert_eq!(
+        Team::builder().ranks(0).build().unwrap_err(),
+        Error::ZeroRanks
+    );
+    assert!(Team::builder().ranks(100_000).build().is_err());
+    assert!(Team::builder()
+        .ranks(4)
+        .faults(FaultSchedule::none().kill(4, 0))
+        .build()
+        .is_err());
+    let t = Team::builder().ranks(4).build().unwrap();
+    let report = t.run(|comm| {
+        let mut v = 1u8;
+        let out_of_range = comm.broadcast_into(4, &mut v);
+        let mut big = [0u64; 9];
+        let too_big = comm.broadcast_into(0, &mut big);
+        (out_of_range, too_big.is_err() || comm.rank() != 0)
+    });
+    for (_, (a, b)) in report.returned() {
+        assert!(matches!(
+            a,
+            Err(Error::RankOutOfRange { rank: 4, procs: 4 })
+        ));
+        assert!(b);
+    }
+}
+
+#[test]
+fn threads_and_simulator_agree_on_messages() {
+    let _serial = serial();
+    // Both count every send, including those to dead ranks. Plain trees and
+    // plain opportunistic correction send the same messages whatever the
+    // timing; checked and optimized correction depend on timing by design.
+    for tree in ["binomial", "lame:2", "kary:3", "optimal"] {
+        for correction in ["none", "opportunistic:1", "opportunistic:3"] {
+            for (procs, dead) in [
+                (33u32, vec![]),
+                (33, vec![1u32, 5]),
+                (64, vec![2, 3, 30, 31, 32]),
+            ] {
+                let spec: TreeSpec = tree.parse().unwrap();
+                let corr: Correction = correction.parse().unwrap();
+                let sc = BcastScenario::new(
+                    spec,
+                    procs,
+                    corr,
+                    LogP::PAPER,
+                    FaultPlan::dead(dead.iter().copied()),
+                )
+                .unwrap();
+                let sim = BcastSim::new(&sc).run(0);
+                let sim_total = (sim.messages_per_process * procs as f64).round() as u64;
+                // Without a guarantee some live ranks never get the value and
+                // wait out the timeout: keep it short.
+                let t = Team::builder()
+                    .ranks(procs)
+                    .tree(spec)
+                    .correction(corr)
+                    .faults(FaultSchedule::none().kill_group(dead.iter().copied(), 0))
+                    .op_timeout(Duration::from_millis(200))
+                    .build()
+                    .unwrap();
+                let report = t.run(|comm| {
+                    let mut v = if comm.rank() == 0 { 9u64 } else { 0 };
+                    let _ = comm.broadcast_into(0, &mut v);
+                });
+                assert_eq!(
+                    report.ops[0].messages, sim_total,
+                    "{tree} {correction} P={procs} dead {dead:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn unpinned_teams_work_too() {
+    let _serial = serial();
+    let t = Team::builder()
+        .ranks(9)
+        .pinning(Pinning::None)
+        .build()
+        .unwrap();
+    let outcomes = every_root(&t);
+    assert!(outcomes.iter().all(|o| o
+        .returned()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .all(|(r, v)| *v == Ok(value(r as Rank, r as u32)))));
+}
