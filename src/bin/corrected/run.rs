@@ -195,23 +195,25 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
             "panicked_ranks": panicked,
             "wall_seconds": wall.as_secs_f64(),
         });
-        println!("{v}");
+        out!("{v}");
     } else {
-        println!(
+        out!(
             "{ranks} ranks, {iters} broadcasts from rank {root}, tree {tree}, correction {correction}, {:.2} s",
             wall.as_secs_f64()
         );
-        println!(
+        out!(
             "latency per broadcast (slowest rank's call): p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs",
             lat.p50 / 1e3,
             lat.p99 / 1e3,
             lat.max / 1e3
         );
-        println!("messages per broadcast: {messages_per_op:.2}");
-        println!("delivered to live ranks: {delivered}, missing: {missing}, wrong: {wrong}, violations: {violations}");
-        println!(
+        out!("messages per broadcast: {messages_per_op:.2}");
+        out!("delivered to live ranks: {delivered}, missing: {missing}, wrong: {wrong}, violations: {violations}");
+        out!(
             "failed ranks: {:?}, hung: {:?}, panicked: {:?}",
-            report.failed, report.hung, panicked
+            report.failed,
+            report.hung,
+            panicked
         );
     }
     Ok(if violations == 0 {

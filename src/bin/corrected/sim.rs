@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Args;
+
 use indicatif::{ProgressBar, ProgressStyle};
 
 use corrected::protocol::bcast::Correction;
@@ -116,7 +117,7 @@ pub fn run(args: SimArgs) -> Result<ExitCode, Error> {
         if let (Some(obj), serde_json::Value::Object(more)) = (value.as_object_mut(), extra) {
             obj.extend(more);
         }
-        println!("{value}");
+        out!("{value}");
     } else {
         print_table(&summary, &args, scenario.dissemination_time());
     }
@@ -128,7 +129,7 @@ pub fn run(args: SimArgs) -> Result<ExitCode, Error> {
 }
 
 fn print_table(s: &BcastSummary, args: &SimArgs, dissemination: Tick) {
-    println!(
+    out!(
         "P={} tree={} correction={} L={} o={} fault-rate={} runs={} ({:.1} sims/s)",
         s.procs,
         args.tree,
@@ -139,15 +140,24 @@ fn print_table(s: &BcastSummary, args: &SimArgs, dissemination: Tick) {
         s.runs,
         s.sims_per_second
     );
-    println!("fault-free dissemination time: {dissemination}");
-    println!(
+    out!("fault-free dissemination time: {dissemination}");
+    out!(
         "{:<34} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "metric", "mean", "p50", "p99", "p99.9", "max"
+        "metric",
+        "mean",
+        "p50",
+        "p99",
+        "p99.9",
+        "max"
     );
     let row = |name: &str, st: &Stats| {
-        println!(
+        out!(
             "{name:<34} {:>9.3} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
-            st.mean, st.p50, st.p99, st.p999, st.max
+            st.mean,
+            st.p50,
+            st.p99,
+            st.p999,
+            st.max
         )
     };
     row("coloring_latency", &s.coloring_latency);
@@ -159,8 +169,10 @@ fn print_table(s: &BcastSummary, args: &SimArgs, dissemination: Tick) {
         &s.correction_messages_per_process,
     );
     row("max_gap", &s.max_gap);
-    println!(
+    out!(
         "incomplete_runs: {}  uncolored live ranks: {}  violations: {}",
-        s.incomplete_runs, s.uncolored_live_total, s.violations
+        s.incomplete_runs,
+        s.uncolored_live_total,
+        s.violations
     );
 }

@@ -1,0 +1,55 @@
+//! Broadcast latency on threads, fault-free: the corrected tree against the
+//! plain tree, at P = 2 (pinned, one rank per core) and P = 8, 32, 64
+//! (oversubscribed on this 2-core machine).
+//!
+//! `cargo bench --bench bcast`. One iteration is one broadcast from rank 0;
+//! its time is the slowest rank's time inside `broadcast_into`. Ranks line up
+//! on a `std::sync::Barrier` before each broadcast (not timed), so a root
+//! cannot run ahead of the others.
+
+use std::sync::Barrier;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+
+use corrected::runtime::Team;
+
+fn bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("bcast");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    for ranks in [2u32, 8, 32, 64] {
+        for correction in ["none", "optimized:4", "checked"] {
+            let team = Team::builder()
+                .ranks(ranks)
+                .tree("binomial".parse().unwrap())
+                .correction(correction.parse().unwrap())
+                .build()
+                .unwrap();
+            group.bench_with_input(BenchmarkId::new(correction, ranks), &team, |b, team| {
+                b.iter_custom(|iters| {
+                    let barrier = Barrier::new(ranks as usize);
+                    let report = team.run(|comm| {
+                        for i in 0..iters {
+                            barrier.wait();
+                            let mut v = if comm.rank() == 0 { i } else { 0 };
+                            comm.broadcast_into(0, &mut v).unwrap();
+                        }
+                    });
+                    let ns: u64 = report
+                        .ops
+                        .iter()
+                        .map(|o| o.latency_ns.iter().copied().max().unwrap_or(0))
+                        .sum();
+                    Duration::from_nanos(ns)
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
