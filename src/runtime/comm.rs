@@ -24,6 +24,7 @@ use crate::mailbox::Endpoint;
 use crate::protocol::bcast::Bcast;
 use crate::protocol::{Event, Msg, Protocol, Transmit};
 use crate::runtime::faults::Fault;
+use crate::runtime::fence::{Fence, Route};
 use crate::runtime::team::{Counters, Shared};
 use crate::runtime::wire::{self, Wire, Words};
 use crate::sync::Ordering;
@@ -54,9 +55,8 @@ pub struct Comm<'t> {
     rank: Rank,
     endpoint: Endpoint<'t, Msg<Words>>,
     state: State,
-    next_op: OpId,
-    /// Messages of operations this rank has not reached yet.
-    early: Vec<(Rank, Msg<Words>)>,
+    /// The operation this rank is in, and messages of later ones.
+    fence: Fence<Msg<Words>>,
     lingering: VecDeque<Bcast<'t, Words>>,
     /// Sends a full lane refused, in order; retried before any new send.
     outbox: VecDeque<(Rank, Msg<Words>)>,
@@ -78,8 +78,7 @@ impl<'t> Comm<'t> {
             rank,
             endpoint,
             state: State::Alive,
-            next_op: 0,
-            early: Vec::new(),
+            fence: Fence::new(),
             lingering: VecDeque::new(),
             outbox: VecDeque::new(),
             seen_epoch: u64::MAX,
@@ -153,8 +152,7 @@ impl<'t> Comm<'t> {
             State::Hung => return Err(Error::Hung(self.rank)),
             State::Alive => {}
         }
-        let op = self.next_op;
-        self.next_op += 1;
+        let op = self.fence.enter();
         self.records.push(OpRecord {
             op,
             sends: 0,
@@ -203,23 +201,11 @@ impl<'t> Comm<'t> {
         let shared = self.shared;
         let mut core = Bcast::new(shared.plan, root, self.rank, op, words)?;
         core.handle(shared.now(), Event::Start);
-        self.seen_epoch = u64::MAX; // hand the core every failure known so far
-                                    // Replay what came early for this operation.
-        let mut mismatch = None;
-        let early = std::mem::take(&mut self.early);
-        for (from, msg) in early {
-            if msg.op == op {
-                if let Err(e) = check_same(op, root, &msg) {
-                    mismatch.get_or_insert(e);
-                } else {
-                    core.handle(shared.now(), Event::Message { from, msg });
-                }
-            } else {
-                self.early.push((from, msg));
-            }
-        }
-        if let Some(e) = mismatch {
-            return Err(e);
+        // Hand the core every failure known so far, then what came early.
+        self.seen_epoch = u64::MAX;
+        for (from, msg) in self.fence.release(op) {
+            check_same(op, root, &msg)?;
+            core.handle(shared.now(), Event::Message { from, msg });
         }
         let deadline = Instant::now() + shared.op_timeout();
         let mut output = None;
@@ -283,11 +269,13 @@ impl<'t> Comm<'t> {
         msg: Msg<Words>,
     ) -> Result<(), Error> {
         self.consumed();
-        if msg.op == op {
-            check_same(op, root, &msg)?;
-            core.handle(self.shared.now(), Event::Message { from, msg });
-        } else {
-            self.route_other(from, msg);
+        match self.fence.route(msg.op) {
+            Route::Current => {
+                debug_assert_eq!(msg.op, op);
+                check_same(op, root, &msg)?;
+                core.handle(self.shared.now(), Event::Message { from, msg });
+            }
+            _ => self.route_other(from, msg),
         }
         Ok(())
     }
@@ -308,10 +296,11 @@ impl<'t> Comm<'t> {
         }
     }
 
-    /// A message of another operation than the current one.
+    /// A message of another operation than the current one (or any message
+    /// while the rank is between operations).
     fn route_other(&mut self, from: Rank, msg: Msg<Words>) {
-        if msg.op >= self.next_op {
-            self.early.push((from, msg));
+        if self.fence.route(msg.op) == Route::Early {
+            self.fence.hold(from, msg.op, msg);
             return;
         }
         let now = self.shared.now();

@@ -23,6 +23,7 @@
 
 mod comm;
 mod faults;
+mod fence;
 mod liveness;
 pub mod pin;
 mod team;
@@ -30,6 +31,7 @@ pub mod wire;
 
 pub use comm::{Comm, LINGER};
 pub use faults::{Fault, FaultSchedule};
+pub use fence::{Fence, Route};
 pub use liveness::Liveness;
 pub use pin::Pinning;
 pub use team::{OpStats, RankOutcome, Team, TeamBuilder, TeamReport, MAX_RANKS};
