@@ -172,6 +172,12 @@ proptest! {
         prop_assert_eq!(run.violations, 0);
     }
 
+}
+
+proptest! {
+    // Thousands of seeded dead sets, sparse to dense.
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
     /// Optimized opportunistic correction is no less safe than plain
     /// opportunistic correction with the same d and dead set, and sends no
     /// more messages.
