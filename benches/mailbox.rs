@@ -3,6 +3,9 @@
 //!
 //! `cargo bench --bench mailbox` runs:
 //!
+//! * `side_by_side`: (a), (b), (c) below measured back to back in each of
+//!   31 rounds, printing medians and the median per-round ratios b/a, c/a
+//!   (the fair comparison: see [`side_by_side`]).
 //! * `pingpong/a_raw_atomics`: two `AtomicU64`s on separate cache lines, each
 //!   side spinning on its own: the physical floor of a cross-core hand-off.
 //! * `pingpong/b_lanes_try_recv`: the same over two lanes, `Endpoint::send` /
@@ -17,24 +20,33 @@
 //! * `waiting/same_core_lanes_wait`: the mailbox ping-pong with both threads
 //!   pinned to core 0, so every hop needs the waiter to give the core away
 //!   (the 64-ranks-on-2-cores situation).
-//! * `team/ring_64_ranks`: 64 unpinned ranks on the 2 cores pass a token
-//!   around a ring; time per hop. Every waiting rank spins, yields or parks
-//!   while one works, so this shows what waiting costs the working ones.
+//! * `team/ring_64_ranks`: 64 ranks pinned round-robin to the 2 cores pass a
+//!   token around a ring; time per hop. Every waiting rank spins, yields or
+//!   parks while one works, so this shows what waiting costs the working ones.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, Criterion};
 use crossbeam_utils::CachePadded;
 
 use corrected::mailbox::{Endpoint, Mailboxes};
 
-/// Pins the calling thread to the `i`-th core the OS reports (if any).
+/// The cores this process may use, read once before anything is pinned:
+/// `core_affinity::get_core_ids` reads the calling thread's affinity mask,
+/// which a thread spawned by a pinned thread inherits.
+fn cores() -> &'static [core_affinity::CoreId] {
+    static CORES: OnceLock<Vec<core_affinity::CoreId>> = OnceLock::new();
+    CORES.get_or_init(|| core_affinity::get_core_ids().unwrap_or_default())
+}
+
+/// Pins the calling thread to the `i`-th core of [`cores`] (if there is one).
 fn pin(i: usize) {
-    if let Some(core) = core_affinity::get_core_ids().and_then(|ids| ids.get(i).copied()) {
-        core_affinity::set_for_current(core);
+    if let Some(&core) = cores().get(i) {
+        assert!(core_affinity::set_for_current(core), "pinning to {core:?}");
     }
 }
 
@@ -179,7 +191,8 @@ fn park_pingpong(iters: u64) -> Duration {
     })
 }
 
-/// A token passed around a ring of `ranks` unpinned threads; time per hop.
+/// A token passed around a ring of `ranks` threads pinned round-robin to the
+/// cores (as the runtime places ranks); time per hop.
 fn ring(iters: u64, ranks: u32) -> Duration {
     let boxes = Mailboxes::<u64>::new(ranks, 4);
     let mut eps: Vec<_> = (0..ranks).map(|r| boxes.endpoint(r).unwrap()).collect();
@@ -187,6 +200,7 @@ fn ring(iters: u64, ranks: u32) -> Duration {
     thread::scope(|s| {
         for mut ep in eps {
             s.spawn(move || {
+                pin(ep.rank() as usize % cores().len().max(1));
                 let next = (ep.rank() + 1) % ranks;
                 loop {
                     let (_, v) = recv(&mut ep, true);
@@ -197,6 +211,7 @@ fn ring(iters: u64, ranks: u32) -> Duration {
                 }
             });
         }
+        pin(0);
         let mut lap = |i: u64| {
             first.send(1, i).unwrap();
             black_box(recv(&mut first, true));
@@ -249,5 +264,64 @@ fn team(c: &mut Criterion) {
     g.finish();
 }
 
+/// (a), (b) and (c) interleaved: the two vCPUs' placement on the host can
+/// change over a run (one-way ~60 ns when they share a cache cluster, ~250
+/// ns when not), so comparing criterion's separate 4-second runs can mix
+/// placements. Here each round measures all three back to back, and the
+/// ratios are taken per round.
+fn side_by_side(rounds: usize, round_trips: u64) {
+    let mut rows: Vec<[f64; 3]> = (0..rounds)
+        .map(|_| {
+            let ns = |d: Duration| d.as_nanos() as f64 / round_trips as f64;
+            [
+                ns(raw_pingpong(round_trips)),
+                ns(lane_pingpong(round_trips, false, 1)),
+                ns(lane_pingpong(round_trips, true, 1)),
+            ]
+        })
+        .collect();
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let col = |rows: &[[f64; 3]], i: usize| rows.iter().map(|r| r[i]).collect::<Vec<_>>();
+    let (mut a, mut b, mut c) = (col(&rows, 0), col(&rows, 1), col(&rows, 2));
+    let mut b_a: Vec<f64> = rows.iter().map(|r| r[1] / r[0]).collect();
+    let mut c_a: Vec<f64> = rows.iter().map(|r| r[2] / r[0]).collect();
+    println!(
+        "side_by_side ({rounds} rounds of {round_trips} round trips, one-way ns, medians): \
+         a_raw {:.1}  b_lanes_try_recv {:.1}  c_lanes_wait {:.1}  b/a {:.2}  c/a {:.2}",
+        median(&mut a),
+        median(&mut b),
+        median(&mut c),
+        median(&mut b_a),
+        median(&mut c_a),
+    );
+    rows.sort_by(|x, y| x[0].total_cmp(&y[0]));
+    let fastest = rows[0];
+    println!(
+        "side_by_side round with the fastest (a): a_raw {:.1}  b {:.1}  c {:.1}  b/a {:.2}",
+        fastest[0],
+        fastest[1],
+        fastest[2],
+        fastest[1] / fastest[0]
+    );
+}
+
 criterion_group!(benches, pingpong, waiting, team);
-criterion_main!(benches);
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let test_mode = args.iter().any(|a| a == "--test");
+    // Runs unless a filter is given that does not name it.
+    let filter = args.iter().skip(1).find(|a| !a.starts_with('-'));
+    if filter.map_or(true, |f| "side_by_side".contains(f.as_str())) {
+        if test_mode {
+            side_by_side(1, 100);
+        } else {
+            side_by_side(31, 20_000);
+        }
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

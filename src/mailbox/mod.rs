@@ -7,10 +7,12 @@
 //!   from `from` to `to`, so a team of 1024 ranks pays only for the pairs that
 //!   talk. A full lane hands the message back (`Err(msg)`), rtrb-style.
 //! * The **doorbell** of a receiver is a bitset of `AtomicU64` words, one bit
-//!   per sender. A sender sets its bit after publishing into the lane; the
-//!   receiver swaps whole words to zero into a private *pending* set and serves
-//!   the pending lanes round-robin, one message per lane per turn, so it never
-//!   scans lanes that have nothing.
+//!   per sender. A sender sets its bit after publishing into the lane (unless
+//!   it is still set: then the receiver is bound to look at the lane anyway);
+//!   the receiver swaps whole words to zero into a private *pending* set and
+//!   serves the pending lanes round-robin, one message per lane per turn, so
+//!   it never scans lanes that have nothing. The lane it served last (the
+//!   *hint*) it polls directly, and leaves that lane's bit set.
 //! * **Waiting** spins briefly, then yields, then parks. A receiver about to
 //!   park stores `SLEEPING` and then swaps every doorbell word (and the
 //!   notification flag) with a read-modify-write; a sender rings with a
@@ -53,7 +55,8 @@ use std::time::Instant;
 use crossbeam_utils::CachePadded;
 
 use crate::sync::{
-    self, thread, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, UnsafeCell,
+    self, fence, thread, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    UnsafeCell,
 };
 use lane::Lane;
 
@@ -80,18 +83,21 @@ const GROUP: usize = 64;
 const WORDS_PER_LINE: usize = 16;
 
 /// How long [`Endpoint::wait`] polls before it parks: `SPINS` rounds of
-/// poll + `spin_loop`, then `YIELDS` rounds of poll + `yield_now`. Chosen
-/// from measurements on a 2-vCPU machine (docs/mailbox.md): one round of
-/// spinning costs about 50 ns, a yield about 0.3 to 1 us when nobody else is
-/// runnable (and hands the core over when somebody is), a park/unpark wake-up
-/// about 40 to 60 us. Spinning stops after a couple of microseconds (a few
-/// message round trips) so that 64 ranks on 2 cores do not burn their
-/// peers' time; the yield phase then covers roughly the cost of one futex
-/// wake-up before parking.
+/// poll + `spin_loop`, then `YIELDS` rounds of poll + `yield_now`. From
+/// measurements on this 2-vCPU machine (docs/mailbox.md): a spin round costs
+/// about 25-30 ns (PAUSE is ~25 ns), so 64 rounds wait about 2 us, some four
+/// cross-core round trips (one way is 0.2-0.25 us): a peer that is running
+/// and answering is caught while spinning (fewer spins let replies slip into
+/// the yield or park phase: 16 spins made the waiting ping-pong 6x slower). A
+/// yield costs about 0.5 us when the core is otherwise idle, so 8 yields
+/// cover another ~4 us, about what a park/unpark wake-up costs here (2-7 us).
+/// More yields hurt oversubscribed teams: with 64 ranks on 2 cores, 32
+/// yields per wait made each hop of a token ring 2.3x slower than 8, since
+/// every yielding rank steals a time slice from the one with work.
 #[cfg(not(loom))]
 const SPINS: u32 = 64;
 #[cfg(not(loom))]
-const YIELDS: u32 = 32;
+const YIELDS: u32 = 8;
 /// Under loom, a spin or a yield is a `yield_now` to the model checker, which
 /// then runs the other threads first: a sender would always finish before
 /// the receiver parks, hiding the very race the models are for. So under
@@ -437,17 +443,14 @@ impl<T> Drop for Mailboxes<T> {
 }
 
 /// After a ring or a notification: unparks the receiver if it sleeps. Only
-/// the one that swaps SLEEPING out unparks (a receiver that several senders
-/// ring at once pays one futex wake, not one per sender); the receiver
-/// stores SLEEPING again before each re-probe, so later rings still see it.
+/// the receiver writes `state`. Several senders that see SLEEPING all
+/// unpark; after the first, std's `unpark` finds the token set and makes no
+/// system call.
 #[inline]
 fn wake_sleeper(header: &Header) {
-    // Relaxed (load and swap): the ordering argument is the RMW pair on the
-    // doorbell word or the flag that precedes this call; a plain load first
-    // keeps the common case (receiver awake) free of RMWs on the header.
-    if header.state.load(Ordering::Relaxed) == SLEEPING
-        && header.state.swap(RUNNING, Ordering::Relaxed) == SLEEPING
-    {
+    // Relaxed: the ordering argument is the RMW pair on the doorbell word or
+    // the flag that precedes this call.
+    if header.state.load(Ordering::Relaxed) == SLEEPING {
         unpark(header);
     }
 }
@@ -530,6 +533,23 @@ impl<'a, T: Send> Endpoint<'a, T> {
         // is the only endpoint of `from` (taken flag), `&mut self` excludes a
         // concurrent send, and Endpoint is not Sync.
         unsafe { lane.push(msg) }?;
+        let bell = boxes.bell(to, from / GROUP);
+        let bit = 1 << (from % GROUP);
+        // If our bit is still set, the receiver has not yet taken the ring
+        // of an earlier message of ours (or leaves it set because it polls
+        // this lane directly), and it will look at this lane after it swaps
+        // the bit out: we need not ring again. That is a store (the push)
+        // then a load (of the bell) against the receiver's swap then load
+        // (of the stamp): the SeqCst fences here and after the receiver's
+        // swaps (`refill`) order them. If this fence precedes the
+        // receiver's, its stamp load sees the push; if the receiver's comes
+        // first, our load sees its swap (bit clear) or later, and we ring.
+        // Skipping the RMW keeps the doorbell's line unchanged, so a
+        // receiver polling it keeps it cached.
+        fence(Ordering::SeqCst);
+        if bell.load(Ordering::Relaxed) & bit != 0 {
+            return Ok(());
+        }
         // AcqRel RMW: Release publishes the lane pointer (and orders the
         // push, which has its own Release) before the bit; and it is the
         // sender's half of the no-lost-wake-up pair: if the receiver's
@@ -537,9 +557,7 @@ impl<'a, T: Send> Endpoint<'a, T> {
         // modification order (all writes to doorbell words are RMWs), this
         // RMW reads from it, so the receiver's `state = SLEEPING` happens
         // before the load below. Otherwise the receiver's swap sees our bit.
-        boxes
-            .bell(to, from / GROUP)
-            .fetch_or(1 << (from % GROUP), Ordering::AcqRel);
+        bell.fetch_or(bit, Ordering::AcqRel);
         wake_sleeper(&boxes.headers[to]);
         Ok(())
     }
@@ -649,11 +667,10 @@ impl<'a, T: Send> Endpoint<'a, T> {
         }
         let boxes = self.boxes;
         let header = &boxes.headers[self.rank as usize];
+        // Relaxed: published by the Release half of the RMWs in `probe`,
+        // which are sequenced after this store.
+        header.state.store(SLEEPING, Ordering::Relaxed);
         let woke = loop {
-            // Relaxed: published by the Release half of the RMWs in `probe`,
-            // which are sequenced after this store. Stored again on every
-            // round, since the sender that unparked us swapped it out.
-            header.state.store(SLEEPING, Ordering::Relaxed);
             if let Some(woke) = self.probe() {
                 break woke;
             }
@@ -671,7 +688,8 @@ impl<'a, T: Send> Endpoint<'a, T> {
                 Some(_) => unreachable!("checked in wait"),
             }
             // Woken by a sender, a waker, a stale unpark, a timeout or
-            // spuriously: `probe` tells which.
+            // spuriously: `probe` tells which. `state` stays SLEEPING
+            // meanwhile, so every ring after our last probe unparks us.
         };
         // Relaxed: senders that still see SLEEPING merely unpark us once more
         // (a stale token makes one later park return early, harmlessly).
@@ -710,7 +728,10 @@ impl<'a, T: Send> Endpoint<'a, T> {
             return Some(Woke::Message);
         }
         // Relaxed: a hint; try_recv takes the bits with an Acquire swap.
-        if (0..boxes.words).any(|w| boxes.bell(me, w).load(Ordering::Relaxed) != 0) {
+        if (0..boxes.words).any(|w| {
+            let word = boxes.bell(me, w).load(Ordering::Relaxed);
+            word != 0 && word != self.hint_bit(w)
+        }) {
             return Some(Woke::Message);
         }
         if let Some((_, lane)) = self.hint {
@@ -728,14 +749,22 @@ impl<'a, T: Send> Endpoint<'a, T> {
     fn refill(&mut self, probe: bool) {
         let boxes = self.boxes;
         let me = self.rank as usize;
-        for (w, pending) in self.pending.iter_mut().enumerate() {
+        for w in 0..self.pending.len() {
             let bell = boxes.bell(me, w);
             // The swap is an RMW, so it must happen in the probe even when a
-            // plain load says 0 (it is the synchronization point); outside
-            // the probe a Relaxed load first spares the cache line's
-            // ownership when the word is 0.
-            if !probe && bell.load(Ordering::Relaxed) == 0 {
-                continue;
+            // plain load says 0 (it is the synchronization point). Outside
+            // the probe a Relaxed load comes first: a word that is 0, or
+            // holds only the hint lane's bit, is left alone (`try_recv`
+            // polls the hint lane directly). That spares the receiver an RMW
+            // on a line that senders write (an RMW stalls for a whole
+            // cross-core transfer), and a bit left set spares its sender the
+            // ring (see `send`): in a steady exchange the doorbell's line
+            // does not move at all.
+            if !probe {
+                let word = bell.load(Ordering::Relaxed);
+                if word == 0 || word == self.hint_bit(w) {
+                    continue;
+                }
             }
             // Acquire (and Release in the probe): reads from the senders'
             // AcqRel fetch_or, so the lanes they installed are visible.
@@ -745,9 +774,46 @@ impl<'a, T: Send> Endpoint<'a, T> {
                 Ordering::Acquire
             };
             let bits = bell.swap(0, order);
+            if bits != 0 {
+                // Pairs with the fence in `send` (between its push and its
+                // look at the bell): a sender that saw a bit we just took
+                // did not ring again, and its push must be visible to our
+                // later look at its lane.
+                fence(Ordering::SeqCst);
+            }
+            let pending = &mut self.pending[w];
             let new = bits & !*pending;
             *pending |= new;
             self.pending_count += new.count_ones();
+        }
+        if probe {
+            // A stale bit of the idle hint lane (rung for a message the hint
+            // path took) would end the park at once for nothing. The swap
+            // and fence above make every push whose sender saw the bit set
+            // (rang or not) visible to `has_next`: an idle hint lane's bit
+            // is stale indeed.
+            if let Some((from, _)) = self.hint {
+                let w = from as usize / GROUP;
+                // SAFETY: this endpoint is the only consumer of the hint lane.
+                let idle = self
+                    .hint
+                    .is_some_and(|(_, lane)| !unsafe { lane.has_next() });
+                if idle && self.pending[w] & self.hint_bit(w) != 0 {
+                    self.clear(from as usize);
+                }
+            }
+        }
+    }
+
+    /// The doorbell bit of the hint lane if it is in word `w`, else 0. A
+    /// word holding only this bit is left in the doorbell: the hint lane is
+    /// polled directly anyway (by `try_recv` and `wait`), so its messages are
+    /// seen there, and the pre-park probe swaps the bit out.
+    #[inline]
+    fn hint_bit(&self, w: usize) -> u64 {
+        match self.hint {
+            Some((from, _)) if from as usize / GROUP == w => 1 << (from as usize % GROUP),
+            _ => 0,
         }
     }
 

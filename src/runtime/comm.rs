@@ -30,6 +30,13 @@ use crate::runtime::wire::{self, Wire, Words};
 use crate::sync::Ordering;
 use crate::types::{Collective, OpId, Rank};
 
+/// The longest a rank sleeps in one wait before it looks again.
+const MAX_SLEEP: Duration = Duration::from_millis(1);
+
+/// How long a rank colored by a correction message waits for its tree
+/// message before it returns and leaves the forwarding to a lingering core.
+const TREE_GRACE: Duration = Duration::from_millis(50);
+
 /// Cores of past operations a rank keeps serving at most.
 pub const LINGER: usize = 32;
 
@@ -209,6 +216,7 @@ impl<'t> Comm<'t> {
         }
         let deadline = Instant::now() + shared.op_timeout();
         let mut output = None;
+        let mut colored_at = Instant::now();
         loop {
             self.learn_failures(&mut core);
             self.flush_outbox();
@@ -227,8 +235,20 @@ impl<'t> Comm<'t> {
             }
             if output.is_none() {
                 output = core.take_output();
+                if output.is_some() {
+                    colored_at = Instant::now();
+                }
             }
-            if output.is_some() && core.is_quiescent() {
+            // A rank colored only by correction still owes its subtree the
+            // tree message: it waits for it (or for its ancestor's failure)
+            // up to TREE_GRACE, so that no rank returns while its children
+            // depend on it, yet a hung ancestor cannot hold it for long.
+            if output.is_some()
+                && core.is_quiescent()
+                && (core.colored_by_tree()
+                    || core.is_finished()
+                    || colored_at.elapsed() >= TREE_GRACE)
+            {
                 break;
             }
             if let Some((from, msg)) = self.endpoint.try_recv() {
@@ -247,10 +267,14 @@ impl<'t> Comm<'t> {
                     }
                 });
             }
+            // Bounded even without a deadline: a wake-up that never comes
+            // (a bug anywhere below) costs a millisecond, not the timeout.
             let wake_at = core
                 .poll_deadline()
                 .map(|t| shared.started + Duration::from_nanos(t))
-                .map_or(deadline, |t| t.min(deadline));
+                .map_or(deadline, |t| t.min(deadline))
+                .min(now + MAX_SLEEP);
+            // (When waiting out TREE_GRACE, MAX_SLEEP bounds each nap.)
             self.endpoint.wait(Some(wake_at));
         }
         self.linger(core);
