@@ -14,6 +14,23 @@ macro_rules! out {
     }};
 }
 
+/// Parses `RANK:N` (as in `--die-at 5:12` or `--kill-after-sends 3:2`).
+fn parse_rank_pair<N: std::str::FromStr>(
+    text: &str,
+) -> Result<(corrected::types::Rank, N), String> {
+    let (r, n) = text
+        .split_once(':')
+        .ok_or(format!("expected RANK:N, e.g. 3:2; got '{text}'"))?;
+    Ok((
+        r.trim()
+            .parse()
+            .map_err(|_| format!("bad rank in '{text}'"))?,
+        n.trim()
+            .parse()
+            .map_err(|_| format!("bad number in '{text}'"))?,
+    ))
+}
+
 mod run;
 mod sim;
 

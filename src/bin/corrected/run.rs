@@ -34,7 +34,7 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',')]
     kill: Vec<Rank>,
     /// RANK:N: the rank dies right after its N-th send in the first operation.
-    #[arg(long, value_delimiter = ',', value_parser = parse_pair)]
+    #[arg(long, value_delimiter = ',', value_parser = crate::parse_rank_pair::<u32>)]
     kill_after_sends: Vec<(Rank, u32)>,
     /// Ranks that hang (alive but silent) from the first operation on.
     #[arg(long, value_delimiter = ',')]
@@ -54,18 +54,6 @@ pub struct RunArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
-}
-
-fn parse_pair(text: &str) -> Result<(Rank, u32), String> {
-    let (r, n) = text.split_once(':').ok_or("expected RANK:N, e.g. 3:2")?;
-    Ok((
-        r.trim()
-            .parse()
-            .map_err(|_| format!("bad rank in '{text}'"))?,
-        n.trim()
-            .parse()
-            .map_err(|_| format!("bad count in '{text}'"))?,
-    ))
 }
 
 fn expected(i: u32) -> u64 {

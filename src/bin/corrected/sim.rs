@@ -37,7 +37,7 @@ pub struct SimArgs {
     #[arg(long, value_delimiter = ',')]
     dead: Vec<Rank>,
     /// Ranks dying during the run, as RANK:TICK, comma separated.
-    #[arg(long, value_delimiter = ',', value_parser = parse_death)]
+    #[arg(long, value_delimiter = ',', value_parser = crate::parse_rank_pair::<Tick>)]
     die_at: Vec<(Rank, Tick)>,
     /// Number of runs.
     #[arg(long, default_value_t = 100)]
@@ -51,20 +51,6 @@ pub struct SimArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
-}
-
-fn parse_death(text: &str) -> Result<(Rank, Tick), String> {
-    let (r, t) = text
-        .split_once(':')
-        .ok_or("expected RANK:TICK, e.g. 5:12")?;
-    Ok((
-        r.trim()
-            .parse()
-            .map_err(|_| format!("bad rank in '{text}'"))?,
-        t.trim()
-            .parse()
-            .map_err(|_| format!("bad tick in '{text}'"))?,
-    ))
 }
 
 /// Runs `corrected sim`. Exit code 1 if any semantic check failed.
