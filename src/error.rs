@@ -50,6 +50,23 @@ pub enum Error {
         /// What is wrong with it.
         why: String,
     },
+    /// The fault budget f leaves no rank to survive.
+    #[error("a fault budget of f={f} is too large for {procs} ranks: f must be at most {} (at least one rank must survive)", procs.saturating_sub(1))]
+    FaultBudget {
+        /// The budget asked for.
+        f: u32,
+        /// The team size.
+        procs: u32,
+    },
+    /// More ranks failed during a reduce than its fault budget covers: the
+    /// root found no subtree with a complete result.
+    #[error("operation {op}: more than f={f} ranks failed, no complete result reached the root; raise f (TeamBuilder::fault_budget / --f)")]
+    TooManyFailures {
+        /// The operation number.
+        op: OpId,
+        /// The fault budget.
+        f: u32,
+    },
     /// A LogP parameter is out of its domain.
     #[error("bad LogP parameter: {0}")]
     BadLogP(String),

@@ -18,6 +18,12 @@ pub type OpId = u32;
 pub enum Collective {
     /// A broadcast from one root to all ranks.
     Broadcast = 0,
+    /// A reduce to one root (up-correction, Section 4 of the reduce paper).
+    Reduce = 1,
+    /// An allreduce: reduce, then corrected broadcast, retried on a new root.
+    Allreduce = 2,
+    /// A barrier: an allreduce of nothing.
+    Barrier = 3,
 }
 
 /// The LogP parameters the papers use (Section 2.2 of Corrected Trees): a

@@ -16,18 +16,35 @@ pub enum Tag {
     /// Delayed correction: a process colored by dissemination tells a
     /// rightward sender on its left to stop.
     Stop = 3,
+    /// Up-correction (reduce, Section 4.2): a rank's input to a member of
+    /// its group.
+    UpCorrection = 4,
+    /// Tree phase of reduce: a partial result from a child to its parent.
+    Upward = 5,
 }
 
 impl Tag {
     /// Number of tags, for per-tag counters.
-    pub const COUNT: usize = 4;
+    pub const COUNT: usize = 6;
 
     /// Every tag, in the order of its number.
-    pub const ALL: [Tag; Tag::COUNT] = [Tag::Tree, Tag::Leftward, Tag::Rightward, Tag::Stop];
+    pub const ALL: [Tag; Tag::COUNT] = [
+        Tag::Tree,
+        Tag::Leftward,
+        Tag::Rightward,
+        Tag::Stop,
+        Tag::UpCorrection,
+        Tag::Upward,
+    ];
 
-    /// True for messages of the correction phase.
+    /// True for messages of a broadcast's ring correction phase.
     pub fn is_correction(self) -> bool {
-        self != Tag::Tree
+        matches!(self, Tag::Leftward | Tag::Rightward | Tag::Stop)
+    }
+
+    /// True for messages of a broadcast (dissemination or correction).
+    pub fn is_broadcast(self) -> bool {
+        matches!(self, Tag::Tree | Tag::Leftward | Tag::Rightward | Tag::Stop)
     }
 
     /// True for messages that reach their receiver from its right-hand side.

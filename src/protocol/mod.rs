@@ -12,6 +12,7 @@
 mod message;
 
 pub mod bcast;
+pub mod reduce;
 
 pub use message::{Msg, Tag};
 
@@ -77,4 +78,12 @@ pub trait Protocol {
     /// silent until another event arrives. (Whether an event can still come
     /// is the engine's knowledge, not the core's.)
     fn is_quiescent(&self) -> bool;
+
+    /// A peer this core is blocked on: it cannot finish before that peer's
+    /// message or its [`Event::PeerFailed`]. An engine's timeout detector
+    /// suspects this rank when nothing comes for too long. `None` (the
+    /// default) for algorithms that never wait on a particular peer.
+    fn awaiting(&self) -> Option<Rank> {
+        None
+    }
 }

@@ -10,7 +10,11 @@
 //!   any rank decides its send at `t`.
 //! * Fail-stop: a rank with death time `d` handles nothing at or after `d`,
 //!   and a message whose receive would end at or after `d` vanishes; its
-//!   sender still paid `o`, and cannot tell.
+//!   sender still paid `o`, and cannot tell. A rank may also die right after
+//!   its n-th send (a send budget): it dies one tick after that send starts.
+//! * Failure detector (optional, [`Engine::set_detector`]): `delay` ticks
+//!   after a rank dies, every live rank gets [`Event::PeerFailed`] for it,
+//!   as the thread runtime's liveness registry tells everyone.
 //!
 //! All messages take the same time `o + L` to arrive, so the arrival order at
 //! a receiver is the order of send starts: the receive end can be fixed when
@@ -48,7 +52,12 @@ pub struct Trace<O> {
     pub quiescence: Tick,
     /// Live cores that were not quiescent when the queue ran dry (must stay 0).
     pub unquiescent: u32,
+    /// When each rank died ([`NEVER`]: it did not), given or by its budget.
+    pub death: Vec<Tick>,
 }
+
+/// No send budget: the rank may send forever.
+pub const UNLIMITED: u32 = u32::MAX;
 
 /// The engine's per-rank state, packed so that one rank is one cache line.
 #[derive(Clone, Copy, Debug)]
@@ -61,6 +70,8 @@ struct Slot {
     recv_free: Tick,
     /// The timer it has armed (`NEVER`: none).
     timer_at: Tick,
+    /// Sends before it dies ([`UNLIMITED`]: no limit).
+    sends_left: u32,
 }
 
 /// A reusable LogP engine. Its buffers keep their capacity between runs.
@@ -72,6 +83,9 @@ pub struct Engine<P> {
     /// or a timer is due.
     wakes: WakeSets,
     slots: Vec<Slot>,
+    /// Failed ranks to report, by the tick of the report.
+    notices: BucketQueue<Rank>,
+    detector: Option<Tick>,
 }
 
 impl<P: Copy> Engine<P> {
@@ -82,7 +96,15 @@ impl<P: Copy> Engine<P> {
             deliveries: BucketQueue::default(),
             wakes: WakeSets::default(),
             slots: Vec::new(),
+            notices: BucketQueue::default(),
+            detector: None,
         }
+    }
+
+    /// Turns the failure detector on (`Some(delay)`) or off. With it, every
+    /// live rank gets [`Event::PeerFailed`] `delay` ticks after a rank dies.
+    pub fn set_detector(&mut self, delay: Option<Tick>) {
+        self.detector = delay;
     }
 
     /// The model.
@@ -108,15 +130,39 @@ impl<P: Copy> Engine<P> {
     where
         C: Protocol<Payload = P>,
     {
+        self.run_budgeted(cores, death, &[], trace)
+    }
+
+    /// As [`Engine::run_into`], and rank `r` also dies right after its
+    /// `budget[r]`-th send ([`UNLIMITED`]: never; an empty `budget`: no rank).
+    /// A budget of 0 is death before the operation.
+    pub fn run_budgeted<C>(
+        &mut self,
+        cores: &mut [C],
+        death: &[Tick],
+        budget: &[u32],
+        trace: &mut Trace<C::Output>,
+    ) where
+        C: Protocol<Payload = P>,
+    {
         let n = cores.len();
         assert_eq!(death.len(), n, "one death time per core");
+        assert!(
+            budget.is_empty() || budget.len() == n,
+            "one budget per core"
+        );
         self.slots.clear();
-        self.slots.extend(death.iter().map(|&d| Slot {
-            death: d,
-            send_free: 0,
-            recv_free: 0,
-            timer_at: NEVER,
+        self.slots.extend(death.iter().enumerate().map(|(r, &d)| {
+            let left = budget.get(r).copied().unwrap_or(UNLIMITED);
+            Slot {
+                death: if left == 0 { 0 } else { d },
+                send_free: 0,
+                recv_free: 0,
+                timer_at: NEVER,
+                sends_left: left,
+            }
         }));
+        self.notices.clear();
         self.deliveries.clear();
         self.wakes.reset(n);
         trace.outputs.clear();
@@ -128,12 +174,22 @@ impl<P: Copy> Engine<P> {
         trace.quiescence = 0;
         trace.unquiescent = 0;
 
+        let mut at_start = Vec::new();
         for r in 0..n {
-            if death[r] > 0 {
-                cores[r].handle(0, Event::Start);
-                Self::collect(&mut cores[r], r, 0, trace);
-                self.drive(cores, r as Rank, 0, trace);
+            let d = self.slots[r].death;
+            if d != NEVER {
+                self.schedule_notice(r as Rank, d, &mut at_start);
             }
+        }
+        for (r, core) in cores.iter_mut().enumerate() {
+            if self.slots[r].death > 0 {
+                core.handle(0, Event::Start);
+                Self::collect(core, r, 0, trace);
+            }
+        }
+        self.notify(cores, &at_start, 0, trace);
+        for r in 0..n {
+            self.drive(cores, r as Rank, 0, trace);
         }
         let mut now = 0;
         while let Some(t) = self.wakes.next_after(now) {
@@ -147,6 +203,9 @@ impl<P: Copy> Engine<P> {
                 }
             }
             self.deliveries.recycle(now, events);
+            let failed = self.notices.take(now);
+            self.notify(cores, &failed, now, trace);
+            self.notices.recycle(now, failed);
             // Every receive ending at `now` is in before any rank decides.
             let mut wakes = self.wakes.take(now);
             WakeSets::drain(&mut wakes, |r| {
@@ -160,9 +219,48 @@ impl<P: Copy> Engine<P> {
             });
             self.wakes.recycle(now, wakes);
         }
+        trace.death.clear();
+        trace.death.extend(self.slots.iter().map(|s| s.death));
         trace.unquiescent = (0..n)
-            .filter(|&r| death[r] == NEVER && !cores[r].is_quiescent())
+            .filter(|&r| self.slots[r].death == NEVER && !cores[r].is_quiescent())
             .count() as u32;
+    }
+
+    /// Plans the detector's report of `rank`'s death at `died` (reports due
+    /// at tick 0 go to `at_start`).
+    fn schedule_notice(&mut self, rank: Rank, died: Tick, at_start: &mut Vec<Rank>) {
+        if let Some(delay) = self.detector {
+            match died.saturating_add(delay) {
+                0 => at_start.push(rank),
+                at => {
+                    self.notices.push(at, rank);
+                    // Any wake makes the loop visit the tick; a dead rank's
+                    // own wake does nothing else.
+                    self.wakes.set(at, rank);
+                }
+            }
+        }
+    }
+
+    /// Tells every live rank that each of `failed` has failed.
+    fn notify<C>(
+        &mut self,
+        cores: &mut [C],
+        failed: &[Rank],
+        now: Tick,
+        trace: &mut Trace<C::Output>,
+    ) where
+        C: Protocol<Payload = P>,
+    {
+        for &x in failed {
+            for (r, core) in cores.iter_mut().enumerate() {
+                if self.slots[r].death > now {
+                    core.handle(now, Event::PeerFailed(x));
+                    Self::collect(core, r, now, trace);
+                    self.wakes.set(now, r as Rank);
+                }
+            }
+        }
     }
 
     #[inline]
@@ -194,6 +292,14 @@ impl<P: Copy> Engine<P> {
                 trace.sends_by_tag[msg.tag as usize] += 1;
                 self.slots[ri].send_free = now + o;
                 self.wakes.set(now + o, r);
+                if slot.sends_left != UNLIMITED {
+                    self.slots[ri].sends_left -= 1;
+                    if slot.sends_left == 1 {
+                        // The message is out; the rank dies right after.
+                        self.slots[ri].death = now + 1;
+                        self.schedule_notice(r, now + 1, &mut Vec::new());
+                    }
+                }
                 let arrival = now + o + l;
                 let dest = &mut self.slots[to as usize];
                 let done = arrival.max(dest.recv_free) + o;
@@ -208,6 +314,9 @@ impl<P: Copy> Engine<P> {
                 trace.quiescence = trace.quiescence.max(end);
             }
         }
+        // A core may deliver as it sends (a reduce's part is done once its
+        // message to the parent is out).
+        Self::collect(core, ri, now, trace);
         // A deadline already due means the core has a send waiting for the
         // port, and the wake-up when the port comes free drives it again.
         if let Some(at) = core.poll_deadline() {
@@ -229,6 +338,7 @@ impl<O> Default for Trace<O> {
             sends_by_rank: Vec::new(),
             quiescence: 0,
             unquiescent: 0,
+            death: Vec::new(),
         }
     }
 }

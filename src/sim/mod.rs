@@ -6,6 +6,7 @@
 //! * [`engine`]: the LogP model of Section 2.2, generic over [`crate::protocol::Protocol`];
 //! * [`faults`]: dead sets, fault rates and deaths during the operation;
 //! * [`bcast`]: the broadcast experiment and its metrics;
+//! * [`reduce`]: the up-correction reduce experiment and its checks;
 //! * [`stats`], [`montecarlo`]: summaries over many seeded runs.
 
 pub mod bcast;
@@ -13,10 +14,12 @@ pub mod engine;
 pub mod faults;
 pub mod montecarlo;
 pub mod queue;
+pub mod reduce;
 pub mod stats;
 
 pub use bcast::{BcastRun, BcastScenario, BcastSim, BcastSummary};
 pub use engine::{Engine, Trace, NEVER};
 pub use faults::FaultPlan;
 pub use montecarlo::MonteCarlo;
+pub use reduce::{ReduceRun, ReduceScenario, ReduceSim};
 pub use stats::Stats;

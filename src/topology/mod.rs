@@ -5,14 +5,20 @@
 //!   built from the closed forms in [`kary`], [`binomial`] and [`timed`].
 //! * [`ring`]: the correction ring and the maximum gap.
 //! * [`interleave`]: a brute-force check of Definition 1.
+//! * [`Groups`], [`IfTree`]: up-correction groups and the I(f)-tree of the
+//!   up-correction reduce.
 
 pub mod binomial;
+mod groups;
 pub mod interleave;
+mod itree;
 pub mod kary;
 pub mod ring;
 mod spec;
 pub mod timed;
 mod tree;
 
+pub use groups::Groups;
+pub use itree::IfTree;
 pub use spec::{Numbering, Shape, TreeSpec};
 pub use tree::{interleaved_children, interleaved_parent, Tree, MAX_PROCS};

@@ -89,6 +89,7 @@ pub struct Bcast<'p, P> {
     me: Rank,
     root: Rank,
     op: OpId,
+    kind: Collective,
     /// The next child to send to and the end of this rank's children, as
     /// positions in the tree's flat child list.
     next_child: u32,
@@ -128,6 +129,7 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
             me,
             root,
             op,
+            kind: Collective::Broadcast,
             next_child: children.start,
             child_end: children.end,
             value: if is_root { value } else { None },
@@ -144,6 +146,14 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
                 Ok(core)
             }
         })
+    }
+
+    /// The same core for the broadcast phase of another collective
+    /// (allreduce, barrier): its messages carry `kind`, and it hears only
+    /// messages of that kind.
+    pub fn with_kind(mut self, kind: Collective) -> Self {
+        self.kind = kind;
+        self
     }
 
     /// True once the rank was colored by a tree message (or is the root).
@@ -189,7 +199,7 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
     fn msg(&self, tag: Tag) -> Msg<P> {
         Msg {
             op: self.op,
-            kind: Collective::Broadcast,
+            kind: self.kind,
             root: self.root,
             tag,
             payload: self.value.expect("only colored ranks send"),
@@ -216,7 +226,7 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
                 }
             }
             Event::Message { from, msg } => {
-                if msg.op != self.op || msg.kind != Collective::Broadcast || msg.root != self.root {
+                if msg.op != self.op || msg.kind != self.kind || msg.root != self.root {
                     return;
                 }
                 if self.value.is_none() {

@@ -1,0 +1,464 @@
+//! Up-correction reduce (Küttler, Härtig, *Fault-tolerant Reduce and
+//! Allreduce operations based on correction*, Sections 4.2-4.4).
+//!
+//! Every rank first exchanges its input with the other members of its
+//! up-correction group ([`Groups`]), then a reduce runs up the I(f)-tree
+//! ([`IfTree`]): a rank waits for each child's partial result (or its
+//! failure), combines, and sends one message to its parent with the
+//! [`FailureInfo`] of its subtree. The root takes the first child result
+//! whose subtree reports no failure and completes it with its own
+//! up-corrected value if that subtree holds no member of the root's group.
+//!
+//! Guarantees with at most f ranks failing (before or during the operation),
+//! Section 4.1: the root's result includes every live rank's input exactly
+//! once, and a failing rank's input either exactly once or not at all; every
+//! live rank delivers once, after finitely many steps, provided every failure
+//! it waits on is eventually reported ([`Event::PeerFailed`]). With more than
+//! f failures the root may find no complete subtree and says so
+//! ([`ReduceOutput::TooManyFailures`]) rather than return a partial result.
+
+mod failure;
+mod op;
+
+pub use failure::{FailureInfo, FailureScheme, LIST_CAPACITY};
+pub use op::Combine;
+
+use crate::error::Error;
+use crate::protocol::{Event, Msg, Protocol, Tag, Transmit};
+use crate::topology::{ring, Groups, IfTree, TreeSpec};
+use crate::types::{Collective, LogP, OpId, Rank, Tick};
+
+/// What a reduce message carries: a partial result, the failure information
+/// of the subtree it comes from, and whether it is an allreduce result that a
+/// previous round already delivered (such a value absorbs every other).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Contribution<P> {
+    /// The (partial) reduction.
+    pub value: P,
+    /// Failures seen below (tree phase) or in up-correction.
+    pub info: FailureInfo,
+    /// The value is a result some rank has already delivered (allreduce
+    /// retry, see [`crate::protocol::allreduce`]); it replaces, not joins.
+    pub decided: bool,
+}
+
+impl<P: Copy> Contribution<P> {
+    /// A fresh input.
+    pub fn input(value: P) -> Self {
+        Contribution {
+            value,
+            info: FailureInfo::default(),
+            decided: false,
+        }
+    }
+
+    /// Folds `other` in: a decided value wins, otherwise `op` combines.
+    fn absorb(&mut self, other: &P, other_decided: bool, op: &impl Combine<P>) {
+        if self.decided {
+            return;
+        }
+        if other_decided {
+            self.value = *other;
+            self.decided = true;
+        } else {
+            op.combine(&mut self.value, other);
+        }
+    }
+}
+
+/// The shape every rank of a reduce configuration shares: team size, fault
+/// budget f, the I(f)-tree, the groups and the failure scheme. Root
+/// independent: cores relabel ranks so the root is virtual rank 0.
+#[derive(Clone, Debug)]
+pub struct ReducePlan {
+    tree: IfTree,
+    groups: Groups,
+    f: u32,
+    scheme: FailureScheme,
+}
+
+impl ReducePlan {
+    /// A plan for `procs` ranks tolerating `f` failures, subtrees shaped as
+    /// `spec`. Errors if `procs` is 0 or `f >= procs` (at least one rank
+    /// must survive).
+    pub fn new(
+        spec: TreeSpec,
+        procs: u32,
+        f: u32,
+        scheme: FailureScheme,
+        logp: LogP,
+    ) -> Result<Self, Error> {
+        if procs == 0 {
+            return Err(Error::ZeroRanks);
+        }
+        if f >= procs {
+            return Err(Error::FaultBudget { f, procs });
+        }
+        Ok(ReducePlan {
+            tree: IfTree::build(spec, procs, f, logp)?,
+            groups: Groups::new(procs, f),
+            f,
+            scheme,
+        })
+    }
+
+    /// The team size.
+    pub fn procs(&self) -> u32 {
+        self.tree.procs()
+    }
+
+    /// The fault budget f.
+    pub fn f(&self) -> u32 {
+        self.f
+    }
+
+    /// The failure information scheme.
+    pub fn scheme(&self) -> FailureScheme {
+        self.scheme
+    }
+
+    /// The I(f)-tree (virtual ranks).
+    pub fn tree(&self) -> &IfTree {
+        &self.tree
+    }
+
+    /// The up-correction groups (virtual ranks).
+    pub fn groups(&self) -> &Groups {
+        &self.groups
+    }
+
+    /// Theorem 5: messages of a fault-free reduce,
+    /// f(f+1)·floor((P-1)/(f+1)) + a(a-1) + (P-1).
+    pub fn fault_free_messages(&self) -> u64 {
+        self.groups.fault_free_messages() + (self.procs() - 1) as u64
+    }
+}
+
+/// What a reduce core delivers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ReduceOutput<P> {
+    /// A non-root has sent its partial result to its parent: its part is done.
+    Sent,
+    /// The root's result.
+    Root {
+        /// The reduction of every live rank's input.
+        value: P,
+        /// The value is an allreduce result delivered before.
+        decided: bool,
+        /// Failures the root learned of (per the scheme).
+        info: FailureInfo,
+    },
+    /// The root found no subtree without a failure: more than f ranks failed.
+    TooManyFailures {
+        /// Failures the root learned of.
+        info: FailureInfo,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Slot<P> {
+    Pending,
+    Got(P),
+    Failed,
+}
+
+/// One rank's state in one reduce.
+#[derive(Clone, Debug)]
+pub struct Reduce<'p, P, O> {
+    plan: &'p ReducePlan,
+    op: O,
+    /// This rank, relabelled so the root is 0.
+    me: Rank,
+    root: Rank,
+    op_id: OpId,
+    kind: Collective,
+    input: Contribution<P>,
+    /// Group peers (virtual) and what they sent.
+    peers: Vec<(Rank, Slot<P>)>,
+    next_peer: usize,
+    peer_decided: Vec<bool>,
+    /// Tree children (virtual) and their partial results.
+    children: Vec<(Rank, Slot<Contribution<P>>)>,
+    /// Failures seen in up-correction and of children.
+    info: FailureInfo,
+    sent_up: bool,
+    output: Option<ReduceOutput<P>>,
+    /// The output has been produced (it is given out once).
+    finished: bool,
+}
+
+impl<'p, P: Copy + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
+    /// The core of rank `me` for operation `op_id` reducing `input` to
+    /// `root` with `op`. `kind` is the collective the messages carry
+    /// (reduce, or the reduce phase of allreduce or barrier). Errors if `me`
+    /// or `root` is out of range.
+    pub fn new(
+        plan: &'p ReducePlan,
+        root: Rank,
+        me: Rank,
+        op_id: OpId,
+        kind: Collective,
+        input: Contribution<P>,
+        op: O,
+    ) -> Result<Self, Error> {
+        let procs = plan.procs();
+        for rank in [root, me] {
+            if rank >= procs {
+                return Err(Error::RankOutOfRange { rank, procs });
+            }
+        }
+        let v = ring::left(me, root, procs);
+        let peers: Vec<_> = plan.groups.peers(v).map(|p| (p, Slot::Pending)).collect();
+        Ok(Reduce {
+            plan,
+            op,
+            me: v,
+            root,
+            op_id,
+            kind,
+            input,
+            peer_decided: vec![false; peers.len()],
+            peers,
+            next_peer: 0,
+            children: plan.tree.children(v).map(|c| (c, Slot::Pending)).collect(),
+            info: FailureInfo::default(),
+            sent_up: false,
+            output: None,
+            finished: false,
+        })
+    }
+
+    /// The operation number.
+    pub fn op(&self) -> OpId {
+        self.op_id
+    }
+
+    /// The root.
+    pub fn root(&self) -> Rank {
+        self.root
+    }
+
+    fn real(&self, v: Rank) -> Rank {
+        ring::right(v, self.root, self.plan.procs())
+    }
+
+    fn virt(&self, r: Rank) -> Rank {
+        ring::left(r, self.root, self.plan.procs())
+    }
+
+    fn msg(&self, tag: Tag, payload: Contribution<P>) -> Msg<Contribution<P>> {
+        Msg {
+            op: self.op_id,
+            kind: self.kind,
+            root: self.root,
+            tag,
+            payload,
+        }
+    }
+
+    fn peers_done(&self) -> bool {
+        self.next_peer == self.peers.len() && self.peers.iter().all(|(_, s)| !pending(s))
+    }
+
+    /// Own input folded with every group peer's, in peer order: the value
+    /// this rank uses in the tree phase.
+    fn up_corrected(&self) -> Contribution<P> {
+        let mut acc = self.input;
+        for (i, (_, slot)) in self.peers.iter().enumerate() {
+            if let Slot::Got(v) = slot {
+                acc.absorb(v, self.peer_decided[i], &self.op);
+            }
+        }
+        acc
+    }
+
+    /// A non-root's message to its parent, once everything below is in.
+    fn partial_result(&self) -> Option<Contribution<P>> {
+        if !self.peers_done() || self.children.iter().any(|(_, s)| pending(s)) {
+            return None;
+        }
+        let mut acc = self.up_corrected();
+        acc.info = self.info;
+        for (_, slot) in &self.children {
+            if let Slot::Got(c) = slot {
+                acc.absorb(&c.value, c.decided, &self.op);
+                acc.info.merge(&c.info);
+            }
+        }
+        Some(acc)
+    }
+
+    /// The root's decision, as soon as one is possible.
+    fn decide_root(&mut self) {
+        if self.finished || self.next_peer < self.peers.len() {
+            return;
+        }
+        let groups = self.plan.groups;
+        if groups.covers_team() {
+            // One group holds every rank: the up-corrected value is complete.
+            if self.peers_done() {
+                self.deliver_root(self.up_corrected(), None);
+            }
+            return;
+        }
+        // Subtrees 1..a hold a member of the root's group, so their results
+        // already include the root's up-corrected value.
+        let a = groups.root_group_size();
+        let complete = self.children.iter().find_map(|&(k, s)| match s {
+            Slot::Got(c) if !c.info.subtree_failed && (k < a || self.peers_done()) => Some((k, c)),
+            _ => None,
+        });
+        if let Some((k, c)) = complete {
+            let mut acc = c;
+            if k >= a {
+                let own = self.up_corrected();
+                acc.absorb(&own.value, own.decided, &self.op);
+            }
+            self.deliver_root(acc, Some(c.info));
+        } else if self.children.iter().all(|(_, s)| !pending(s)) && self.peers_done() {
+            let mut info = self.info;
+            for (_, s) in &self.children {
+                if let Slot::Got(c) = s {
+                    info.merge(&c.info);
+                }
+            }
+            self.set_output(ReduceOutput::TooManyFailures { info });
+        }
+    }
+
+    fn deliver_root(&mut self, acc: Contribution<P>, chosen: Option<FailureInfo>) {
+        let mut info = self.info;
+        info.subtree_failed = false;
+        if let Some(c) = chosen {
+            info.merge(&c);
+        }
+        self.set_output(ReduceOutput::Root {
+            value: acc.value,
+            decided: acc.decided,
+            info,
+        });
+    }
+
+    fn fail_peer(&mut self, v: Rank) {
+        let scheme = self.plan.scheme;
+        let real = self.real(v);
+        if let Some((_, s)) = self.peers.iter_mut().find(|(p, _)| *p == v) {
+            if pending(s) {
+                *s = Slot::Failed;
+                self.info.note_failed(real, false, scheme);
+            }
+        }
+        if let Some((_, s)) = self.children.iter_mut().find(|(c, _)| *c == v) {
+            if pending(s) {
+                *s = Slot::Failed;
+                self.info.note_failed(real, true, scheme);
+            }
+        }
+    }
+
+    /// True once this rank's part is done: it sent its partial result up, or
+    /// (at the root) it has decided.
+    pub fn is_done(&self) -> bool {
+        self.finished
+    }
+
+    fn set_output(&mut self, out: ReduceOutput<P>) {
+        self.output = Some(out);
+        self.finished = true;
+    }
+}
+
+impl<P: Copy + Send + 'static, O: Combine<P>> Protocol for Reduce<'_, P, O> {
+    type Payload = Contribution<P>;
+    type Output = ReduceOutput<P>;
+
+    fn handle(&mut self, _now: Tick, event: Event<Msg<Contribution<P>>>) {
+        match event {
+            Event::Start | Event::Timer => {}
+            Event::Message { from, msg } => {
+                let v = self.virt(from);
+                match msg.tag {
+                    Tag::UpCorrection => {
+                        if let Some(i) = self.peers.iter().position(|(p, _)| *p == v) {
+                            if pending(&self.peers[i].1) {
+                                self.peers[i].1 = Slot::Got(msg.payload.value);
+                                self.peer_decided[i] = msg.payload.decided;
+                            }
+                        }
+                    }
+                    Tag::Upward => {
+                        if let Some((_, s)) = self.children.iter_mut().find(|(c, _)| *c == v) {
+                            if pending(s) {
+                                *s = Slot::Got(msg.payload);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Event::PeerFailed(r) => {
+                if r < self.plan.procs() {
+                    self.fail_peer(self.virt(r));
+                }
+            }
+        }
+        if self.me == 0 {
+            self.decide_root();
+        }
+    }
+
+    fn poll_transmit(&mut self, _now: Tick) -> Option<Transmit<Msg<Contribution<P>>>> {
+        if let Some(&(p, _)) = self.peers.get(self.next_peer) {
+            self.next_peer += 1;
+            let tx = Transmit {
+                to: self.real(p),
+                msg: self.msg(Tag::UpCorrection, self.input),
+            };
+            if self.me == 0 {
+                self.decide_root();
+            }
+            return Some(tx);
+        }
+        if self.me == 0 || self.sent_up {
+            return None;
+        }
+        let up = self.partial_result()?;
+        self.sent_up = true;
+        self.set_output(ReduceOutput::Sent);
+        let parent = self.plan.tree.parent(self.me).expect("non-root");
+        Some(Transmit {
+            to: self.real(parent),
+            msg: self.msg(Tag::Upward, up),
+        })
+    }
+
+    fn poll_deadline(&self) -> Option<Tick> {
+        None
+    }
+
+    fn take_output(&mut self) -> Option<ReduceOutput<P>> {
+        self.output.take()
+    }
+
+    fn is_quiescent(&self) -> bool {
+        self.next_peer == self.peers.len() && (self.me == 0 || self.sent_up)
+    }
+
+    fn awaiting(&self) -> Option<Rank> {
+        if self.finished {
+            return None;
+        }
+        let peer = self.peers.iter().find(|(_, s)| pending(s)).map(|&(p, _)| p);
+        let child = || {
+            self.children
+                .iter()
+                .find(|(_, s)| pending(s))
+                .map(|&(c, _)| c)
+        };
+        peer.or_else(child).map(|v| self.real(v))
+    }
+}
+
+fn pending<T>(slot: &Slot<T>) -> bool {
+    matches!(slot, Slot::Pending)
+}

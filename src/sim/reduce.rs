@@ -1,0 +1,240 @@
+//! Up-correction reduce in the simulator: one run, its metrics and the
+//! semantic checks of Section 4.1 of the reduce paper.
+//!
+//! Rank `r` contributes [`input_of`]`(r)`, a 64-bit pseudo-random number,
+//! and the operation is wrapping addition: a result is right if it equals
+//! the sum over every live rank plus some subset of the ranks that died
+//! during the operation. A missing or doubled input changes the sum, so the
+//! check catches both (with probability 1 - 2^-64 per run).
+
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::Serialize;
+
+use crate::error::Error;
+use crate::protocol::reduce::{Contribution, FailureScheme, Reduce, ReduceOutput, ReducePlan};
+use crate::sim::engine::{Engine, Trace, NEVER, UNLIMITED};
+use crate::sim::faults::FaultPlan;
+use crate::topology::TreeSpec;
+use crate::types::{Collective, LogP, Rank, Tick};
+
+/// The root of every simulated reduce.
+pub const ROOT: Rank = 0;
+
+/// Rank `r`'s input in simulated reduces and allreduces (splitmix64 of r).
+pub fn input_of(rank: Rank) -> u64 {
+    let mut z = (rank as u64)
+        .wrapping_add(1)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The simulator's reduction: wrapping addition.
+pub fn add(acc: &mut u64, other: &u64) {
+    *acc = acc.wrapping_add(*other);
+}
+
+/// True if `value` is the sum of every rank with `death == NEVER` plus a
+/// subset of those that died during the operation (`0 < death < NEVER`):
+/// the inclusion property of reduce (Section 4.1, properties 3 and 4).
+pub fn includes_exactly(value: u64, death: &[Tick]) -> bool {
+    let live: u64 = (0..death.len())
+        .filter(|&r| death[r] == NEVER)
+        .fold(0u64, |s, r| s.wrapping_add(input_of(r as Rank)));
+    let dying: Vec<u64> = (0..death.len())
+        .filter(|&r| death[r] != NEVER && death[r] > 0)
+        .map(|r| input_of(r as Rank))
+        .collect();
+    let rest = value.wrapping_sub(live);
+    if dying.len() > 20 {
+        // Too many subsets to try: only the two extremes.
+        return rest == 0 || rest == dying.iter().fold(0u64, |s, &w| s.wrapping_add(w));
+    }
+    (0u32..1 << dying.len()).any(|mask| {
+        let sum = (0..dying.len())
+            .filter(|i| mask >> i & 1 == 1)
+            .fold(0u64, |s, i| s.wrapping_add(dying[i]));
+        sum == rest
+    })
+}
+
+/// A reduce experiment: plan, model, faults, detector delay.
+#[derive(Clone, Debug)]
+pub struct ReduceScenario {
+    plan: ReducePlan,
+    logp: LogP,
+    faults: FaultPlan,
+    detector: Tick,
+}
+
+impl ReduceScenario {
+    /// A reduce to root 0 of `procs` ranks tolerating `f` failures; failed
+    /// ranks are reported to everyone `detector` ticks after they die.
+    pub fn new(
+        spec: TreeSpec,
+        procs: u32,
+        f: u32,
+        scheme: FailureScheme,
+        logp: LogP,
+        faults: FaultPlan,
+        detector: Tick,
+    ) -> Result<Self, Error> {
+        LogP::new(logp.latency, logp.overhead)?;
+        let plan = ReducePlan::new(spec, procs, f, scheme, logp)?;
+        faults.validate(procs, ROOT)?;
+        Ok(ReduceScenario {
+            plan,
+            logp,
+            faults,
+            detector,
+        })
+    }
+
+    /// The plan every rank shares.
+    pub fn plan(&self) -> &ReducePlan {
+        &self.plan
+    }
+
+    /// The model.
+    pub fn logp(&self) -> LogP {
+        self.logp
+    }
+
+    /// The detector delay.
+    pub fn detector(&self) -> Tick {
+        self.detector
+    }
+}
+
+/// The metrics of one simulated reduce.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ReduceRun {
+    /// When the root had its result (the last live rank's part done, if the
+    /// root died).
+    pub latency: Tick,
+    /// When all activity ended.
+    pub quiescence_latency: Tick,
+    /// All messages sent.
+    pub messages: u64,
+    /// All messages sent, divided by P.
+    pub messages_per_process: f64,
+    /// Ranks that failed (before or during the operation).
+    pub failed: u32,
+    /// The root holds a result that satisfies Section 4.1.
+    pub result_consistent: bool,
+    /// Failed checks: a live rank that did not deliver, a duplicate, a
+    /// wrong or missing root result while at most f ranks failed, a core not
+    /// quiescent at the end. Must be 0.
+    pub violations: u32,
+}
+
+/// A simulated rank's reduce core: `u64` inputs, wrapping addition.
+pub type SimReduce<'s> = Reduce<'s, u64, fn(&mut u64, &u64)>;
+
+/// Reusable state to simulate reduces of one scenario.
+#[derive(Debug)]
+pub struct ReduceSim<'s> {
+    scenario: &'s ReduceScenario,
+    engine: Engine<Contribution<u64>>,
+    death: Vec<Tick>,
+    cores: Vec<SimReduce<'s>>,
+    trace: Trace<ReduceOutput<u64>>,
+}
+
+impl<'s> ReduceSim<'s> {
+    /// A simulator for `scenario`.
+    pub fn new(scenario: &'s ReduceScenario) -> Self {
+        let mut engine = Engine::new(scenario.logp);
+        engine.set_detector(Some(scenario.detector));
+        ReduceSim {
+            scenario,
+            engine,
+            death: Vec::new(),
+            cores: Vec::new(),
+            trace: Trace::default(),
+        }
+    }
+
+    /// Runs one reduce; the random dead set is drawn from `seed`.
+    pub fn run(&mut self, seed: u64) -> ReduceRun {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let procs = self.scenario.plan.procs();
+        self.scenario
+            .faults
+            .realize(procs, ROOT, &mut rng, &mut self.death);
+        let death = std::mem::take(&mut self.death);
+        let run = self.run_with(&death, &[]);
+        self.death = death;
+        run
+    }
+
+    /// Runs one reduce with the given death times and send budgets (rank
+    /// `r` dies right after its `budget[r]`-th send; empty: no budgets).
+    pub fn run_with(&mut self, death: &[Tick], budget: &[u32]) -> ReduceRun {
+        let plan = &self.scenario.plan;
+        let procs = plan.procs();
+        self.cores.clear();
+        self.cores.extend((0..procs).map(|r| {
+            Reduce::new(
+                plan,
+                ROOT,
+                r,
+                0,
+                Collective::Reduce,
+                Contribution::input(input_of(r)),
+                add as fn(&mut u64, &u64),
+            )
+            .expect("ranks come from the plan")
+        }));
+        self.engine
+            .run_budgeted(&mut self.cores, death, budget, &mut self.trace);
+        let trace = &self.trace;
+        let mut run = ReduceRun {
+            quiescence_latency: trace.quiescence,
+            messages: trace.sends_by_tag.iter().sum(),
+            failed: trace.death.iter().filter(|&&d| d != NEVER).count() as u32,
+            ..ReduceRun::default()
+        };
+        run.messages_per_process = run.messages as f64 / procs as f64;
+        let within_budget = run.failed <= plan.f();
+        let mut violations = trace.duplicates as u32 + trace.unquiescent;
+        for r in 0..procs as usize {
+            let live = trace.death[r] == NEVER;
+            match &trace.outputs[r] {
+                Some((t, ReduceOutput::Root { value, .. })) => {
+                    run.latency = *t;
+                    run.result_consistent = includes_exactly(*value, &trace.death);
+                    violations += u32::from(!run.result_consistent);
+                }
+                Some((t, ReduceOutput::TooManyFailures { .. })) => {
+                    run.latency = *t;
+                    violations += u32::from(within_budget);
+                }
+                Some((t, ReduceOutput::Sent)) => {
+                    if trace.death[ROOT as usize] != NEVER {
+                        run.latency = run.latency.max(*t);
+                    }
+                }
+                None => violations += u32::from(live),
+            }
+        }
+        run.violations = violations;
+        run
+    }
+
+    /// The engine's record of the last run.
+    pub fn last_trace(&self) -> &Trace<ReduceOutput<u64>> {
+        &self.trace
+    }
+}
+
+/// Sends each rank makes in a fault-free run of `plan`, by rank: the kill
+/// points "after each of its sends" of an exhaustive test are `0..=sends[r]`.
+pub fn fault_free_sends(scenario: &ReduceScenario) -> Vec<u32> {
+    let mut sim = ReduceSim::new(scenario);
+    let procs = scenario.plan.procs() as usize;
+    sim.run_with(&vec![NEVER; procs], &vec![UNLIMITED; procs]);
+    sim.trace.sends_by_rank.clone()
+}

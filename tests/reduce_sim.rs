@@ -1,0 +1,147 @@
+//! Up-correction reduce in the simulator: Theorem 5's message count and the
+//! semantics of Section 4.1, exhaustively over small teams, fault sets and
+//! kill points.
+
+use corrected::protocol::reduce::FailureScheme;
+use corrected::sim::engine::{NEVER, UNLIMITED};
+use corrected::sim::reduce::{fault_free_sends, ReduceScenario, ReduceSim};
+use corrected::sim::FaultPlan;
+use corrected::types::{LogP, Rank, Tick};
+
+fn scenario(procs: u32, f: u32, scheme: FailureScheme, detector: Tick) -> ReduceScenario {
+    ReduceScenario::new(
+        "binomial".parse().unwrap(),
+        procs,
+        f,
+        scheme,
+        LogP::PAPER,
+        FaultPlan::none(),
+        detector,
+    )
+    .unwrap()
+}
+
+#[test]
+fn theorem_5_fault_free_message_count() {
+    for procs in (1..=70).chain([127, 128, 129, 1000, 4097]) {
+        for f in 0..=5.min(procs - 1) {
+            let sc = scenario(procs, f, FailureScheme::Bit, 3);
+            let n = procs as u64;
+            let f64_ = f as u64;
+            let a = (n - 1) % (f64_ + 1) + 1;
+            let expected = f64_ * (f64_ + 1) * ((n - 1) / (f64_ + 1)) + a * (a - 1) + (n - 1);
+            assert_eq!(sc.plan().fault_free_messages(), expected);
+            let run = ReduceSim::new(&sc).run(0);
+            assert_eq!(run.messages, expected, "P={procs} f={f}");
+            assert_eq!(run.violations, 0, "P={procs} f={f}");
+            assert!(run.result_consistent);
+        }
+    }
+}
+
+/// Every subset of `0..procs` with at most `f` members.
+fn subsets(procs: u32, f: u32) -> Vec<Vec<Rank>> {
+    let mut out = vec![vec![]];
+    for r in 0..procs {
+        let mut more = Vec::new();
+        for s in &out {
+            if (s.len() as u32) < f {
+                let mut t = s.clone();
+                t.push(r);
+                more.push(t);
+            }
+        }
+        out.extend(more);
+    }
+    out
+}
+
+/// Section 4.1 for every P in 2..=17, f in 1..=3, every set of at most f
+/// failed ranks (root included), every kill point of each (before the
+/// operation, after each of its sends), three failure schemes and detector
+/// delays: the root's result holds every live input once and each dying
+/// rank's input once or not at all; every live rank delivers once; nothing
+/// hangs. (`ReduceSim` counts any breach as a violation.)
+#[test]
+fn section_4_1_exhaustive_small_teams() {
+    let schemes = [
+        FailureScheme::Bit,
+        FailureScheme::Count,
+        FailureScheme::List,
+    ];
+    let mut runs = 0u64;
+    for procs in 2..=17u32 {
+        for f in 1..=3u32.min(procs - 1) {
+            for (i, detector) in [1, 4, 17].into_iter().enumerate() {
+                let sc = scenario(procs, f, schemes[(procs as usize + i) % 3], detector);
+                let sends = fault_free_sends(&sc);
+                let mut sim = ReduceSim::new(&sc);
+                let death = vec![NEVER; procs as usize];
+                for set in subsets(procs, f) {
+                    // Odometer over each member's kill point 0..=sends.
+                    let mut points = vec![0u32; set.len()];
+                    loop {
+                        let mut budget = vec![UNLIMITED; procs as usize];
+                        for (k, &r) in set.iter().enumerate() {
+                            budget[r as usize] = points[k];
+                        }
+                        let run = sim.run_with(&death, &budget);
+                        runs += 1;
+                        assert_eq!(
+                            run.violations, 0,
+                            "P={procs} f={f} detector={detector} killed {set:?} after {points:?} sends"
+                        );
+                        let root_lives = sim.last_trace().death[0] == NEVER;
+                        assert_eq!(run.result_consistent, root_lives);
+                        let mut k = 0;
+                        while k < set.len() {
+                            points[k] += 1;
+                            if points[k] <= sends[set[k] as usize] {
+                                break;
+                            }
+                            points[k] = 0;
+                            k += 1;
+                        }
+                        if k == set.len() {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(runs > 100_000, "{runs} runs");
+}
+
+#[test]
+fn more_failures_than_f_never_give_a_partial_result() {
+    // f = 1, both root children dead: no complete subtree; the root says so.
+    let sc = scenario(9, 1, FailureScheme::Count, 2);
+    let mut death = vec![NEVER; 9];
+    death[1] = 0;
+    death[2] = 0;
+    let run = ReduceSim::new(&sc).run_with(&death, &[]);
+    assert!(!run.result_consistent);
+    assert_eq!(run.violations, 0);
+}
+
+#[test]
+fn random_dead_sets_within_budget_at_scale() {
+    let sc = ReduceScenario::new(
+        "binomial".parse().unwrap(),
+        4096,
+        4,
+        FailureScheme::List,
+        LogP::PAPER,
+        FaultPlan::rate(4.0 / 4096.0),
+        10,
+    )
+    .unwrap();
+    let mut sim = ReduceSim::new(&sc);
+    for seed in 0..50 {
+        let run = sim.run(seed);
+        assert_eq!(run.failed, 4);
+        assert_eq!(run.violations, 0, "seed {seed}");
+        assert!(run.result_consistent, "seed {seed}");
+    }
+}
