@@ -11,6 +11,7 @@
 
 mod message;
 
+pub mod allreduce;
 pub mod bcast;
 pub mod reduce;
 

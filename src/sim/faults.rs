@@ -74,13 +74,15 @@ impl FaultPlan {
     }
 
     /// Fills `death[r]` with the tick rank `r` fails at ([`NEVER`] if it
-    /// does not, 0 if dead before the operation), drawing the random part from `rng`.
+    /// does not, 0 if dead before the operation), drawing the random part from
+    /// `rng` among every rank but `root` (among all if `root >= procs`).
     pub fn realize(&self, procs: u32, root: Rank, rng: &mut impl Rng, death: &mut Vec<Tick>) {
         death.clear();
         death.resize(procs as usize, NEVER);
         let k = self.random_count(procs);
         if k > 0 {
-            for i in index::sample(rng, procs as usize - 1, k as usize) {
+            let pool = procs as usize - usize::from(root < procs);
+            for i in index::sample(rng, pool, k as usize) {
                 // Skip the root: sample among the other P - 1 ranks.
                 let r = if (i as Rank) < root {
                     i as Rank

@@ -7,8 +7,10 @@
 //! * [`faults`]: dead sets, fault rates and deaths during the operation;
 //! * [`bcast`]: the broadcast experiment and its metrics;
 //! * [`reduce`]: the up-correction reduce experiment and its checks;
+//! * [`allreduce`]: allreduce (reduce + corrected broadcast + root retry);
 //! * [`stats`], [`montecarlo`]: summaries over many seeded runs.
 
+pub mod allreduce;
 pub mod bcast;
 pub mod engine;
 pub mod faults;
@@ -17,6 +19,7 @@ pub mod queue;
 pub mod reduce;
 pub mod stats;
 
+pub use allreduce::{AllreduceRun, AllreduceScenario, AllreduceSim};
 pub use bcast::{BcastRun, BcastScenario, BcastSim, BcastSummary};
 pub use engine::{Engine, Trace, NEVER};
 pub use faults::FaultPlan;

@@ -1,0 +1,394 @@
+//! Allreduce (Küttler, Härtig, Section 5): an up-correction reduce to a
+//! root, then a corrected-tree broadcast of the result from that root; if
+//! the root fails before a rank has the result, the rank retries with the
+//! next root. Round `k` uses root `k` (ranks 0, 1, 2, ... in turn): a
+//! deterministic sequence every rank follows, longer than any f + 1.
+//!
+//! The paper assumes the roots tried never fail *during* the operation. We
+//! also survive that: a root may die after some ranks got its result and
+//! before others did. Every rank, with or without the result, moves to round
+//! k + 1 once it learns root k failed (or when a message of a later round
+//! reaches a rank that has the result); a rank that has the result
+//! ("decided") contributes it marked [`decided`](Contribution::decided), and
+//! a decided value absorbs every other in the reduce, so the next root
+//! broadcasts the same result. A rank that has moved on ignores the older
+//! round's messages. Hence every live rank delivers the same value, provided
+//! at most f ranks fail (a live decided rank's contribution reaches the next
+//! root by Section 4.1). The price: a root that fails right after a
+//! complete allreduce makes the ranks still holding its core run one more
+//! round, which delivers nothing new.
+//!
+//! Guarantees (Section 5.1) with at most f failures and a failure detector
+//! that eventually reports every failed root: every live rank delivers
+//! exactly once; all deliver the same value; it includes every live rank's
+//! input, and each failed rank's input either everywhere or nowhere.
+
+use crate::error::Error;
+use crate::protocol::bcast::{Bcast, BcastPlan};
+use crate::protocol::reduce::{Combine, Contribution, Reduce, ReduceOutput, ReducePlan};
+use crate::protocol::{Event, Msg, Protocol, Transmit};
+use crate::types::{Collective, OpId, Rank, Tick};
+
+/// The reduce and broadcast plans an allreduce uses. The broadcast's
+/// correction must guarantee delivery (checked, checked-sync or delayed).
+#[derive(Clone, Debug)]
+pub struct AllreducePlan {
+    reduce: ReducePlan,
+    bcast: BcastPlan,
+}
+
+impl AllreducePlan {
+    /// Combines the plans; errors if their team sizes differ or the
+    /// broadcast's correction does not guarantee delivery.
+    pub fn new(reduce: ReducePlan, bcast: BcastPlan) -> Result<Self, Error> {
+        if reduce.procs() != bcast.procs() {
+            return Err(Error::Unsupported(format!(
+                "reduce plan for {} ranks, broadcast plan for {}",
+                reduce.procs(),
+                bcast.procs()
+            )));
+        }
+        if !bcast.correction().guarantees_delivery() {
+            return Err(Error::BadCorrection {
+                spec: bcast.correction().to_string(),
+                why: "allreduce needs a correction that guarantees delivery".into(),
+            });
+        }
+        Ok(AllreducePlan { reduce, bcast })
+    }
+
+    /// The reduce plan.
+    pub fn reduce(&self) -> &ReducePlan {
+        &self.reduce
+    }
+
+    /// The broadcast plan.
+    pub fn bcast(&self) -> &BcastPlan {
+        &self.bcast
+    }
+
+    /// The team size.
+    pub fn procs(&self) -> u32 {
+        self.reduce.procs()
+    }
+}
+
+/// What an allreduce core delivers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum AllreduceOutput<P> {
+    /// The result, and the root (round) whose broadcast brought it.
+    Value {
+        /// The reduction.
+        value: P,
+        /// The root that computed it.
+        root: Rank,
+    },
+    /// The root found no complete result: more than f ranks failed.
+    TooManyFailures {
+        /// The root that found it.
+        root: Rank,
+    },
+}
+
+/// One rank's state in one allreduce (or barrier).
+#[derive(Debug)]
+pub struct Allreduce<'p, P, O> {
+    plan: &'p AllreducePlan,
+    me: Rank,
+    op_id: OpId,
+    kind: Collective,
+    input: P,
+    op: O,
+    /// The current round's root.
+    root: Rank,
+    reduce: Reduce<'p, P, O>,
+    bcast: Bcast<'p, Contribution<P>>,
+    /// The result, once known.
+    decided: Option<Contribution<P>>,
+    output: Option<AllreduceOutput<P>>,
+    /// Messages of later rounds, until this rank gets there.
+    held: Vec<(Rank, Msg<Contribution<P>>)>,
+    /// Ranks reported failed.
+    failed: Vec<Rank>,
+    /// No further round is possible: every root was tried.
+    exhausted: bool,
+}
+
+impl<'p, P, O> Allreduce<'p, P, O>
+where
+    P: Copy + Send + 'static,
+    O: Combine<P> + Clone,
+{
+    /// The core of rank `me` for operation `op_id`, contributing `input`.
+    /// `kind` is [`Collective::Allreduce`] or [`Collective::Barrier`].
+    pub fn new(
+        plan: &'p AllreducePlan,
+        me: Rank,
+        op_id: OpId,
+        kind: Collective,
+        input: P,
+        op: O,
+    ) -> Result<Self, Error> {
+        let (reduce, bcast) =
+            Self::round(plan, 0, me, op_id, kind, Contribution::input(input), &op)?;
+        Ok(Allreduce {
+            plan,
+            me,
+            op_id,
+            kind,
+            input,
+            op,
+            root: 0,
+            reduce,
+            bcast,
+            decided: None,
+            output: None,
+            held: Vec::new(),
+            failed: Vec::new(),
+            exhausted: false,
+        })
+    }
+
+    /// A core for a rank that already delivered `result` of operation
+    /// `op_id` and has since dropped its core, and now sees a message of
+    /// round `root`: it joins that round with its decided result.
+    pub fn rejoin(
+        plan: &'p AllreducePlan,
+        me: Rank,
+        op_id: OpId,
+        kind: Collective,
+        result: P,
+        root: Rank,
+        op: O,
+    ) -> Result<Self, Error> {
+        let mut core = Self::new(plan, me, op_id, kind, result, op)?;
+        let decided = Contribution {
+            decided: true,
+            ..Contribution::input(result)
+        };
+        core.decided = Some(decided);
+        core.enter(root);
+        Ok(core)
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn round(
+        plan: &'p AllreducePlan,
+        root: Rank,
+        me: Rank,
+        op_id: OpId,
+        kind: Collective,
+        input: Contribution<P>,
+        op: &O,
+    ) -> Result<(Reduce<'p, P, O>, Bcast<'p, Contribution<P>>), Error> {
+        let reduce = Reduce::new(&plan.reduce, root, me, op_id, kind, input, op.clone())?;
+        // The root's value is set when its reduce delivers.
+        let bcast = Bcast::new(&plan.bcast, root, me, op_id, Some(input))?.with_kind(kind);
+        Ok((reduce, bcast))
+    }
+
+    /// The operation number.
+    pub fn op(&self) -> OpId {
+        self.op_id
+    }
+
+    /// The current round's root.
+    pub fn root(&self) -> Rank {
+        self.root
+    }
+
+    /// The result, once this rank has it.
+    pub fn result(&self) -> Option<P> {
+        self.decided.map(|c| c.value)
+    }
+
+    /// True when the core will send nothing more unless a later round
+    /// starts: it has its result, its reduce part is done and its broadcast
+    /// needs no more sends.
+    pub fn is_finished(&self) -> bool {
+        (self.decided.is_some() || self.exhausted)
+            && self.reduce.is_done()
+            && (self.bcast.is_finished() || self.exhausted)
+    }
+
+    /// Starts round `root` (abandoning the current one).
+    fn enter(&mut self, root: Rank) {
+        let input = self
+            .decided
+            .unwrap_or_else(|| Contribution::input(self.input));
+        let (reduce, bcast) = Self::round(
+            self.plan, root, self.me, self.op_id, self.kind, input, &self.op,
+        )
+        .expect("ranks were checked when the core was made");
+        self.root = root;
+        self.reduce = reduce;
+        self.bcast = bcast;
+        for &r in &self.failed {
+            self.reduce.handle(0, Event::PeerFailed(r));
+            self.bcast.handle(0, Event::PeerFailed(r));
+        }
+        self.reduce.handle(0, Event::Start);
+        self.take_reduce_output();
+        let held = std::mem::take(&mut self.held);
+        for (from, msg) in held {
+            self.route(from, msg);
+        }
+    }
+
+    /// Moves on while the current round's root is known failed. A decided
+    /// rank moves on too: an undecided rank may be waiting in the next round
+    /// for contributions, and a decided leaf without live group peers would
+    /// never hear of that round otherwise.
+    fn retry_if_root_failed(&mut self) {
+        while !self.exhausted && self.failed.contains(&self.root) {
+            let next = self.root + 1;
+            if next >= self.plan.procs() {
+                self.exhausted = true;
+                return;
+            }
+            self.enter(next);
+        }
+    }
+
+    fn route(&mut self, from: Rank, msg: Msg<Contribution<P>>) {
+        if msg.root == self.root {
+            if msg.tag.is_broadcast() {
+                self.bcast.handle(0, Event::Message { from, msg });
+                self.take_bcast_value();
+            } else {
+                self.reduce.handle(0, Event::Message { from, msg });
+                self.take_reduce_output();
+            }
+        } else if msg.root > self.root {
+            if self.decided.is_some() {
+                if !self.failed.contains(&msg.root) {
+                    self.enter(msg.root);
+                    self.route(from, msg);
+                }
+            } else {
+                self.held.push((from, msg));
+            }
+        }
+        // Older rounds: abandoned, their messages are dropped.
+    }
+
+    fn take_reduce_output(&mut self) {
+        match self.reduce.take_output() {
+            Some(ReduceOutput::Root { value, .. }) => {
+                self.start_bcast(Contribution::input(value));
+            }
+            Some(ReduceOutput::TooManyFailures { info }) => {
+                let mut poison = Contribution::input(self.input);
+                poison.info = info;
+                poison.info.subtree_failed = true;
+                self.start_bcast(poison);
+            }
+            Some(ReduceOutput::Sent) | None => {}
+        }
+    }
+
+    /// The root of the round broadcasts what its reduce found.
+    fn start_bcast(&mut self, payload: Contribution<P>) {
+        let bcast = Bcast::new(
+            &self.plan.bcast,
+            self.root,
+            self.me,
+            self.op_id,
+            Some(payload),
+        )
+        .expect("checked ranks")
+        .with_kind(self.kind);
+        self.bcast = bcast;
+        for &r in &self.failed {
+            self.bcast.handle(0, Event::PeerFailed(r));
+        }
+        self.bcast.handle(0, Event::Start);
+        self.take_bcast_value();
+    }
+
+    fn take_bcast_value(&mut self) {
+        let Some(got) = self.bcast.take_output() else {
+            return;
+        };
+        // A decided rank relays a later round's broadcast but delivers once.
+        if self.decided.is_none() {
+            self.deliver(got);
+        }
+    }
+
+    fn deliver(&mut self, got: Contribution<P>) {
+        if got.info.subtree_failed {
+            self.exhausted = true;
+            self.output = Some(AllreduceOutput::TooManyFailures { root: self.root });
+            return;
+        }
+        self.decided = Some(Contribution {
+            decided: true,
+            ..got
+        });
+        self.output = Some(AllreduceOutput::Value {
+            value: got.value,
+            root: self.root,
+        });
+    }
+}
+
+impl<P, O> Protocol for Allreduce<'_, P, O>
+where
+    P: Copy + Send + 'static,
+    O: Combine<P> + Clone,
+{
+    type Payload = Contribution<P>;
+    type Output = AllreduceOutput<P>;
+
+    fn handle(&mut self, now: Tick, event: Event<Msg<Contribution<P>>>) {
+        match event {
+            Event::Start => {
+                self.reduce.handle(now, Event::Start);
+                self.take_reduce_output();
+                self.retry_if_root_failed();
+            }
+            Event::Message { from, msg } => self.route(from, msg),
+            Event::PeerFailed(r) => {
+                if !self.failed.contains(&r) {
+                    self.failed.push(r);
+                    self.reduce.handle(now, Event::PeerFailed(r));
+                    self.take_reduce_output();
+                    self.bcast.handle(now, Event::PeerFailed(r));
+                    self.retry_if_root_failed();
+                }
+            }
+            Event::Timer => self.bcast.handle(now, Event::Timer),
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Tick) -> Option<Transmit<Msg<Contribution<P>>>> {
+        if let Some(tx) = self.reduce.poll_transmit(now) {
+            self.take_reduce_output();
+            return Some(tx);
+        }
+        if self.exhausted && self.decided.is_none() {
+            return None;
+        }
+        self.bcast.poll_transmit(now)
+    }
+
+    fn poll_deadline(&self) -> Option<Tick> {
+        self.bcast.poll_deadline()
+    }
+
+    fn take_output(&mut self) -> Option<AllreduceOutput<P>> {
+        self.output.take()
+    }
+
+    fn is_quiescent(&self) -> bool {
+        self.reduce.is_quiescent() && (self.exhausted || self.bcast.is_quiescent())
+    }
+
+    fn awaiting(&self) -> Option<Rank> {
+        self.reduce.awaiting().or_else(|| {
+            // Waiting for the round's result: its root is what we wait on.
+            (self.decided.is_none() && !self.exhausted).then_some(self.root)
+        })
+    }
+}

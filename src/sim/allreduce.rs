@@ -1,0 +1,187 @@
+//! Allreduce in the simulator: up-correction reduce, corrected broadcast,
+//! root retry; one run, its metrics and the checks of Section 5.1.
+
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::Serialize;
+
+use crate::error::Error;
+use crate::protocol::allreduce::{Allreduce, AllreduceOutput, AllreducePlan};
+use crate::protocol::bcast::{BcastPlan, Correction};
+use crate::protocol::reduce::{Contribution, FailureScheme, ReducePlan};
+use crate::sim::engine::{Engine, Trace, NEVER};
+use crate::sim::faults::FaultPlan;
+use crate::sim::reduce::{add, includes_exactly, input_of};
+use crate::topology::TreeSpec;
+use crate::types::{Collective, LogP, Tick};
+
+/// An allreduce experiment.
+#[derive(Clone, Debug)]
+pub struct AllreduceScenario {
+    plan: AllreducePlan,
+    logp: LogP,
+    faults: FaultPlan,
+    detector: Tick,
+}
+
+impl AllreduceScenario {
+    /// An allreduce of `procs` ranks tolerating `f` failures: reduce
+    /// subtrees and broadcast tree shaped as `spec`, broadcast corrected by
+    /// `correction` (which must guarantee delivery); failures reported to
+    /// everyone `detector` ticks after they happen. Any rank may fail,
+    /// including the first roots.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        spec: TreeSpec,
+        procs: u32,
+        f: u32,
+        scheme: FailureScheme,
+        correction: Correction,
+        logp: LogP,
+        faults: FaultPlan,
+        detector: Tick,
+    ) -> Result<Self, Error> {
+        LogP::new(logp.latency, logp.overhead)?;
+        let reduce = ReducePlan::new(spec, procs, f, scheme, logp)?;
+        let bcast = BcastPlan::for_logp(spec, procs, correction, logp)?;
+        let plan = AllreducePlan::new(reduce, bcast)?;
+        // No rank is special to allreduce: validate as if the root were none.
+        faults.validate(procs, procs)?;
+        Ok(AllreduceScenario {
+            plan,
+            logp,
+            faults,
+            detector,
+        })
+    }
+
+    /// The plans every rank shares.
+    pub fn plan(&self) -> &AllreducePlan {
+        &self.plan
+    }
+}
+
+/// The metrics of one simulated allreduce.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct AllreduceRun {
+    /// When the last live rank had the result.
+    pub latency: Tick,
+    /// When all activity ended.
+    pub quiescence_latency: Tick,
+    /// All messages sent.
+    pub messages: u64,
+    /// All messages sent, divided by P.
+    pub messages_per_process: f64,
+    /// Ranks that failed.
+    pub failed: u32,
+    /// Rounds (roots) it took: 1 if the first root lived.
+    pub rounds: u32,
+    /// Every live rank delivered the same value, and it satisfies Section 5.1.
+    pub result_consistent: bool,
+    /// Failed checks: a live rank without the result, different results,
+    /// a result missing a live input or holding part of a failed one, a
+    /// duplicate delivery, a core not quiescent at the end. Must be 0.
+    pub violations: u32,
+}
+
+/// A simulated rank's allreduce core.
+pub type SimAllreduce<'s> = Allreduce<'s, u64, fn(&mut u64, &u64)>;
+
+/// Reusable state to simulate allreduces of one scenario.
+#[derive(Debug)]
+pub struct AllreduceSim<'s> {
+    scenario: &'s AllreduceScenario,
+    engine: Engine<Contribution<u64>>,
+    death: Vec<Tick>,
+    cores: Vec<SimAllreduce<'s>>,
+    trace: Trace<AllreduceOutput<u64>>,
+}
+
+impl<'s> AllreduceSim<'s> {
+    /// A simulator for `scenario`.
+    pub fn new(scenario: &'s AllreduceScenario) -> Self {
+        let mut engine = Engine::new(scenario.logp);
+        engine.set_detector(Some(scenario.detector));
+        AllreduceSim {
+            scenario,
+            engine,
+            death: Vec::new(),
+            cores: Vec::new(),
+            trace: Trace::default(),
+        }
+    }
+
+    /// Runs one allreduce; the random dead set is drawn from `seed`.
+    pub fn run(&mut self, seed: u64) -> AllreduceRun {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let procs = self.scenario.plan.procs();
+        // Rank `procs` does not exist: every rank may be drawn.
+        self.scenario
+            .faults
+            .realize(procs, procs, &mut rng, &mut self.death);
+        let death = std::mem::take(&mut self.death);
+        let run = self.run_with(&death, &[]);
+        self.death = death;
+        run
+    }
+
+    /// Runs one allreduce with the given death times and send budgets.
+    pub fn run_with(&mut self, death: &[Tick], budget: &[u32]) -> AllreduceRun {
+        let plan = &self.scenario.plan;
+        let procs = plan.procs();
+        self.cores.clear();
+        self.cores.extend((0..procs).map(|r| {
+            Allreduce::new(
+                plan,
+                r,
+                0,
+                Collective::Allreduce,
+                input_of(r),
+                add as fn(&mut u64, &u64),
+            )
+            .expect("ranks come from the plan")
+        }));
+        self.engine
+            .run_budgeted(&mut self.cores, death, budget, &mut self.trace);
+        let trace = &self.trace;
+        let mut run = AllreduceRun {
+            quiescence_latency: trace.quiescence,
+            messages: trace.sends_by_tag.iter().sum(),
+            failed: trace.death.iter().filter(|&&d| d != NEVER).count() as u32,
+            ..AllreduceRun::default()
+        };
+        run.messages_per_process = run.messages as f64 / procs as f64;
+        let mut violations = trace.duplicates as u32 + trace.unquiescent;
+        let mut agreed: Option<u64> = None;
+        let mut consistent = true;
+        for r in 0..procs as usize {
+            if trace.death[r] != NEVER {
+                continue;
+            }
+            match trace.outputs[r] {
+                Some((t, AllreduceOutput::Value { value, root })) => {
+                    run.latency = run.latency.max(t);
+                    run.rounds = run.rounds.max(root + 1);
+                    consistent &= *agreed.get_or_insert(value) == value;
+                }
+                Some((t, AllreduceOutput::TooManyFailures { .. })) => {
+                    run.latency = run.latency.max(t);
+                    consistent = false;
+                }
+                None => consistent = false,
+            }
+        }
+        consistent &= agreed.is_some_and(|v| includes_exactly(v, &trace.death));
+        run.result_consistent = consistent;
+        if run.failed <= plan.reduce().f() {
+            violations += u32::from(!consistent);
+        }
+        run.violations = violations;
+        run
+    }
+
+    /// The engine's record of the last run.
+    pub fn last_trace(&self) -> &Trace<AllreduceOutput<u64>> {
+        &self.trace
+    }
+}

@@ -1,0 +1,141 @@
+//! Allreduce in the simulator: the semantics of Section 5.1 over small teams,
+//! every fault set of at most f ranks and their kill points, including roots
+//! that die before and during the operation.
+
+use corrected::protocol::bcast::Correction;
+use corrected::protocol::reduce::FailureScheme;
+use corrected::sim::allreduce::{AllreduceScenario, AllreduceSim};
+use corrected::sim::engine::{NEVER, UNLIMITED};
+use corrected::sim::FaultPlan;
+use corrected::types::{LogP, Rank, Tick};
+
+fn scenario(procs: u32, f: u32, correction: Correction, detector: Tick) -> AllreduceScenario {
+    AllreduceScenario::new(
+        "binomial".parse().unwrap(),
+        procs,
+        f,
+        FailureScheme::Bit,
+        correction,
+        LogP::PAPER,
+        FaultPlan::none(),
+        detector,
+    )
+    .unwrap()
+}
+
+fn subsets(procs: u32, f: u32) -> Vec<Vec<Rank>> {
+    let mut out = vec![vec![]];
+    for r in 0..procs {
+        let more: Vec<_> = out
+            .iter()
+            .filter(|s| (s.len() as u32) < f)
+            .map(|s| {
+                let mut t = s.clone();
+                t.push(r);
+                t
+            })
+            .collect();
+        out.extend(more);
+    }
+    out
+}
+
+#[test]
+fn fault_free_is_one_round_of_reduce_plus_broadcast() {
+    for procs in 1..=40 {
+        for f in 0..=3.min(procs - 1) {
+            let sc = scenario(procs, f, Correction::Checked, 5);
+            let run = AllreduceSim::new(&sc).run(0);
+            assert_eq!(run.violations, 0, "P={procs} f={f}");
+            assert!(run.result_consistent);
+            assert_eq!(run.rounds, 1);
+            // Theorem 7: reduce's messages plus the broadcast's.
+            assert!(run.messages >= sc.plan().reduce().fault_free_messages() + procs as u64 - 1);
+        }
+    }
+}
+
+/// Section 5.1 for P in 2..=17, f in 1..=3, every fault set of at most f
+/// ranks (the first roots included) and every kill point of each: every
+/// live rank delivers once, the same value, holding every live input and
+/// each failed rank's input everywhere or nowhere.
+#[test]
+fn section_5_1_exhaustive_small_teams() {
+    let mut runs = 0u64;
+    let corrections = [Correction::Checked, Correction::CheckedSync];
+    for procs in 2..=17u32 {
+        for f in 1..=3u32.min(procs - 1) {
+            let detector = [1, 6, 20][(procs + f) as usize % 3];
+            let sc = scenario(procs, f, corrections[(procs % 2) as usize], detector);
+            let mut sim = AllreduceSim::new(&sc);
+            let procs_us = procs as usize;
+            sim.run_with(&vec![NEVER; procs_us], &[]);
+            let sends = sim.last_trace().sends_by_rank.clone();
+            let death = vec![NEVER; procs_us];
+            for set in subsets(procs, f) {
+                // Every kill point with one or two victims; with three, each
+                // victim's points are stepped by a stride to keep it fast.
+                let stride = if set.len() == 3 { 3 } else { 1 };
+                let mut points = vec![0u32; set.len()];
+                loop {
+                    let mut budget = vec![UNLIMITED; procs_us];
+                    for (k, &r) in set.iter().enumerate() {
+                        budget[r as usize] = points[k];
+                    }
+                    let run = sim.run_with(&death, &budget);
+                    runs += 1;
+                    assert_eq!(
+                        run.violations, 0,
+                        "P={procs} f={f} detector={detector} killed {set:?} after {points:?} sends"
+                    );
+                    let mut k = 0;
+                    while k < set.len() {
+                        points[k] += stride;
+                        if points[k] <= sends[set[k] as usize] {
+                            break;
+                        }
+                        points[k] = 0;
+                        k += 1;
+                    }
+                    if k == set.len() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    assert!(runs > 50_000, "{runs} runs");
+}
+
+#[test]
+fn a_dead_first_root_costs_one_retry() {
+    let sc = scenario(16, 1, Correction::Checked, 4);
+    let mut death = vec![NEVER; 16];
+    death[0] = 0;
+    let run = AllreduceSim::new(&sc).run_with(&death, &[]);
+    assert_eq!(run.violations, 0);
+    assert_eq!(run.rounds, 2);
+    assert!(run.result_consistent);
+}
+
+#[test]
+fn a_root_dying_during_its_broadcast_still_gives_one_value() {
+    // Root 0's sends: none in up-correction (P - 1 = 15 is a multiple of
+    // f + 1 = 3? no: 15 = 5·3, so the root is in no group), then its
+    // broadcast. Kill it after each number of broadcast sends.
+    let sc = scenario(16, 2, Correction::Checked, 9);
+    let mut sim = AllreduceSim::new(&sc);
+    sim.run_with(&[NEVER; 16], &[]);
+    let root_sends = sim.last_trace().sends_by_rank[0];
+    assert!(root_sends >= 4);
+    let mut retried = 0;
+    for after in 1..=root_sends {
+        let mut budget = vec![UNLIMITED; 16];
+        budget[0] = after;
+        let run = sim.run_with(&[NEVER; 16], &budget);
+        assert_eq!(run.violations, 0, "root dies after {after} sends");
+        assert!(run.result_consistent);
+        retried += u32::from(run.rounds > 1);
+    }
+    assert!(retried > 0, "some kill point must force a second round");
+}
