@@ -192,6 +192,34 @@ where
         self.op_id
     }
 
+    /// The same core with another reduction function. Once a rank has its
+    /// result the function is never called again (its decided value absorbs
+    /// every other), so an engine keeping the core after the call that lent
+    /// the function can swap in any.
+    pub fn with_op<O2: Combine<P> + Clone>(self, op: O2) -> Allreduce<'p, P, O2> {
+        Allreduce {
+            plan: self.plan,
+            me: self.me,
+            op_id: self.op_id,
+            kind: self.kind,
+            input: self.input,
+            reduce: self.reduce.with_op(op.clone()),
+            op,
+            root: self.root,
+            bcast: self.bcast,
+            decided: self.decided,
+            output: self.output,
+            held: self.held,
+            failed: self.failed,
+            exhausted: self.exhausted,
+        }
+    }
+
+    /// The collective its messages carry (allreduce or barrier).
+    pub fn kind(&self) -> Collective {
+        self.kind
+    }
+
     /// The current round's root.
     pub fn root(&self) -> Rank {
         self.root
@@ -386,6 +414,10 @@ where
     }
 
     fn awaiting(&self) -> Option<Rank> {
+        if self.decided.is_some() {
+            // What is left serves others; nothing here is worth suspecting for.
+            return None;
+        }
         self.reduce.awaiting().or_else(|| {
             // Waiting for the round's result: its root is what we wait on.
             (self.decided.is_none() && !self.exhausted).then_some(self.root)

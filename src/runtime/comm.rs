@@ -1,34 +1,51 @@
 //! A rank's handle inside [`crate::runtime::Team::run`]: the collectives, and
-//! the driver loop that runs a protocol core over the mailboxes.
+//! the driver loop that runs any protocol core over the mailboxes.
 //!
 //! Operation fencing: every message carries its operation number, kind and
 //! root. A message of the current operation goes to its core; one of an
 //! older operation goes to that operation's core if the rank still keeps it
 //! (see *lingering* below) and is dropped otherwise; one of a later
-//! operation waits in `early` until the rank gets there. A message of the
-//! current operation whose kind or root differs from the rank's own call
-//! ends the call with [`Error::Mismatch`] instead of a hang.
+//! operation waits in the fence until the rank gets there. A message of the
+//! current operation whose kind (or, for rooted collectives, root) differs
+//! from the rank's own call ends the call with [`Error::Mismatch`] instead
+//! of a hang.
 //!
-//! A call returns once the rank holds the value and has nothing left to
-//! send. Its core may still have work that depends on messages yet to come
+//! A call returns once the rank has its result and nothing to send right
+//! now. Its core may still have work that depends on messages yet to come
 //! (a tree message after an early correction, a stop reply of delayed
-//! correction), so it *lingers*: it is served whenever the rank is inside a
-//! later call or has finished its closure, until it can never send again or
-//! [`LINGER`] newer cores push it out.
+//! correction, an allreduce round started because a root died), so it
+//! *lingers*: it is served whenever the rank is inside a later call or has
+//! finished its closure, until it can never send again or [`LINGER`] newer
+//! cores push it out.
+//!
+//! Failure detection: the liveness registry tells every core of every
+//! failure ([`Event::PeerFailed`]) as soon as a rank is killed, panics or
+//! leaves. A rank that is alive but silent inside an operation is caught by
+//! the timeout detector: a core that has waited on the same peer for the
+//! team's failure timeout, while that peer is inside the same operation,
+//! marks it failed in the registry for everyone. A rank so marked is failed
+//! for good: its next step returns [`Error::Failed`].
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
 use crate::mailbox::Endpoint;
+use crate::protocol::allreduce::{Allreduce, AllreduceOutput};
 use crate::protocol::bcast::Bcast;
+use crate::protocol::reduce::{Contribution, Reduce, ReduceOutput};
 use crate::protocol::{Event, Msg, Protocol, Transmit};
 use crate::runtime::faults::Fault;
 use crate::runtime::fence::{Fence, Route};
+use crate::runtime::op::Operation;
 use crate::runtime::team::{Counters, Shared};
 use crate::runtime::wire::{self, Wire, Words};
 use crate::sync::Ordering;
 use crate::types::{Collective, OpId, Rank};
+
+/// What travels in a mailbox slot: a payload of words plus the reduce's
+/// failure information (unused by broadcasts).
+pub(crate) type Packet = Contribution<Words>;
 
 /// The longest a rank sleeps in one wait before it looks again.
 const MAX_SLEEP: Duration = Duration::from_millis(1);
@@ -39,6 +56,12 @@ const TREE_GRACE: Duration = Duration::from_millis(50);
 
 /// Cores of past operations a rank keeps serving at most.
 pub const LINGER: usize = 32;
+
+/// The reduction function of a core kept after its call: a decided
+/// allreduce never combines again, so it is never called.
+type Absorb = fn(&mut Words, &Words);
+
+fn never_combines(_: &mut Words, _: &Words) {}
 
 /// One operation as one rank saw it.
 #[derive(Clone, Debug)]
@@ -56,17 +79,104 @@ enum State {
     Hung,
 }
 
+/// A core kept after its call.
+enum Lingering<'t> {
+    Bcast(Bcast<'t, Packet>),
+    Allreduce(Allreduce<'t, Words, Absorb>),
+}
+
+impl<'t> Lingering<'t> {
+    fn op(&self) -> OpId {
+        match self {
+            Lingering::Bcast(c) => c.op(),
+            Lingering::Allreduce(c) => c.op(),
+        }
+    }
+
+    fn handle(&mut self, now: u64, event: Event<Msg<Packet>>) {
+        match self {
+            Lingering::Bcast(c) => c.handle(now, event),
+            Lingering::Allreduce(c) => c.handle(now, event),
+        }
+    }
+
+    fn poll_transmit(&mut self, now: u64) -> Option<Transmit<Msg<Packet>>> {
+        match self {
+            Lingering::Bcast(c) => c.poll_transmit(now),
+            Lingering::Allreduce(c) => c.poll_transmit(now),
+        }
+    }
+
+    /// Can be dropped: it will never send again. An allreduce core is kept
+    /// until a later allreduce completes (see [`Comm::retire_allreduces`]):
+    /// its root may still fail and start a round it must join.
+    fn is_finished(&self) -> bool {
+        match self {
+            Lingering::Bcast(c) => c.is_finished(),
+            Lingering::Allreduce(_) => false,
+        }
+    }
+}
+
+/// What the driver needs of a core beyond [`Protocol`].
+trait Driven: Protocol<Payload = Packet> {
+    /// The collective this rank called, for mismatch errors.
+    fn describe(&self) -> String;
+    /// Whether a message of the same operation belongs to the same call.
+    fn same_call(&self, msg: &Msg<Packet>) -> bool;
+    /// Whether the call may return, `since` after the output came (the
+    /// core has its output and nothing to send).
+    fn may_return(&self, _since: Duration) -> bool {
+        true
+    }
+}
+
+impl Driven for Bcast<'_, Packet> {
+    fn describe(&self) -> String {
+        format!("broadcast from {}", self.root())
+    }
+    fn same_call(&self, msg: &Msg<Packet>) -> bool {
+        msg.kind == Collective::Broadcast && msg.root == self.root()
+    }
+    // A rank colored only by correction still owes its subtree the tree
+    // message: it waits for it (or for its ancestor's failure) up to
+    // TREE_GRACE, so that no rank returns while its children depend on it,
+    // yet a hung ancestor cannot hold it for long.
+    fn may_return(&self, since: Duration) -> bool {
+        self.colored_by_tree() || self.is_finished() || since >= TREE_GRACE
+    }
+}
+
+impl<O: crate::protocol::reduce::Combine<Words>> Driven for Reduce<'_, Words, O> {
+    fn describe(&self) -> String {
+        format!("reduce to {}", self.root())
+    }
+    fn same_call(&self, msg: &Msg<Packet>) -> bool {
+        msg.kind == Collective::Reduce && msg.root == self.root()
+    }
+}
+
+impl<O: crate::protocol::reduce::Combine<Words> + Clone> Driven for Allreduce<'_, Words, O> {
+    fn describe(&self) -> String {
+        format!("{:?}", self.kind())
+    }
+    // Rounds differ in their root: only the kind must agree.
+    fn same_call(&self, msg: &Msg<Packet>) -> bool {
+        msg.kind == self.kind()
+    }
+}
+
 /// A rank's handle: its number, the team size, and the collectives.
 pub struct Comm<'t> {
     shared: &'t Shared<'t>,
     rank: Rank,
-    endpoint: Endpoint<'t, Msg<Words>>,
+    endpoint: Endpoint<'t, Msg<Packet>>,
     state: State,
     /// The operation this rank is in, and messages of later ones.
-    fence: Fence<Msg<Words>>,
-    lingering: VecDeque<Bcast<'t, Words>>,
+    fence: Fence<Msg<Packet>>,
+    lingering: VecDeque<Lingering<'t>>,
     /// Sends a full lane refused, in order; retried before any new send.
-    outbox: VecDeque<(Rank, Msg<Words>)>,
+    outbox: VecDeque<(Rank, Msg<Packet>)>,
     seen_epoch: u64,
     known_failed: Vec<Rank>,
     records: Vec<OpRecord>,
@@ -78,7 +188,7 @@ impl<'t> Comm<'t> {
     pub(crate) fn new(
         shared: &'t Shared<'t>,
         rank: Rank,
-        endpoint: Endpoint<'t, Msg<Words>>,
+        endpoint: Endpoint<'t, Msg<Packet>>,
     ) -> Self {
         Comm {
             shared,
@@ -105,9 +215,10 @@ impl<'t> Comm<'t> {
         self.shared.ranks()
     }
 
-    /// True while this rank is alive (not killed, not hung).
+    /// True while this rank is alive (not killed, not hung, not declared
+    /// failed by a timeout).
     pub fn is_alive(&self) -> bool {
-        self.state == State::Alive
+        self.state == State::Alive && !self.shared.liveness.is_failed(self.rank)
     }
 
     /// Ranks known to have failed so far.
@@ -126,40 +237,171 @@ impl<'t> Comm<'t> {
     /// ([`Error::RootFailed`] if the root is known failed, [`Error::Timeout`]
     /// otherwise).
     pub fn broadcast_into<T: Wire>(&mut self, root: Rank, value: &mut T) -> Result<(), Error> {
-        let procs = self.size();
-        if root >= procs {
-            return Err(Error::RankOutOfRange { rank: root, procs });
-        }
+        self.check_root(root)?;
         let words = if root == self.rank {
-            Some(wire::encode(value)?)
+            Some(Contribution::input(wire::encode(value)?))
         } else {
             None
         };
         let op = self.begin_op()?;
         let started = Instant::now();
-        let result = self.run_bcast(op, root, words);
-        let rec = self
-            .records
-            .last_mut()
-            .expect("begin_op records the operation");
-        match result {
-            Ok(words) => {
-                rec.latency_ns = Some(started.elapsed().as_nanos() as u64);
-                *value = T::decode(&words);
-                Ok(())
+        let shared = self.shared;
+        let mut core = Bcast::new(&shared.plans.bcast, root, self.rank, op, words)?;
+        let result = self.drive(op, &mut core);
+        let got = match result {
+            Ok(got) => got,
+            Err(Error::Timeout { .. }) if shared.liveness.is_failed(root) => {
+                return Err(Error::RootFailed { op, root })
             }
-            Err(e) => Err(e),
+            Err(e) => return Err(e),
+        };
+        if !core.is_finished() {
+            self.linger(Lingering::Bcast(core));
+        }
+        *value = T::decode(&got.value);
+        self.record_latency(started);
+        Ok(())
+    }
+
+    /// Reduces every rank's `send` with `op` to `root` (up-correction
+    /// reduce with the team's fault budget f): on return at the root,
+    /// `recv` holds the reduction of the inputs of every live rank, and of
+    /// each rank that failed during the call either its input or nothing
+    /// (never part of it). `recv` is untouched elsewhere. `op` must be
+    /// associative and commutative; if it panics, this rank fails.
+    ///
+    /// Errors: `root` out of range, a value too large for a message, an
+    /// operation that does not apply to `T`, this rank failed or hung,
+    /// ranks disagree on the operation ([`Error::Mismatch`]), more than f
+    /// ranks failed ([`Error::TooManyFailures`], at the root), or no result
+    /// within the team's timeout ([`Error::Timeout`]; [`Error::RootFailed`]
+    /// if the root failed: then nobody gets a result, as the paper says).
+    pub fn reduce_into<T: Wire>(
+        &mut self,
+        root: Rank,
+        send: &T,
+        recv: &mut T,
+        op: impl Operation<T>,
+    ) -> Result<(), Error> {
+        self.check_root(root)?;
+        op.check()?;
+        let input = Contribution::input(wire::encode(send)?);
+        let combine = words_op(&op);
+        let id = self.begin_op()?;
+        let started = Instant::now();
+        let shared = self.shared;
+        let mut core = Reduce::new(
+            &shared.plans.reduce,
+            root,
+            self.rank,
+            id,
+            Collective::Reduce,
+            input,
+            &combine,
+        )?;
+        match self.drive(id, &mut core) {
+            Ok(ReduceOutput::Sent) => {}
+            Ok(ReduceOutput::Root { value, .. }) => *recv = T::decode(&value),
+            Ok(ReduceOutput::TooManyFailures { .. }) => {
+                return Err(Error::TooManyFailures {
+                    op: id,
+                    f: shared.plans.reduce.f(),
+                })
+            }
+            Err(Error::Timeout { .. }) if shared.liveness.is_failed(root) => {
+                return Err(Error::RootFailed { op: id, root })
+            }
+            Err(e) => return Err(e),
+        }
+        self.record_latency(started);
+        Ok(())
+    }
+
+    /// Reduces every rank's `send` with `op` and gives the result to every
+    /// rank in `recv` (up-correction reduce to a root, corrected broadcast
+    /// from it, retried on the next root if that root fails). Every live rank
+    /// gets the same value, holding every live rank's input and each failed
+    /// rank's either everywhere or nowhere, as long as at most f ranks fail.
+    /// `op` must be associative and commutative; if it panics, this rank fails.
+    ///
+    /// Errors: a value too large for a message, an operation that does not
+    /// apply to `T`, this rank failed or hung, ranks disagree on the
+    /// operation ([`Error::Mismatch`]), more than f ranks failed
+    /// ([`Error::TooManyFailures`]), or no result within the team's timeout.
+    pub fn all_reduce_into<T: Wire>(
+        &mut self,
+        send: &T,
+        recv: &mut T,
+        op: impl Operation<T>,
+    ) -> Result<(), Error> {
+        op.check()?;
+        let input = wire::encode(send)?;
+        let combine = words_op(&op);
+        let value = self.allreduce(Collective::Allreduce, input, &combine)?;
+        *recv = T::decode(&value);
+        Ok(())
+    }
+
+    /// Returns once every live rank has entered the barrier (an allreduce of
+    /// nothing, with its fault tolerance: up to f ranks may fail in it).
+    ///
+    /// Errors: this rank failed or hung, ranks disagree on the operation,
+    /// more than f failures, or the team's timeout.
+    pub fn barrier(&mut self) -> Result<(), Error> {
+        self.allreduce(Collective::Barrier, [0; wire::WORDS], &never_combines)
+            .map(|_| ())
+    }
+
+    fn allreduce(
+        &mut self,
+        kind: Collective,
+        input: Words,
+        combine: &dyn Fn(&mut Words, &Words),
+    ) -> Result<Words, Error> {
+        let id = self.begin_op()?;
+        let started = Instant::now();
+        let shared = self.shared;
+        let mut core =
+            Allreduce::new(&shared.plans.allreduce, self.rank, id, kind, input, combine)?;
+        let out = self.drive(id, &mut core)?;
+        let value = match out {
+            AllreduceOutput::Value { value, .. } => value,
+            AllreduceOutput::TooManyFailures { .. } => {
+                return Err(Error::TooManyFailures {
+                    op: id,
+                    f: shared.plans.reduce.f(),
+                })
+            }
+        };
+        // Everyone has entered this operation, so every older allreduce is
+        // complete everywhere (Section 5.1, property 1).
+        self.retire_allreduces(id);
+        self.linger(Lingering::Allreduce(core.with_op(never_combines as Absorb)));
+        self.record_latency(started);
+        Ok(value)
+    }
+
+    fn check_root(&self, root: Rank) -> Result<(), Error> {
+        let procs = self.size();
+        if root >= procs {
+            return Err(Error::RankOutOfRange { rank: root, procs });
+        }
+        Ok(())
+    }
+
+    fn record_latency(&mut self, started: Instant) {
+        if let Some(rec) = self.records.last_mut() {
+            rec.latency_ns = Some(started.elapsed().as_nanos() as u64);
         }
     }
 
     /// Numbers the next operation and applies this rank's planned fault.
     fn begin_op(&mut self) -> Result<OpId, Error> {
-        match self.state {
-            State::Failed => return Err(Error::Failed(self.rank)),
-            State::Hung => return Err(Error::Hung(self.rank)),
-            State::Alive => {}
-        }
+        self.check_alive()?;
         let op = self.fence.enter();
+        self.shared.counters[self.rank as usize]
+            .entered
+            .store(op + 1, Ordering::Release);
         self.records.push(OpRecord {
             op,
             sends: 0,
@@ -167,7 +409,7 @@ impl<'t> Comm<'t> {
         });
         self.send_budget = None;
         match self.shared.faults().lookup(self.rank, op) {
-            Some(Fault::Dead) => {
+            Some(Fault::Dead) | Some(Fault::DieAfterSends(0)) => {
                 self.die();
                 Err(Error::Failed(self.rank))
             }
@@ -175,15 +417,24 @@ impl<'t> Comm<'t> {
                 self.hang();
                 Err(Error::Hung(self.rank))
             }
-            Some(Fault::DieAfterSends(0)) => {
-                self.die();
-                Err(Error::Failed(self.rank))
-            }
             Some(Fault::DieAfterSends(n)) => {
                 self.send_budget = Some(n);
                 Ok(op)
             }
             None => Ok(op),
+        }
+    }
+
+    /// Fails if this rank has failed, hung, or been declared failed.
+    fn check_alive(&mut self) -> Result<(), Error> {
+        if self.state == State::Alive && self.shared.liveness.is_failed(self.rank) {
+            // Declared failed by another rank's timeout detector.
+            self.state = State::Failed;
+        }
+        match self.state {
+            State::Failed => Err(Error::Failed(self.rank)),
+            State::Hung => Err(Error::Hung(self.rank)),
+            State::Alive => Ok(()),
         }
     }
 
@@ -204,21 +455,24 @@ impl<'t> Comm<'t> {
         }
     }
 
-    fn run_bcast(&mut self, op: OpId, root: Rank, words: Option<Words>) -> Result<Words, Error> {
+    /// Runs `core` (operation `op`) until it has its output and nothing to
+    /// send, or fails.
+    fn drive<C: Driven>(&mut self, op: OpId, core: &mut C) -> Result<C::Output, Error> {
         let shared = self.shared;
-        let mut core = Bcast::new(shared.plan, root, self.rank, op, words)?;
         core.handle(shared.now(), Event::Start);
         // Hand the core every failure known so far, then what came early.
         self.seen_epoch = u64::MAX;
         for (from, msg) in self.fence.release(op) {
-            check_same(op, root, &msg)?;
+            check_same(core, op, &msg)?;
             core.handle(shared.now(), Event::Message { from, msg });
         }
         let deadline = Instant::now() + shared.op_timeout();
         let mut output = None;
-        let mut colored_at = Instant::now();
+        let mut output_at = Instant::now();
+        let mut suspect = Suspicion::default();
         loop {
-            self.learn_failures(&mut core);
+            self.check_alive()?;
+            self.learn_failures(core);
             self.flush_outbox();
             while let Some(tx) = core.poll_transmit(shared.now()) {
                 let correction = tx.msg.tag.is_correction();
@@ -229,42 +483,32 @@ impl<'t> Comm<'t> {
                     // a park or yield costs a scheduling round, milliseconds
                     // with many ranks per core).
                     while let Some((from, msg)) = self.endpoint.try_recv() {
-                        self.take(&mut core, op, root, from, msg)?;
+                        self.take(core, op, from, msg)?;
                     }
                 }
             }
             if output.is_none() {
                 output = core.take_output();
-                if output.is_some() {
-                    colored_at = Instant::now();
-                }
+                output_at = Instant::now();
             }
-            // A rank colored only by correction still owes its subtree the
-            // tree message: it waits for it (or for its ancestor's failure)
-            // up to TREE_GRACE, so that no rank returns while its children
-            // depend on it, yet a hung ancestor cannot hold it for long.
-            if output.is_some()
-                && core.is_quiescent()
-                && (core.colored_by_tree()
-                    || core.is_finished()
-                    || colored_at.elapsed() >= TREE_GRACE)
-            {
+            if output.is_some() && core.is_quiescent() && core.may_return(output_at.elapsed()) {
                 break;
             }
             if let Some((from, msg)) = self.endpoint.try_recv() {
-                self.take(&mut core, op, root, from, msg)?;
+                self.take(core, op, from, msg)?;
+                suspect = Suspicion::default();
                 continue;
             }
             self.serve_lingering()?;
             let now = Instant::now();
+            if let Some(peer) = suspect.watch(core.awaiting(), now, shared, op) {
+                shared.fail(peer);
+                continue;
+            }
             if now >= deadline {
-                return Err(if shared.liveness.is_failed(root) {
-                    Error::RootFailed { op, root }
-                } else {
-                    Error::Timeout {
-                        op,
-                        waited: shared.op_timeout(),
-                    }
+                return Err(Error::Timeout {
+                    op,
+                    waited: shared.op_timeout(),
                 });
             }
             // Bounded even without a deadline: a wake-up that never comes
@@ -274,29 +518,26 @@ impl<'t> Comm<'t> {
                 .map(|t| shared.started + Duration::from_nanos(t))
                 .map_or(deadline, |t| t.min(deadline))
                 .min(now + MAX_SLEEP);
-            // (When waiting out TREE_GRACE, MAX_SLEEP bounds each nap.)
             self.endpoint.wait(Some(wake_at));
         }
-        self.linger(core);
         Ok(output.expect("loop ends with output"))
     }
 
     /// Hands a received message to the current core, a lingering one, or the
-    /// early queue. Counted handled at once: the sends it causes come within
-    /// this call, before this rank's closure can end.
-    fn take(
+    /// fence. Counted handled at once: the sends it causes come within this
+    /// call, before this rank's closure can end.
+    fn take<C: Driven>(
         &mut self,
-        core: &mut Bcast<'t, Words>,
+        core: &mut C,
         op: OpId,
-        root: Rank,
         from: Rank,
-        msg: Msg<Words>,
+        msg: Msg<Packet>,
     ) -> Result<(), Error> {
         self.consumed();
         match self.fence.route(msg.op) {
             Route::Current => {
                 debug_assert_eq!(msg.op, op);
-                check_same(op, root, &msg)?;
+                check_same(core, op, &msg)?;
                 core.handle(self.shared.now(), Event::Message { from, msg });
             }
             _ => self.route_other(from, msg),
@@ -304,8 +545,9 @@ impl<'t> Comm<'t> {
         Ok(())
     }
 
-    /// Hands the core every failure it has not heard of yet.
-    fn learn_failures(&mut self, core: &mut Bcast<'t, Words>) {
+    /// Hands the current core and the lingering ones every failure they
+    /// have not heard of yet.
+    fn learn_failures<C: Driven>(&mut self, core: &mut C) {
         let epoch = self.shared.liveness.epoch();
         if epoch == self.seen_epoch {
             return;
@@ -316,13 +558,16 @@ impl<'t> Comm<'t> {
         for &r in &self.known_failed {
             if r != self.rank {
                 core.handle(now, Event::PeerFailed(r));
+                for l in &mut self.lingering {
+                    l.handle(now, Event::PeerFailed(r));
+                }
             }
         }
     }
 
     /// A message of another operation than the current one (or any message
     /// while the rank is between operations).
-    fn route_other(&mut self, from: Rank, msg: Msg<Words>) {
+    fn route_other(&mut self, from: Rank, msg: Msg<Packet>) {
         if self.fence.route(msg.op) == Route::Early {
             self.fence.hold(from, msg.op, msg);
             return;
@@ -351,18 +596,24 @@ impl<'t> Comm<'t> {
         Ok(())
     }
 
-    fn linger(&mut self, core: Bcast<'t, Words>) {
-        if !core.is_finished() {
-            if self.lingering.len() == LINGER {
-                self.lingering.pop_front();
-            }
-            self.lingering.push_back(core);
+    fn linger(&mut self, core: Lingering<'t>) {
+        if self.lingering.len() == LINGER {
+            self.lingering.pop_front();
         }
+        self.lingering.push_back(core);
+    }
+
+    /// Drops the allreduce cores of operations before `op`: a completed
+    /// allreduce means every live rank has entered `op`, so nobody can still
+    /// start a round of an older one.
+    fn retire_allreduces(&mut self, op: OpId) {
+        self.lingering
+            .retain(|c| !matches!(c, Lingering::Allreduce(a) if a.op() < op));
     }
 
     /// Sends one message, or keeps it in the outbox if the lane is full.
     /// Messages to failed ranks vanish, as fail-stop says.
-    fn transmit(&mut self, op: OpId, tx: Transmit<Msg<Words>>) -> Result<(), Error> {
+    fn transmit(&mut self, op: OpId, tx: Transmit<Msg<Packet>>) -> Result<(), Error> {
         if let Some(rec) = self.records.get_mut(op as usize) {
             rec.sends += 1;
         }
@@ -411,7 +662,7 @@ impl<'t> Comm<'t> {
     }
 
     /// Takes the next message, if any, counting it handled once `handle` is done.
-    fn receive_with(&mut self, handle: impl FnOnce(&mut Self, Rank, Msg<Words>)) -> bool {
+    fn receive_with(&mut self, handle: impl FnOnce(&mut Self, Rank, Msg<Packet>)) -> bool {
         match self.endpoint.try_recv() {
             Some((from, msg)) => {
                 handle(self, from, msg);
@@ -429,11 +680,12 @@ impl<'t> Comm<'t> {
         if self.state != State::Hung {
             self.shared.finished.fetch_add(1, Ordering::AcqRel);
         }
-        let serving = self.state == State::Alive;
         let mut idle_rounds = 0u32;
         loop {
+            let serving = self.state == State::Alive && !self.shared.liveness.is_failed(self.rank);
             let mut busy = false;
             if serving {
+                self.learn_failures_lingering();
                 self.flush_outbox();
                 let _ = self.serve_lingering();
             }
@@ -455,6 +707,23 @@ impl<'t> Comm<'t> {
         }
     }
 
+    /// [`Comm::learn_failures`] for the lingering cores alone.
+    fn learn_failures_lingering(&mut self) {
+        let epoch = self.shared.liveness.epoch();
+        if epoch == self.seen_epoch {
+            return;
+        }
+        self.seen_epoch = epoch;
+        let now = self.shared.now();
+        for r in self.shared.liveness.failed() {
+            if r != self.rank {
+                for l in &mut self.lingering {
+                    l.handle(now, Event::PeerFailed(r));
+                }
+            }
+        }
+    }
+
     pub(crate) fn hung(&self) -> bool {
         self.state == State::Hung
     }
@@ -464,12 +733,55 @@ impl<'t> Comm<'t> {
     }
 }
 
+/// The timeout detector's memory: which peer the core waits on, since when.
+#[derive(Default)]
+struct Suspicion {
+    peer: Option<Rank>,
+    since: Option<Instant>,
+}
+
+impl Suspicion {
+    /// The peer to declare failed: the core has waited on it for the
+    /// team's failure timeout while it was inside operation `op` (or later).
+    /// A peer that has not reached `op` yet is late, not hung.
+    fn watch(
+        &mut self,
+        awaiting: Option<Rank>,
+        now: Instant,
+        shared: &Shared,
+        op: OpId,
+    ) -> Option<Rank> {
+        let peer = awaiting.filter(|&p| {
+            !shared.liveness.is_failed(p)
+                && shared.counters[p as usize].entered.load(Ordering::Acquire) > op
+        });
+        if peer != self.peer {
+            self.peer = peer;
+            self.since = peer.map(|_| now);
+            return None;
+        }
+        let since = self.since?;
+        (now.duration_since(since) >= shared.failure_timeout()).then(|| {
+            self.since = Some(now);
+            peer.expect("since is set only with a peer")
+        })
+    }
+}
+
+/// The reduction of `T` as a function on message words.
+fn words_op<T: Wire>(op: &impl Operation<T>) -> impl Fn(&mut Words, &Words) + '_ {
+    move |acc: &mut Words, other: &Words| {
+        let r = op.apply(&T::decode(acc), &T::decode(other));
+        r.encode(acc);
+    }
+}
+
 /// Checks that a message of operation `op` belongs to the same collective.
-fn check_same(op: OpId, root: Rank, msg: &Msg<Words>) -> Result<(), Error> {
-    if msg.kind != Collective::Broadcast || msg.root != root {
+fn check_same<C: Driven>(core: &C, op: OpId, msg: &Msg<Packet>) -> Result<(), Error> {
+    if !core.same_call(msg) {
         return Err(Error::Mismatch {
             op,
-            mine: format!("broadcast from {root}"),
+            mine: core.describe(),
             theirs: format!("{:?} from {}", msg.kind, msg.root),
         });
     }

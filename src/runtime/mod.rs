@@ -17,7 +17,9 @@
 //! ```
 //!
 //! * [`Team`], [`TeamBuilder`]: ranks, pinning, tree and correction, faults, timeouts;
-//! * [`Comm`]: a rank's handle with the collectives;
+//! * [`Comm`]: a rank's handle with the collectives (`broadcast_into`,
+//!   `reduce_into`, `all_reduce_into`, `barrier`);
+//! * [`SystemOperation`], [`Operation`]: reduction operations;
 //! * [`FaultSchedule`]: fail-stop fault emulation (dead, dies after n sends, hangs);
 //! * [`wire`]: what a message can carry.
 
@@ -25,6 +27,7 @@ mod comm;
 mod faults;
 mod fence;
 mod liveness;
+pub mod op;
 pub mod pin;
 mod team;
 pub mod wire;
@@ -33,6 +36,7 @@ pub use comm::{Comm, LINGER};
 pub use faults::{Fault, FaultSchedule};
 pub use fence::{Fence, Route};
 pub use liveness::Liveness;
+pub use op::{Operation, Reducible, SystemOperation};
 pub use pin::Pinning;
 pub use team::{OpStats, RankOutcome, Team, TeamBuilder, TeamReport, MAX_RANKS};
 pub use wire::Wire;

@@ -5,13 +5,14 @@ use std::time::{Duration, Instant};
 
 use crate::error::Error;
 use crate::mailbox::Mailboxes;
+use crate::protocol::allreduce::AllreducePlan;
 use crate::protocol::bcast::{BcastPlan, Correction};
+use crate::protocol::reduce::{FailureScheme, ReducePlan};
 use crate::protocol::Msg;
-use crate::runtime::comm::{Comm, OpRecord};
+use crate::runtime::comm::{Comm, OpRecord, Packet};
 use crate::runtime::faults::FaultSchedule;
 use crate::runtime::liveness::Liveness;
 use crate::runtime::pin::{self, Pinning};
-use crate::runtime::wire::Words;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::topology::{Tree, TreeSpec, MAX_PROCS};
 use crate::types::{LogP, OpId, Rank, Tick};
@@ -22,15 +23,20 @@ use crossbeam_utils::CachePadded;
 pub const MAX_RANKS: u32 = 4096;
 
 /// Builds a [`Team`]. Every setting has a sane default: all cores' worth of
-/// ranks, round-robin pinning, binomial tree with checked correction, no
-/// faults, a 10 s operation timeout.
+/// ranks, round-robin pinning, binomial tree with checked correction, fault
+/// budget f = 1 for reduce and allreduce (0 for a team of one), single-bit
+/// failure information, no faults, a 1 s failure timeout and a 10 s
+/// operation timeout.
 #[derive(Clone, Debug)]
 pub struct TeamBuilder {
     ranks: u32,
     pinning: Pinning,
     tree: TreeSpec,
     correction: Correction,
+    fault_budget: Option<u32>,
+    scheme: FailureScheme,
     faults: FaultSchedule,
+    failure_timeout: Duration,
     op_timeout: Duration,
     lane_capacity: usize,
 }
@@ -42,7 +48,10 @@ impl Default for TeamBuilder {
             pinning: Pinning::RoundRobin,
             tree: "binomial".parse().expect("valid"),
             correction: Correction::Checked,
+            fault_budget: None,
+            scheme: FailureScheme::Bit,
             faults: FaultSchedule::none(),
+            failure_timeout: Duration::from_secs(1),
             op_timeout: Duration::from_secs(10),
             lane_capacity: 64,
         }
@@ -73,6 +82,31 @@ impl TeamBuilder {
     /// and `delayed:DELAY` counts DELAY in nanoseconds.
     pub fn correction(mut self, correction: Correction) -> Self {
         self.correction = correction;
+        self
+    }
+
+    /// f: how many rank failures reduce, allreduce and barrier survive
+    /// (up-correction groups of f + 1). Each costs f(f+1) messages per group
+    /// of f + 1 ranks; `build` refuses f >= ranks.
+    pub fn fault_budget(mut self, f: u32) -> Self {
+        self.fault_budget = Some(f);
+        self
+    }
+
+    /// The failure information reduce sends up the tree (list, count or bit).
+    pub fn failure_scheme(mut self, scheme: FailureScheme) -> Self {
+        self.scheme = scheme;
+        self
+    }
+
+    /// How long a rank waits on a peer that is inside the same operation
+    /// before it declares that peer failed, for everyone (the detector for
+    /// ranks that hang; killed and panicking ranks are known at once). Keep
+    /// it well above scheduling stalls: with 32 ranks on 2 cores a rank can
+    /// be descheduled for tens of milliseconds, and a rank declared failed
+    /// stays failed. Default 1 s.
+    pub fn failure_timeout(mut self, timeout: Duration) -> Self {
+        self.failure_timeout = timeout;
         self
     }
 
@@ -115,10 +149,24 @@ impl TeamBuilder {
                 });
             }
         }
-        // Threads have no LogP model: the tree is built for the paper's.
+        // Threads have no LogP model: trees are built for the paper's.
         let tree = Tree::build(self.tree, self.ranks, LogP::PAPER)?;
+        let f = self.fault_budget.unwrap_or(1.min(self.ranks - 1));
+        let reduce = ReducePlan::new(self.tree, self.ranks, f, self.scheme, LogP::PAPER)?;
+        // Allreduce needs a broadcast that reaches every live rank.
+        let correction = if self.correction.guarantees_delivery() {
+            self.correction
+        } else {
+            Correction::Checked
+        };
+        let allreduce =
+            AllreducePlan::new(reduce.clone(), BcastPlan::new(tree.clone(), correction, 0))?;
         Ok(Team {
-            plan: BcastPlan::new(tree, self.correction, 0),
+            plans: Plans {
+                bcast: BcastPlan::new(tree, self.correction, 0),
+                reduce,
+                allreduce,
+            },
             config: self,
         })
     }
@@ -130,7 +178,17 @@ impl TeamBuilder {
 #[derive(Debug)]
 pub struct Team {
     config: TeamBuilder,
-    plan: BcastPlan,
+    plans: Plans,
+}
+
+/// The plans every rank's cores share.
+#[derive(Debug)]
+pub(crate) struct Plans {
+    pub(crate) bcast: BcastPlan,
+    pub(crate) reduce: ReducePlan,
+    /// Its broadcast uses the team's correction if that guarantees
+    /// delivery, checked correction otherwise.
+    pub(crate) allreduce: AllreducePlan,
 }
 
 /// What a rank's closure ended with.
@@ -191,8 +249,8 @@ impl<R> TeamReport<R> {
 /// What every rank of a running team shares.
 pub(crate) struct Shared<'t> {
     pub(crate) config: &'t TeamBuilder,
-    pub(crate) plan: &'t BcastPlan,
-    pub(crate) mailboxes: Mailboxes<Msg<Words>>,
+    pub(crate) plans: &'t Plans,
+    pub(crate) mailboxes: Mailboxes<Msg<Packet>>,
     pub(crate) liveness: Liveness,
     pub(crate) started: Instant,
     /// Ranks whose closure has ended (returned, panicked, or hung for good).
@@ -207,6 +265,8 @@ pub(crate) struct Shared<'t> {
 pub(crate) struct Counters {
     pub(crate) pushed: AtomicU64,
     pub(crate) consumed: AtomicU64,
+    /// One more than the last operation the rank entered (0: none yet).
+    pub(crate) entered: AtomicU32,
 }
 
 impl Shared<'_> {
@@ -224,6 +284,10 @@ impl Shared<'_> {
 
     pub(crate) fn op_timeout(&self) -> Duration {
         self.config.op_timeout
+    }
+
+    pub(crate) fn failure_timeout(&self) -> Duration {
+        self.config.failure_timeout
     }
 
     /// Marks `rank` failed and wakes everyone so they learn it.
@@ -276,6 +340,11 @@ impl Team {
         self.config.ranks
     }
 
+    /// The fault budget f of reduce, allreduce and barrier.
+    pub fn fault_budget(&self) -> u32 {
+        self.plans.reduce.f()
+    }
+
     /// Runs `f` on every rank, each on its own scoped thread, and waits for
     /// all. A panic in `f` marks that rank failed; the others go on and
     /// finish their collectives. After its closure ends, a rank keeps
@@ -287,7 +356,7 @@ impl Team {
     {
         let shared = Shared {
             config: &self.config,
-            plan: &self.plan,
+            plans: &self.plans,
             mailboxes: Mailboxes::new(self.config.ranks, self.config.lane_capacity),
             liveness: Liveness::new(self.config.ranks),
             started: Instant::now(),

@@ -233,6 +233,28 @@ impl<'p, P: Copy + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
         self.op_id
     }
 
+    /// The same core with another reduction function (an engine keeping a
+    /// core beyond the call that lent it the function swaps in its own).
+    pub fn with_op<O2>(self, op: O2) -> Reduce<'p, P, O2> {
+        Reduce {
+            plan: self.plan,
+            op,
+            me: self.me,
+            root: self.root,
+            op_id: self.op_id,
+            kind: self.kind,
+            input: self.input,
+            peers: self.peers,
+            next_peer: self.next_peer,
+            peer_decided: self.peer_decided,
+            children: self.children,
+            info: self.info,
+            sent_up: self.sent_up,
+            output: self.output,
+            finished: self.finished,
+        }
+    }
+
     /// The root.
     pub fn root(&self) -> Rank {
         self.root
@@ -272,9 +294,14 @@ impl<'p, P: Copy + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
         acc
     }
 
+    /// Every group peer and child has delivered or failed.
+    fn all_in(&self) -> bool {
+        self.peers_done() && !self.children.iter().any(|(_, s)| pending(s))
+    }
+
     /// A non-root's message to its parent, once everything below is in.
     fn partial_result(&self) -> Option<Contribution<P>> {
-        if !self.peers_done() || self.children.iter().any(|(_, s)| pending(s)) {
+        if !self.all_in() {
             return None;
         }
         let mut acc = self.up_corrected();
@@ -441,7 +468,7 @@ impl<P: Copy + Send + 'static, O: Combine<P>> Protocol for Reduce<'_, P, O> {
     }
 
     fn is_quiescent(&self) -> bool {
-        self.next_peer == self.peers.len() && (self.me == 0 || self.sent_up)
+        self.next_peer == self.peers.len() && (self.me == 0 || self.sent_up || !self.all_in())
     }
 
     fn awaiting(&self) -> Option<Rank> {

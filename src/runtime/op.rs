@@ -1,0 +1,199 @@
+//! Reduction operations for [`Comm::reduce_into`](crate::runtime::Comm::reduce_into)
+//! and [`Comm::all_reduce_into`](crate::runtime::Comm::all_reduce_into), named
+//! as in rsmpi: [`SystemOperation::sum`], `product`, `min`, `max`,
+//! `bitwise_and`, `bitwise_or`, `bitwise_xor`, and any closure
+//! `Fn(&T, &T) -> T`.
+//!
+//! Every operation must be associative and commutative (the up-correction
+//! reduce combines values in an order that depends on the tree and on which
+//! ranks failed, as MPI's reduce does). Values combine in a fixed order for a
+//! given tree and failure pattern, so a run is repeatable; which complete
+//! subtree the root picks can depend on timing, so floating-point sums may
+//! differ in their last bits between runs, never between the ranks of one
+//! allreduce.
+
+use crate::error::Error;
+use crate::runtime::wire::Wire;
+
+/// A reduction operation on `T`.
+pub trait Operation<T> {
+    /// `a ∘ b`.
+    fn apply(&self, a: &T, b: &T) -> T;
+
+    /// Checks before the collective starts that the operation applies to
+    /// `T` (e.g. no bitwise operation on floats). Every rank checks the
+    /// same, so all fail alike.
+    fn check(&self) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+impl<T, F: Fn(&T, &T) -> T> Operation<T> for F {
+    fn apply(&self, a: &T, b: &T) -> T {
+        self(a, b)
+    }
+}
+
+/// The built-in operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SystemOperation {
+    /// a + b (wrapping for integers).
+    Sum,
+    /// a · b (wrapping for integers).
+    Product,
+    /// The smaller (for floats, `f64::min`: a NaN loses).
+    Min,
+    /// The larger (for floats, `f64::max`: a NaN loses).
+    Max,
+    /// a & b (integers and bool).
+    BitwiseAnd,
+    /// a | b (integers and bool).
+    BitwiseOr,
+    /// a ^ b (integers and bool).
+    BitwiseXor,
+}
+
+impl SystemOperation {
+    /// Sum.
+    pub fn sum() -> Self {
+        SystemOperation::Sum
+    }
+    /// Product.
+    pub fn product() -> Self {
+        SystemOperation::Product
+    }
+    /// Minimum.
+    pub fn min() -> Self {
+        SystemOperation::Min
+    }
+    /// Maximum.
+    pub fn max() -> Self {
+        SystemOperation::Max
+    }
+    /// Bitwise and.
+    pub fn bitwise_and() -> Self {
+        SystemOperation::BitwiseAnd
+    }
+    /// Bitwise or.
+    pub fn bitwise_or() -> Self {
+        SystemOperation::BitwiseOr
+    }
+    /// Bitwise exclusive or.
+    pub fn bitwise_xor() -> Self {
+        SystemOperation::BitwiseXor
+    }
+}
+
+/// A value the [`SystemOperation`]s apply to: integers, floats and `bool`,
+/// and arrays of them (element by element).
+pub trait Reducible: Wire {
+    /// Whether the bitwise operations apply.
+    const BITWISE: bool;
+    /// `op(self, other)`; bitwise operations on types without them return `self`
+    /// (never reached: [`Operation::check`] refuses them first).
+    fn reduce(&self, other: &Self, op: SystemOperation) -> Self;
+}
+
+impl<T: Reducible> Operation<T> for SystemOperation {
+    fn apply(&self, a: &T, b: &T) -> T {
+        a.reduce(b, *self)
+    }
+
+    fn check(&self) -> Result<(), Error> {
+        let bitwise = matches!(
+            self,
+            SystemOperation::BitwiseAnd | SystemOperation::BitwiseOr | SystemOperation::BitwiseXor
+        );
+        if bitwise && !T::BITWISE {
+            return Err(Error::Unsupported(format!(
+                "{self:?} does not apply to {}: use it on integers or bool, or pass a closure",
+                std::any::type_name::<T>()
+            )));
+        }
+        Ok(())
+    }
+}
+
+macro_rules! int_reducible {
+    ($($t:ty),*) => {$(
+        impl Reducible for $t {
+            const BITWISE: bool = true;
+            fn reduce(&self, o: &Self, op: SystemOperation) -> Self {
+                match op {
+                    SystemOperation::Sum => self.wrapping_add(*o),
+                    SystemOperation::Product => self.wrapping_mul(*o),
+                    SystemOperation::Min => (*self).min(*o),
+                    SystemOperation::Max => (*self).max(*o),
+                    SystemOperation::BitwiseAnd => self & o,
+                    SystemOperation::BitwiseOr => self | o,
+                    SystemOperation::BitwiseXor => self ^ o,
+                }
+            }
+        }
+    )*};
+}
+int_reducible!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize);
+
+macro_rules! float_reducible {
+    ($($t:ty),*) => {$(
+        impl Reducible for $t {
+            const BITWISE: bool = false;
+            fn reduce(&self, o: &Self, op: SystemOperation) -> Self {
+                match op {
+                    SystemOperation::Sum => self + o,
+                    SystemOperation::Product => self * o,
+                    SystemOperation::Min => self.min(*o),
+                    SystemOperation::Max => self.max(*o),
+                    _ => *self,
+                }
+            }
+        }
+    )*};
+}
+float_reducible!(f32, f64);
+
+impl Reducible for bool {
+    const BITWISE: bool = true;
+    fn reduce(&self, o: &Self, op: SystemOperation) -> Self {
+        match op {
+            SystemOperation::Sum | SystemOperation::Max | SystemOperation::BitwiseOr => *self | *o,
+            SystemOperation::Product | SystemOperation::Min | SystemOperation::BitwiseAnd => {
+                *self & *o
+            }
+            SystemOperation::BitwiseXor => *self ^ *o,
+        }
+    }
+}
+
+impl<T: Reducible, const N: usize> Reducible for [T; N] {
+    const BITWISE: bool = T::BITWISE;
+    fn reduce(&self, o: &Self, op: SystemOperation) -> Self {
+        std::array::from_fn(|i| self[i].reduce(&o[i], op))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn system_operations_apply_element_wise() {
+        let s = SystemOperation::sum();
+        assert_eq!(s.apply(&[1.0f64, 2.0], &[0.5, 0.25]), [1.5, 2.25]);
+        assert_eq!(SystemOperation::max().apply(&-3i32, &2), 2);
+        assert_eq!(SystemOperation::min().apply(&[3u8, 1], &[2, 9]), [2, 1]);
+        assert_eq!(
+            SystemOperation::product().apply(&u64::MAX, &2),
+            u64::MAX - 1
+        );
+        assert_eq!(
+            SystemOperation::bitwise_xor().apply(&0b1100u16, &0b1010),
+            0b0110
+        );
+        assert!(SystemOperation::bitwise_and().apply(&true, &true));
+        assert!(Operation::<f64>::check(&SystemOperation::bitwise_or()).is_err());
+        assert!(Operation::<[i64; 4]>::check(&SystemOperation::bitwise_or()).is_ok());
+        let closure = |a: &u32, b: &u32| a.max(b) + 0;
+        assert_eq!(closure.apply(&3, &5), 5);
+    }
+}
