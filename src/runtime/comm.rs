@@ -82,7 +82,7 @@ enum State {
 /// A core kept after its call.
 enum Lingering<'t> {
     Bcast(Bcast<'t, Packet>),
-    Allreduce(Allreduce<'t, Words, Absorb>),
+    Allreduce(Box<Allreduce<'t, Words, Absorb>>),
 }
 
 impl<'t> Lingering<'t> {

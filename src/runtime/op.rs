@@ -193,7 +193,7 @@ mod tests {
         assert!(SystemOperation::bitwise_and().apply(&true, &true));
         assert!(Operation::<f64>::check(&SystemOperation::bitwise_or()).is_err());
         assert!(Operation::<[i64; 4]>::check(&SystemOperation::bitwise_or()).is_ok());
-        let closure = |a: &u32, b: &u32| a.max(b) + 0;
-        assert_eq!(closure.apply(&3, &5), 5);
+        let closure = |a: &u32, b: &u32| a.max(b) * 2;
+        assert_eq!(closure.apply(&3, &5), 10);
     }
 }
