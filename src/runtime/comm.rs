@@ -376,7 +376,9 @@ impl<'t> Comm<'t> {
         // Everyone has entered this operation, so every older allreduce is
         // complete everywhere (Section 5.1, property 1).
         self.retire_allreduces(id);
-        self.linger(Lingering::Allreduce(core.with_op(never_combines as Absorb)));
+        self.linger(Lingering::Allreduce(Box::new(
+            core.with_op(never_combines as Absorb),
+        )));
         self.record_latency(started);
         Ok(value)
     }
