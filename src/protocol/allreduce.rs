@@ -354,6 +354,8 @@ where
             decided: true,
             ..got
         });
+        // What this rank still owes the reduce carries the result.
+        self.reduce.adopt_decided(got.value);
         self.output = Some(AllreduceOutput::Value {
             value: got.value,
             root: self.root,

@@ -449,6 +449,9 @@ impl<'t> Comm<'t> {
     /// arrives is taken and dropped.
     fn hang(&mut self) {
         self.state = State::Hung;
+        self.counters()
+            .epoch_seen
+            .store(u64::MAX, Ordering::Release);
         self.shared.finished.fetch_add(1, Ordering::AcqRel);
         while !self.shared.all_finished() {
             self.endpoint
@@ -460,6 +463,12 @@ impl<'t> Comm<'t> {
     /// Runs `core` (operation `op`) until it has its output and nothing to
     /// send, or fails.
     fn drive<C: Driven>(&mut self, op: OpId, core: &mut C) -> Result<C::Output, Error> {
+        let result = self.drive_loop(op, core);
+        self.counters().awaiting.store(0, Ordering::Release);
+        result
+    }
+
+    fn drive_loop<C: Driven>(&mut self, op: OpId, core: &mut C) -> Result<C::Output, Error> {
         let shared = self.shared;
         core.handle(shared.now(), Event::Start);
         // Hand the core every failure known so far, then what came early.
@@ -503,7 +512,11 @@ impl<'t> Comm<'t> {
             }
             self.serve_lingering()?;
             let now = Instant::now();
-            if let Some(peer) = suspect.watch(core.awaiting(), now, shared, op) {
+            let awaiting = core.awaiting();
+            self.counters()
+                .awaiting
+                .store(awaiting.map_or(0, |p| p + 1), Ordering::Release);
+            if let Some(peer) = suspect.watch(awaiting, now, shared, op) {
                 shared.fail(peer);
                 continue;
             }
@@ -616,6 +629,11 @@ impl<'t> Comm<'t> {
     /// Sends one message, or keeps it in the outbox if the lane is full.
     /// Messages to failed ranks vanish, as fail-stop says.
     fn transmit(&mut self, op: OpId, tx: Transmit<Msg<Packet>>) -> Result<(), Error> {
+        if self.state != State::Alive {
+            // Fail-stop: a rank that died (say, by its send budget while a
+            // lingering core was sending) sends nothing more.
+            return Err(Error::Failed(self.rank));
+        }
         if let Some(rec) = self.records.get_mut(op as usize) {
             rec.sends += 1;
         }
@@ -691,8 +709,13 @@ impl<'t> Comm<'t> {
                 self.flush_outbox();
                 let _ = self.serve_lingering();
             }
+            // A failure can make a lingering core send with no message to
+            // answer: the team is quiet only once every serving rank has
+            // handled every failure (the sends come first, then this store).
+            let seen = if serving { self.seen_epoch } else { u64::MAX };
+            self.counters().epoch_seen.store(seen, Ordering::Release);
             while self.receive_with(|comm, from, msg| {
-                if serving {
+                if serving && comm.state == State::Alive {
                     comm.route_other(from, msg);
                     let _ = comm.serve_lingering();
                 }
@@ -744,8 +767,10 @@ struct Suspicion {
 
 impl Suspicion {
     /// The peer to declare failed: the core has waited on it for the
-    /// team's failure timeout while it was inside operation `op` (or later).
-    /// A peer that has not reached `op` yet is late, not hung.
+    /// team's failure timeout while it was inside operation `op` (or later)
+    /// and not itself waiting on another rank. A peer that has not reached
+    /// `op` yet is late, not hung; one waiting on another is blocked, and the
+    /// rank it waits on is the suspect (its own waiters find it).
     fn watch(
         &mut self,
         awaiting: Option<Rank>,
@@ -754,8 +779,10 @@ impl Suspicion {
         op: OpId,
     ) -> Option<Rank> {
         let peer = awaiting.filter(|&p| {
+            let c = &shared.counters[p as usize];
             !shared.liveness.is_failed(p)
-                && shared.counters[p as usize].entered.load(Ordering::Acquire) > op
+                && c.entered.load(Ordering::Acquire) > op
+                && c.awaiting.load(Ordering::Acquire) == 0
         });
         if peer != self.peer {
             self.peer = peer;

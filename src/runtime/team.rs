@@ -267,6 +267,12 @@ pub(crate) struct Counters {
     pub(crate) consumed: AtomicU64,
     /// One more than the last operation the rank entered (0: none yet).
     pub(crate) entered: AtomicU32,
+    /// One more than the peer the rank's current core waits on (0: none),
+    /// so that a rank blocked behind a hung peer is not taken for hung.
+    pub(crate) awaiting: AtomicU32,
+    /// After its closure: the liveness epoch whose failures the rank has
+    /// handled (`u64::MAX`: it serves nothing, failed or hung).
+    pub(crate) epoch_seen: AtomicU64,
 }
 
 impl Shared<'_> {
@@ -318,10 +324,19 @@ impl Shared<'_> {
         (pushed, consumed)
     }
 
-    /// True when every closure has ended and no message is in a lane or
-    /// being handled, seen the same way twice.
+    /// True when every closure has ended, every serving rank has handled
+    /// every failure, and no message is in a lane or being handled, seen the
+    /// same way twice.
     pub(crate) fn quiet(&self) -> bool {
         if !self.all_finished() {
+            return false;
+        }
+        let epoch = self.liveness.epoch();
+        if self
+            .counters
+            .iter()
+            .any(|c| c.epoch_seen.load(Ordering::Acquire) < epoch)
+        {
             return false;
         }
         let first = self.message_sums();

@@ -233,6 +233,16 @@ impl<'p, P: Copy + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
         self.op_id
     }
 
+    /// Replaces this rank's input by a result already delivered (allreduce):
+    /// whatever it still sends up carries that result, which absorbs every
+    /// other value, so the reduction function is not called again.
+    pub fn adopt_decided(&mut self, value: P) {
+        self.input = Contribution {
+            decided: true,
+            ..Contribution::input(value)
+        };
+    }
+
     /// The same core with another reduction function (an engine keeping a
     /// core beyond the call that lent it the function swaps in its own).
     pub fn with_op<O2>(self, op: O2) -> Reduce<'p, P, O2> {

@@ -1,0 +1,370 @@
+//! Reduce, allreduce and barrier on threads: results, Theorem 5's message
+//! count, the semantics of Sections 4.1 and 5.1 sampled over fault sets and
+//! kill points, failure detection (registry and timeout), panicking
+//! operations, mismatches and bad input. Every test runs more ranks than
+//! this machine's cores.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use corrected::protocol::reduce::{FailureScheme, ReducePlan};
+use corrected::runtime::{Fault, FaultSchedule, RankOutcome, SystemOperation, Team};
+use corrected::sim::engine::NEVER;
+use corrected::sim::reduce::{includes_exactly, input_of};
+use corrected::types::{LogP, Rank, Tick};
+use corrected::Error;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn team(ranks: u32, f: u32, faults: FaultSchedule) -> Team {
+    Team::builder()
+        .ranks(ranks)
+        .fault_budget(f)
+        .faults(faults)
+        .op_timeout(Duration::from_secs(20))
+        .build()
+        .unwrap()
+}
+
+fn wrapping_sum(a: &u64, b: &u64) -> u64 {
+    a.wrapping_add(*b)
+}
+
+#[test]
+fn reduce_and_allreduce_compute_the_right_values() {
+    let _s = serial();
+    for procs in [1u32, 2, 3, 7, 8, 16, 17, 33] {
+        for f in [0, 1, 2].into_iter().filter(|&f| f < procs) {
+            let t = team(procs, f, FaultSchedule::none());
+            let report = t.run(|comm| {
+                let me = comm.rank();
+                let mut got = Vec::new();
+                for root in 0..comm.size().min(4) {
+                    let mut sum = 0u64;
+                    comm.reduce_into(root, &(me as u64 + 1), &mut sum, SystemOperation::sum())
+                        .unwrap();
+                    got.push((root, sum));
+                }
+                let x = [
+                    me as f64,
+                    1.0,
+                    -(me as f64),
+                    0.5,
+                    2.0,
+                    0.0,
+                    1e-3,
+                    me as f64 * 2.0,
+                ];
+                let mut all = [0.0f64; 8];
+                comm.all_reduce_into(&x, &mut all, SystemOperation::sum())
+                    .unwrap();
+                let mut max = 0i32;
+                comm.all_reduce_into(&-(me as i32), &mut max, SystemOperation::max())
+                    .unwrap();
+                let mut xor = 0u16;
+                comm.all_reduce_into(&(1u16 << (me % 16)), &mut xor, |a: &u16, b: &u16| a ^ b)
+                    .unwrap();
+                comm.barrier().unwrap();
+                (got, all, max, xor)
+            });
+            let n = procs as u64;
+            for (rank, (got, all, max, xor)) in report.returned() {
+                for &(root, sum) in got {
+                    if root == rank {
+                        assert_eq!(sum, n * (n + 1) / 2, "P={procs} f={f} root {root}");
+                    }
+                }
+                let ranks_sum = (n * (n - 1) / 2) as f64;
+                assert_eq!(all[0], ranks_sum, "P={procs} f={f}");
+                assert_eq!(all[1], n as f64);
+                assert_eq!(all[7], 2.0 * ranks_sum);
+                assert_eq!(*max, 0);
+                let expect = (0..procs).fold(0u16, |x, r| x ^ (1 << (r % 16)));
+                assert_eq!(*xor, expect);
+            }
+            assert_eq!(report.returned().count(), procs as usize);
+        }
+    }
+}
+
+#[test]
+fn theorem_5_message_count_on_threads() {
+    let _s = serial();
+    for procs in [2u32, 3, 5, 8, 13, 16, 17, 32] {
+        for f in [0u32, 1, 2, 3].into_iter().filter(|&f| f < procs) {
+            let t = team(procs, f, FaultSchedule::none());
+            let report = t.run(|comm| {
+                let mut out = 0u64;
+                comm.reduce_into(0, &1u64, &mut out, SystemOperation::sum())
+                    .map(|_| out)
+            });
+            let plan = ReducePlan::new(
+                "binomial".parse().unwrap(),
+                procs,
+                f,
+                FailureScheme::Bit,
+                LogP::PAPER,
+            )
+            .unwrap();
+            assert_eq!(
+                report.ops[0].messages,
+                plan.fault_free_messages(),
+                "P={procs} f={f}"
+            );
+            assert_eq!(report.outcomes[0].returned(), Some(&Ok(procs as u64)));
+        }
+    }
+}
+
+#[test]
+fn barrier_lets_nobody_through_before_everyone_arrived() {
+    let _s = serial();
+    for procs in [2u32, 7, 16, 33] {
+        let arrived = AtomicU32::new(0);
+        let t = team(procs, 1, FaultSchedule::none());
+        let report = t.run(|comm| {
+            for round in 1..=20u32 {
+                arrived.fetch_add(1, Ordering::SeqCst);
+                comm.barrier().unwrap();
+                // Everyone has arrived for this round (maybe some for the next).
+                assert!(arrived.load(Ordering::SeqCst) >= round * comm.size());
+                comm.barrier().unwrap();
+            }
+        });
+        assert_eq!(report.returned().count(), procs as usize, "P={procs}");
+    }
+}
+
+/// Death times as the inclusion check wants them: live ranks `NEVER`, ranks
+/// dead before the operation 0, ranks that died in it 1.
+fn deaths(procs: u32, killed: &[(Rank, u32)], failed: &[Rank]) -> Vec<Tick> {
+    (0..procs)
+        .map(|r| match killed.iter().find(|&&(k, _)| k == r) {
+            Some(&(_, 0)) => 0,
+            Some(_) if failed.contains(&r) => 1,
+            _ => NEVER,
+        })
+        .collect()
+}
+
+/// Sections 4.1 and 5.1 on threads, sampled: for P in 2..=17 and f in
+/// 1..=3, random sets of at most f ranks each killed before the operation or
+/// after a random number of its sends; the reduce root's result and every
+/// live rank's allreduce result hold every live input once and each dying
+/// rank's once or not at all, identical on all live ranks.
+#[test]
+fn sampled_kill_points_keep_reduce_and_allreduce_exact() {
+    let _s = serial();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+    let mut runs = 0;
+    for procs in 2..=17u32 {
+        for f in (1..=3u32).filter(|&f| f < procs) {
+            for _ in 0..3 {
+                let victims = rng.gen_range(1..=f);
+                let mut killed: Vec<(Rank, u32)> = Vec::new();
+                while killed.len() < victims as usize {
+                    let r = rng.gen_range(0..procs);
+                    if killed.iter().all(|&(k, _)| k != r) {
+                        killed.push((r, rng.gen_range(0..=6)));
+                    }
+                }
+                let allreduce = rng.gen_bool(0.6);
+                let root = rng.gen_range(0..procs);
+                let faults = killed.iter().fold(FaultSchedule::none(), |s, &(r, n)| {
+                    s.at(r, 0, Fault::DieAfterSends(n))
+                });
+                let report = team(procs, f, faults).run(|comm| {
+                    let mine = input_of(comm.rank());
+                    let mut out = 0u64;
+                    if allreduce {
+                        comm.all_reduce_into(&mine, &mut out, wrapping_sum)
+                            .map(|_| Some(out))
+                    } else {
+                        comm.reduce_into(root, &mine, &mut out, wrapping_sum)
+                            .map(|_| (comm.rank() == root).then_some(out))
+                    }
+                });
+                runs += 1;
+                let death = deaths(procs, &killed, &report.failed);
+                let what = format!(
+                    "P={procs} f={f} killed {killed:?} {}",
+                    if allreduce {
+                        "allreduce".to_string()
+                    } else {
+                        format!("reduce to {root}")
+                    }
+                );
+                let mut agreed = None;
+                for (r, outcome) in report.outcomes.iter().enumerate() {
+                    if death[r] != NEVER {
+                        continue;
+                    }
+                    let got = match outcome {
+                        RankOutcome::Returned(Ok(v)) => *v,
+                        other => panic!("{what}: live rank {r} got {other:?}"),
+                    };
+                    if let Some(v) = got {
+                        assert!(includes_exactly(v, &death), "{what}: rank {r} got {v:#x}");
+                        assert_eq!(*agreed.get_or_insert(v), v, "{what}: rank {r} disagrees");
+                    }
+                }
+            }
+        }
+    }
+    assert!(runs >= 100);
+}
+
+#[test]
+fn a_panicking_operation_fails_its_rank_not_the_team() {
+    let _s = serial();
+    let t = team(8, 1, FaultSchedule::none());
+    let report = t.run(|comm| {
+        let me = comm.rank();
+        let mut out = 0u64;
+        // Rank 5 combines its group peer's value before it sends up: its
+        // closure panics there.
+        let op = move |a: &u64, b: &u64| {
+            if me == 5 {
+                panic!("rank 5's reduction panics");
+            }
+            a + b
+        };
+        comm.reduce_into(0, &(me as u64), &mut out, op)?;
+        let reduced = out;
+        comm.all_reduce_into(&(me as u64), &mut out, SystemOperation::sum())?;
+        Ok::<_, Error>((reduced, out))
+    });
+    assert!(
+        matches!(report.outcomes[5], RankOutcome::Panicked(_)),
+        "{:?}",
+        report.outcomes
+    );
+    assert_eq!(report.failed, vec![5]);
+    let all: u64 = (0..8).sum();
+    // Rank 5 failed during the reduce: its input is in whole or not at all.
+    let (reduced, _) = report.outcomes[0].returned().unwrap().clone().unwrap();
+    assert!(reduced == all || reduced == all - 5, "{reduced}");
+    for (r, got) in report.returned() {
+        assert_eq!(got.as_ref().map(|g| g.1), Ok(all - 5), "rank {r}");
+    }
+}
+
+#[test]
+fn a_hanging_rank_is_found_by_the_timeout_detector() {
+    let _s = serial();
+    // Rank 2 hangs inside the second allreduce; rank 0 (the first root)
+    // hangs in the third, so the third also needs a root retry.
+    let faults = FaultSchedule::none()
+        .at(2, 1, Fault::Hang)
+        .at(0, 2, Fault::Hang);
+    let t = Team::builder()
+        .ranks(12)
+        .fault_budget(2)
+        .faults(faults)
+        .failure_timeout(Duration::from_millis(150))
+        .op_timeout(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let report = t.run(|comm| {
+        let me = comm.rank() as u64 + 1;
+        (0..3)
+            .map(|_| {
+                let mut out = 0u64;
+                comm.all_reduce_into(&me, &mut out, SystemOperation::sum())
+                    .map(|_| out)
+            })
+            .collect::<Vec<_>>()
+    });
+    let all: u64 = (1..=12).sum();
+    for (r, got) in report.returned() {
+        if r == 0 || r == 2 {
+            continue;
+        }
+        assert_eq!(got[0], Ok(all), "rank {r}");
+        assert_eq!(got[1], Ok(all - 3), "rank {r}: the hung rank 2 never sent");
+        assert_eq!(
+            got[2],
+            Ok(all - 3 - 1),
+            "rank {r}: root 0 hung before sending"
+        );
+    }
+    assert_eq!(
+        report.outcomes[0].returned().map(|g| g[2].clone()),
+        Some(Err(Error::Hung(0)))
+    );
+    assert_eq!(report.hung, vec![0, 2]);
+    assert!(report.failed.contains(&0) && report.failed.contains(&2));
+}
+
+#[test]
+fn a_killed_root_is_retried_and_later_operations_go_on() {
+    let _s = serial();
+    // Rank 0, the first allreduce root, dies before operation 1.
+    let t = team(16, 1, FaultSchedule::none().kill(0, 1));
+    let report = t.run(|comm| {
+        let me = comm.rank() as u64;
+        (0..50)
+            .map(|_| {
+                let mut out = 0u64;
+                comm.all_reduce_into(&me, &mut out, SystemOperation::sum())
+                    .map(|_| out)
+            })
+            .collect::<Vec<_>>()
+    });
+    let all: u64 = (0..16).sum();
+    for (r, got) in report.returned().filter(|&(r, _)| r != 0) {
+        assert_eq!(got[0], Ok(all), "rank {r}");
+        assert!(got[1..].iter().all(|g| *g == Ok(all)), "rank {r}: {got:?}");
+    }
+}
+
+#[test]
+fn mismatched_collectives_and_bad_input_are_typed_errors() {
+    let _s = serial();
+    assert!(matches!(
+        Team::builder().ranks(4).fault_budget(4).build(),
+        Err(Error::FaultBudget { f: 4, procs: 4 })
+    ));
+    let t = Team::builder()
+        .ranks(6)
+        .fault_budget(1)
+        .op_timeout(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    let report = t.run(|comm| {
+        let mut out = 0.0f64;
+        let bad_root = comm.reduce_into(9, &1.0, &mut out, SystemOperation::sum());
+        let bad_op = comm.all_reduce_into(&1.0, &mut out, SystemOperation::bitwise_and());
+        let too_big = comm.all_reduce_into(&[0u64; 9], &mut [0u64; 9], SystemOperation::sum());
+        // Rank 0 reduces while the others allreduce: an error, not a hang.
+        let mismatch = if comm.rank() == 0 {
+            comm.reduce_into(0, &1.0, &mut out, SystemOperation::sum())
+        } else {
+            comm.all_reduce_into(&1.0, &mut out, SystemOperation::sum())
+        };
+        (bad_root, bad_op, too_big, mismatch)
+    });
+    for (r, (bad_root, bad_op, too_big, mismatch)) in report.returned() {
+        assert!(matches!(
+            bad_root,
+            Err(Error::RankOutOfRange { rank: 9, .. })
+        ));
+        assert!(matches!(bad_op, Err(Error::Unsupported(_))));
+        assert!(matches!(too_big, Err(Error::PayloadTooLarge { .. })));
+        // Where a message shows the other collective: Mismatch. Elsewhere the
+        // mismatched ranks have left the operation, the timeout detector
+        // excludes them, and the operation ends in another typed error.
+        assert!(mismatch.is_err(), "rank {r}: {mismatch:?}");
+    }
+    // At least the ranks that heard the other kind say so.
+    assert!(report
+        .returned()
+        .any(|(_, o)| matches!(o.3, Err(Error::Mismatch { .. }))));
+}
