@@ -28,7 +28,7 @@ pub fn from_hwloc() -> Result<Machine, Error> {
 
 /// A synthetic machine built by hwloc itself from `description` (hwloc's
 /// synthetic format, e.g. `package:2 l3:4 core:8 pu:2`): to check that
-/// [`super::synthetic`] and hwloc read the same descriptions alike. Errors
+/// [`super::synthetic()`] and hwloc read the same descriptions alike. Errors
 /// on descriptions hwloc rejects.
 pub fn from_hwloc_synthetic(description: &str) -> Result<Machine, Error> {
     let topology = Topology::builder()

@@ -4,7 +4,7 @@
 //! * [`machine`]: the domain tree (package, NUMA node, L3, core, PU) with OS
 //!   cpu ids at the leaves; restriction to the cpus a process may use.
 //! * [`sysfs`]: the machine from Linux sysfs (the default, no dependency);
-//!   [`synthetic`]: from a description such as `package:2 l3:4 core:8 pu:2`;
+//!   [`mod@synthetic`]: from a description such as `package:2 l3:4 core:8 pu:2`;
 //!   `hwloc` (cargo feature `hwloc`): from hwloc through `hwlocality`.
 //! * [`policy`]: compact, scatter and separated layouts; [`layout`]: the
 //!   resulting [`Placement`], rank r on cpu `cpus()[r]`, and its gaps.
