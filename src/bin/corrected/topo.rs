@@ -11,7 +11,7 @@ use corrected::placement::{
 };
 use corrected::protocol::bcast::Correction;
 use corrected::topology::TreeSpec;
-use corrected::types::{LogP, Tick};
+use corrected::types::LogP;
 use corrected::Error;
 
 /// Options of `corrected topo`.
@@ -38,18 +38,9 @@ pub struct TopoArgs {
     /// Print, per level, the worst gap and correction latency over its domains for every policy (a markdown table).
     #[arg(long)]
     table: bool,
-    /// Dissemination tree of the simulated broadcast.
-    #[arg(long, default_value = "binomial")]
-    tree: String,
-    /// Correction of the simulated broadcast.
-    #[arg(long, default_value = "checked-sync")]
-    correction: String,
-    /// LogP latency L, in ticks.
-    #[arg(long, default_value_t = 2)]
-    latency: Tick,
-    /// LogP overhead o, in ticks.
-    #[arg(long, default_value_t = 1)]
-    overhead: Tick,
+    /// The simulated broadcast.
+    #[command(flatten)]
+    model: crate::model::BcastModelArgs,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -92,10 +83,11 @@ pub fn run(args: TopoArgs) -> Result<ExitCode, Error> {
     let machine = machine(&args)?;
     let policy: Policy = args.placement.parse()?;
     let ranks = args.ranks.unwrap_or(machine.pus() as u32);
+    let (tree, correction, logp) = args.model.parse()?;
     let sim = SimSettings {
-        tree: args.tree.parse()?,
-        correction: args.correction.parse()?,
-        logp: LogP::new(args.latency, args.overhead)?,
+        tree,
+        correction,
+        logp,
     };
     let placement = policy.place(&machine, ranks)?;
     let kill = match &args.kill_domain {
