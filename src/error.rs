@@ -76,6 +76,44 @@ pub enum Error {
     /// A feature asked for is not available (yet).
     #[error("{0}")]
     Unsupported(String),
+    /// A topology could not be read or is inconsistent (sysfs, hwloc).
+    #[error("bad topology: {0} (use --synthetic DESC to plan for a machine described by hand)")]
+    BadTopology(String),
+    /// A synthetic machine description could not be parsed.
+    #[error("bad synthetic machine '{spec}': {why} (expected levels outermost first with counts, e.g. 'package:2 l3:4 core:8 pu:2'; a count list such as l3:4,3 is cycled over the parents)")]
+    BadSynthetic {
+        /// The text given.
+        spec: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A domain name does not name a domain of the machine.
+    #[error("unknown domain '{domain}': {why}")]
+    UnknownDomain {
+        /// The text given.
+        domain: String,
+        /// What is wrong with it, and which domains exist.
+        why: String,
+    },
+    /// A placement was asked for more ranks than the machine has PUs.
+    #[error("{ranks} ranks do not fit on {pus} processing units (one rank per PU); pass --ranks <= {pus} or a larger machine")]
+    NotEnoughPus {
+        /// Ranks asked for.
+        ranks: u32,
+        /// PUs the machine has.
+        pus: usize,
+    },
+    /// A placement policy name could not be parsed.
+    #[error("bad placement '{0}' (expected compact, scatter or separated)")]
+    BadPlacement(String),
+    /// A placed pinning does not have one cpu per rank.
+    #[error("the placement has {placed} cpus but the team has {ranks} ranks; place exactly as many ranks as the team has")]
+    PlacementSize {
+        /// Cpus in the placement.
+        placed: usize,
+        /// Ranks in the team.
+        ranks: u32,
+    },
     /// A value does not fit in one message.
     #[error(
         "a value of {words} words does not fit in a message of {max} words; send it in pieces"

@@ -9,11 +9,15 @@
 //!   [`protocol::Protocol`] contract. They never touch a clock, thread or queue.
 //! * [`sim`]: a LogP discrete-event engine that drives protocol cores at 64K
 //!   ranks, fault injection, metrics named as in the papers, Monte Carlo.
+//! * [`runtime`]: the same cores on pinned threads.
+//! * [`placement`]: the machine's failure domains (sysfs, hwloc, synthetic)
+//!   and ring layouts that keep them apart.
 //!
 //! Everything a caller can get wrong is reported through [`Error`].
 
 pub mod error;
 pub mod mailbox;
+pub mod placement;
 pub mod protocol;
 pub mod runtime;
 pub mod sim;

@@ -1,7 +1,11 @@
 //! Pinning rank threads to cores with `core_affinity`.
 
+use std::sync::Arc;
+
+use crate::error::Error;
+
 /// Where rank threads run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Pinning {
     /// Let the OS place them.
     None,
@@ -10,6 +14,50 @@ pub enum Pinning {
     /// With more ranks than cores, ranks share cores round-robin.
     #[default]
     RoundRobin,
+    /// Rank r on OS cpu `cpus[r]` (a [`crate::placement::Placement`]: the
+    /// ring order follows the placement). A cpu this process may not use
+    /// (a synthetic machine planned bigger than this one) is mapped to the
+    /// (cpu mod n)-th core it may use, so nothing is pinned to a cpu that
+    /// does not exist. The list must have one cpu per rank.
+    Placed(Arc<[usize]>),
+}
+
+impl Pinning {
+    /// Checks the pinning fits a team of `ranks`: a placed pinning needs
+    /// exactly one cpu per rank.
+    pub fn check(&self, ranks: u32) -> Result<(), Error> {
+        match self {
+            Pinning::Placed(cpus) if cpus.len() != ranks as usize => Err(Error::PlacementSize {
+                placed: cpus.len(),
+                ranks,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// The core rank `rank` goes to among the `cores` this process may use;
+    /// `None` for no pinning (or no usable core).
+    pub fn core_for(
+        &self,
+        rank: u32,
+        cores: &[core_affinity::CoreId],
+    ) -> Option<core_affinity::CoreId> {
+        match self {
+            _ if cores.is_empty() => None,
+            Pinning::None => None,
+            Pinning::RoundRobin => Some(cores[rank as usize % cores.len()]),
+            Pinning::Placed(cpus) => {
+                let cpu = *cpus.get(rank as usize)?;
+                Some(
+                    cores
+                        .iter()
+                        .find(|c| c.id == cpu)
+                        .copied()
+                        .unwrap_or(cores[cpu % cores.len()]),
+                )
+            }
+        }
+    }
 }
 
 /// The cores this process may run on, in order.
@@ -18,10 +66,41 @@ pub fn available_cores() -> Vec<core_affinity::CoreId> {
 }
 
 /// Pins the calling thread for rank `rank` under `pinning`; false if it could not.
-pub fn pin(pinning: Pinning, rank: u32, cores: &[core_affinity::CoreId]) -> bool {
-    match pinning {
-        Pinning::None => true,
-        Pinning::RoundRobin if cores.is_empty() => false,
-        Pinning::RoundRobin => core_affinity::set_for_current(cores[rank as usize % cores.len()]),
+pub fn pin(pinning: &Pinning, rank: u32, cores: &[core_affinity::CoreId]) -> bool {
+    match (pinning, pinning.core_for(rank, cores)) {
+        (Pinning::None, _) => true,
+        (_, Some(core)) => core_affinity::set_for_current(core),
+        (_, None) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core_affinity::CoreId;
+
+    #[test]
+    fn placed_cpus_map_onto_usable_cores() {
+        let cores = [CoreId { id: 0 }, CoreId { id: 1 }, CoreId { id: 5 }];
+        let placed = Pinning::Placed(vec![5, 1, 7, 9].into());
+        let got: Vec<usize> = (0..4)
+            .map(|r| placed.core_for(r, &cores).unwrap().id)
+            .collect();
+        // 5 and 1 are usable; 7 -> cores[7 % 3] = cores[1]; 9 -> cores[0].
+        assert_eq!(got, vec![5, 1, 1, 0]);
+        assert_eq!(placed.core_for(4, &cores), None);
+        assert!(placed.check(4).is_ok());
+        assert!(matches!(
+            placed.check(5),
+            Err(Error::PlacementSize {
+                placed: 4,
+                ranks: 5
+            })
+        ));
+        assert_eq!(
+            Pinning::RoundRobin.core_for(4, &cores),
+            Some(CoreId { id: 1 })
+        );
+        assert_eq!(Pinning::None.core_for(0, &cores), None);
     }
 }

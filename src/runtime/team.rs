@@ -141,6 +141,7 @@ impl TeamBuilder {
                 max: MAX_RANKS as u64,
             });
         }
+        self.pinning.check(self.ranks)?;
         for r in self.faults.ranks() {
             if r >= self.ranks {
                 return Err(Error::RankOutOfRange {
@@ -388,7 +389,7 @@ impl Team {
                     std::thread::Builder::new()
                         .name(format!("rank-{rank}"))
                         .spawn_scoped(s, move || {
-                            pin::pin(shared.config.pinning, rank, cores);
+                            pin::pin(&shared.config.pinning, rank, cores);
                             let endpoint = shared
                                 .mailboxes
                                 .endpoint(rank)

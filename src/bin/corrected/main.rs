@@ -1,5 +1,6 @@
 //! The `corrected` command line: `corrected sim` runs the LogP simulator,
-//! `corrected run` runs collectives on threads.
+//! `corrected run` runs collectives on threads, `corrected topo` shows the
+//! machine's failure domains and placements.
 
 use std::process::ExitCode;
 
@@ -31,8 +32,10 @@ fn parse_rank_pair<N: std::str::FromStr>(
     ))
 }
 
+mod model;
 mod run;
 mod sim;
+mod topo;
 
 /// Fault-tolerant collectives: corrected trees, simulated and (later) on threads.
 #[derive(Parser)]
@@ -48,6 +51,8 @@ enum Command {
     Sim(sim::SimArgs),
     /// Run broadcasts on real threads, one per rank, with emulated faults.
     Run(run::RunArgs),
+    /// Show the machine's failure domains, a placement of ranks, and what killing a domain costs.
+    Topo(topo::TopoArgs),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +60,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Sim(args) => sim::run(args),
         Command::Run(args) => run::run(args),
+        Command::Topo(args) => topo::run(args),
     };
     match result {
         Ok(code) => code,

@@ -6,10 +6,8 @@ use clap::Args;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use corrected::protocol::bcast::Correction;
 use corrected::sim::{BcastScenario, BcastSim, BcastSummary, FaultPlan, MonteCarlo, Stats};
-use corrected::topology::TreeSpec;
-use corrected::types::{LogP, Rank, Tick};
+use corrected::types::{Rank, Tick};
 use corrected::Error;
 
 /// Options of `corrected sim`.
@@ -18,18 +16,8 @@ pub struct SimArgs {
     /// Number of simulated processes P.
     #[arg(long, default_value_t = 65536)]
     procs: u32,
-    /// Dissemination tree: binomial, lame:K, kary:K or optimal; prefix inorder- for depth-first numbering.
-    #[arg(long, default_value = "binomial")]
-    tree: String,
-    /// Correction: none, opportunistic:D, optimized:D, checked, checked-sync or delayed:DELAY.
-    #[arg(long, default_value = "checked-sync")]
-    correction: String,
-    /// LogP latency L, in ticks.
-    #[arg(long, default_value_t = 2)]
-    latency: Tick,
-    /// LogP overhead o, in ticks.
-    #[arg(long, default_value_t = 1)]
-    overhead: Tick,
+    #[command(flatten)]
+    model: crate::model::BcastModelArgs,
     /// Fraction of processes dead before each run, drawn afresh per run (0.01 = 1 %).
     #[arg(long, default_value_t = 0.0)]
     fault_rate: f64,
@@ -58,9 +46,7 @@ pub fn run(args: SimArgs) -> Result<ExitCode, Error> {
     if args.procs == 0 {
         return Err(Error::ZeroRanks);
     }
-    let spec: TreeSpec = args.tree.parse()?;
-    let correction: Correction = args.correction.parse()?;
-    let logp = LogP::new(args.latency, args.overhead)?;
+    let (spec, correction, logp) = args.model.parse()?;
     let faults = FaultPlan {
         dead: args.dead.clone(),
         rate: args.fault_rate,
@@ -118,10 +104,10 @@ fn print_table(s: &BcastSummary, args: &SimArgs, dissemination: Tick) {
     out!(
         "P={} tree={} correction={} L={} o={} fault-rate={} runs={} ({:.1} sims/s)",
         s.procs,
-        args.tree,
-        args.correction,
-        args.latency,
-        args.overhead,
+        args.model.tree,
+        args.model.correction,
+        args.model.latency,
+        args.model.overhead,
         args.fault_rate,
         s.runs,
         s.sims_per_second
