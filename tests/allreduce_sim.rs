@@ -3,22 +3,18 @@
 //! that die before and during the operation.
 
 use corrected::protocol::bcast::Correction;
-use corrected::protocol::reduce::FailureScheme;
 use corrected::sim::allreduce::{AllreduceScenario, AllreduceSim};
 use corrected::sim::engine::{NEVER, UNLIMITED};
-use corrected::sim::FaultPlan;
-use corrected::types::{LogP, Rank, Tick};
+use corrected::sim::ReduceConfig;
+use corrected::types::{Rank, Tick};
 
 fn scenario(procs: u32, f: u32, correction: Correction, detector: Tick) -> AllreduceScenario {
     AllreduceScenario::new(
-        "binomial".parse().unwrap(),
-        procs,
-        f,
-        FailureScheme::Bit,
+        ReduceConfig {
+            detector,
+            ..ReduceConfig::new(procs, f)
+        },
         correction,
-        LogP::PAPER,
-        FaultPlan::none(),
-        detector,
     )
     .unwrap()
 }

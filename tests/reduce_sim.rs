@@ -4,20 +4,16 @@
 
 use corrected::protocol::reduce::FailureScheme;
 use corrected::sim::engine::{NEVER, UNLIMITED};
-use corrected::sim::reduce::{fault_free_sends, ReduceScenario, ReduceSim};
+use corrected::sim::reduce::{fault_free_sends, ReduceConfig, ReduceScenario, ReduceSim};
 use corrected::sim::FaultPlan;
-use corrected::types::{LogP, Rank, Tick};
+use corrected::types::{Rank, Tick};
 
 fn scenario(procs: u32, f: u32, scheme: FailureScheme, detector: Tick) -> ReduceScenario {
-    ReduceScenario::new(
-        "binomial".parse().unwrap(),
-        procs,
-        f,
+    ReduceScenario::new(ReduceConfig {
         scheme,
-        LogP::PAPER,
-        FaultPlan::none(),
         detector,
-    )
+        ..ReduceConfig::new(procs, f)
+    })
     .unwrap()
 }
 
@@ -127,15 +123,12 @@ fn more_failures_than_f_never_give_a_partial_result() {
 
 #[test]
 fn random_dead_sets_within_budget_at_scale() {
-    let sc = ReduceScenario::new(
-        "binomial".parse().unwrap(),
-        4096,
-        4,
-        FailureScheme::List,
-        LogP::PAPER,
-        FaultPlan::rate(4.0 / 4096.0),
-        10,
-    )
+    let sc = ReduceScenario::new(ReduceConfig {
+        scheme: FailureScheme::List,
+        faults: FaultPlan::rate(4.0 / 4096.0),
+        detector: 10,
+        ..ReduceConfig::new(4096, 4)
+    })
     .unwrap();
     let mut sim = ReduceSim::new(&sc);
     for seed in 0..50 {

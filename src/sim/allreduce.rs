@@ -3,16 +3,14 @@
 
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
-use serde::Serialize;
 
 use crate::error::Error;
 use crate::protocol::allreduce::{Allreduce, AllreduceOutput, AllreducePlan};
 use crate::protocol::bcast::{BcastPlan, Correction};
-use crate::protocol::reduce::{Contribution, FailureScheme, ReducePlan};
+use crate::protocol::reduce::{Contribution, ReducePlan};
 use crate::sim::engine::{Engine, Trace, NEVER};
 use crate::sim::faults::FaultPlan;
-use crate::sim::reduce::{add, includes_exactly, input_of};
-use crate::topology::TreeSpec;
+use crate::sim::reduce::{add, includes_exactly, input_of, CollectiveRun, ReduceConfig};
 use crate::types::{Collective, LogP, Tick};
 
 /// An allreduce experiment.
@@ -25,33 +23,22 @@ pub struct AllreduceScenario {
 }
 
 impl AllreduceScenario {
-    /// An allreduce of `procs` ranks tolerating `f` failures: reduce
-    /// subtrees and broadcast tree shaped as `spec`, broadcast corrected by
-    /// `correction` (which must guarantee delivery); failures reported to
-    /// everyone `detector` ticks after they happen. Any rank may fail,
+    /// An allreduce as `config` says, its broadcast corrected by
+    /// `correction` (which must guarantee delivery). Any rank may fail,
     /// including the first roots.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        spec: TreeSpec,
-        procs: u32,
-        f: u32,
-        scheme: FailureScheme,
-        correction: Correction,
-        logp: LogP,
-        faults: FaultPlan,
-        detector: Tick,
-    ) -> Result<Self, Error> {
-        LogP::new(logp.latency, logp.overhead)?;
-        let reduce = ReducePlan::new(spec, procs, f, scheme, logp)?;
-        let bcast = BcastPlan::for_logp(spec, procs, correction, logp)?;
+    pub fn new(config: ReduceConfig, correction: Correction) -> Result<Self, Error> {
+        let c = config;
+        LogP::new(c.logp.latency, c.logp.overhead)?;
+        let reduce = ReducePlan::new(c.tree, c.procs, c.f, c.scheme, c.logp)?;
+        let bcast = BcastPlan::for_logp(c.tree, c.procs, correction, c.logp)?;
         let plan = AllreducePlan::new(reduce, bcast)?;
         // No rank is special to allreduce: validate as if the root were none.
-        faults.validate(procs, procs)?;
+        c.faults.validate(c.procs, c.procs)?;
         Ok(AllreduceScenario {
             plan,
-            logp,
-            faults,
-            detector,
+            logp: c.logp,
+            faults: c.faults,
+            detector: c.detector,
         })
     }
 
@@ -62,27 +49,7 @@ impl AllreduceScenario {
 }
 
 /// The metrics of one simulated allreduce.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct AllreduceRun {
-    /// When the last live rank had the result.
-    pub latency: Tick,
-    /// When all activity ended.
-    pub quiescence_latency: Tick,
-    /// All messages sent.
-    pub messages: u64,
-    /// All messages sent, divided by P.
-    pub messages_per_process: f64,
-    /// Ranks that failed.
-    pub failed: u32,
-    /// Rounds (roots) it took: 1 if the first root lived.
-    pub rounds: u32,
-    /// Every live rank delivered the same value, and it satisfies Section 5.1.
-    pub result_consistent: bool,
-    /// Failed checks: a live rank without the result, different results,
-    /// a result missing a live input or holding part of a failed one, a
-    /// duplicate delivery, a core not quiescent at the end. Must be 0.
-    pub violations: u32,
-}
+pub type AllreduceRun = CollectiveRun;
 
 /// A simulated rank's allreduce core.
 pub type SimAllreduce<'s> = Allreduce<'s, u64, fn(&mut u64, &u64)>;

@@ -24,5 +24,5 @@ pub use bcast::{BcastRun, BcastScenario, BcastSim, BcastSummary};
 pub use engine::{Engine, Trace, NEVER};
 pub use faults::FaultPlan;
 pub use montecarlo::MonteCarlo;
-pub use reduce::{ReduceRun, ReduceScenario, ReduceSim};
+pub use reduce::{CollectiveRun, ReduceConfig, ReduceRun, ReduceScenario, ReduceSim};
 pub use stats::Stats;

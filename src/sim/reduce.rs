@@ -60,6 +60,42 @@ pub fn includes_exactly(value: u64, death: &[Tick]) -> bool {
     })
 }
 
+/// What a reduce or allreduce experiment is made of. [`ReduceConfig::new`]
+/// gives the defaults: binomial subtrees, single-bit failure information,
+/// the paper's LogP model, no faults, a detector delay of two hops (8 ticks).
+#[derive(Clone, Debug)]
+pub struct ReduceConfig {
+    /// Shape of the I(f)-tree's subtrees (and of an allreduce's broadcast tree).
+    pub tree: TreeSpec,
+    /// Number of ranks.
+    pub procs: u32,
+    /// Fault budget.
+    pub f: u32,
+    /// Failure information sent up the tree.
+    pub scheme: FailureScheme,
+    /// The LogP model.
+    pub logp: LogP,
+    /// Which ranks fail, and when.
+    pub faults: FaultPlan,
+    /// Ticks after a rank dies until every rank is told.
+    pub detector: Tick,
+}
+
+impl ReduceConfig {
+    /// `procs` ranks tolerating `f` failures, everything else default.
+    pub fn new(procs: u32, f: u32) -> Self {
+        ReduceConfig {
+            tree: TreeSpec::interleaved(crate::topology::Shape::Binomial),
+            procs,
+            f,
+            scheme: FailureScheme::Bit,
+            logp: LogP::PAPER,
+            faults: FaultPlan::none(),
+            detector: 8,
+        }
+    }
+}
+
 /// A reduce experiment: plan, model, faults, detector delay.
 #[derive(Clone, Debug)]
 pub struct ReduceScenario {
@@ -70,25 +106,18 @@ pub struct ReduceScenario {
 }
 
 impl ReduceScenario {
-    /// A reduce to root 0 of `procs` ranks tolerating `f` failures; failed
-    /// ranks are reported to everyone `detector` ticks after they die.
-    pub fn new(
-        spec: TreeSpec,
-        procs: u32,
-        f: u32,
-        scheme: FailureScheme,
-        logp: LogP,
-        faults: FaultPlan,
-        detector: Tick,
-    ) -> Result<Self, Error> {
-        LogP::new(logp.latency, logp.overhead)?;
-        let plan = ReducePlan::new(spec, procs, f, scheme, logp)?;
-        faults.validate(procs, ROOT)?;
+    /// A reduce to root 0 as `config` says. Errors on bad parameters (the
+    /// root may not be dead before the operation).
+    pub fn new(config: ReduceConfig) -> Result<Self, Error> {
+        let c = config;
+        LogP::new(c.logp.latency, c.logp.overhead)?;
+        let plan = ReducePlan::new(c.tree, c.procs, c.f, c.scheme, c.logp)?;
+        c.faults.validate(c.procs, ROOT)?;
         Ok(ReduceScenario {
             plan,
-            logp,
-            faults,
-            detector,
+            logp: c.logp,
+            faults: c.faults,
+            detector: c.detector,
         })
     }
 
@@ -108,11 +137,11 @@ impl ReduceScenario {
     }
 }
 
-/// The metrics of one simulated reduce.
+/// The metrics of one simulated reduce or allreduce.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct ReduceRun {
-    /// When the root had its result (the last live rank's part done, if the
-    /// root died).
+pub struct CollectiveRun {
+    /// When the result was known: at the root (reduce), or at the last live
+    /// rank (allreduce). If a reduce's root died: the last live rank's part.
     pub latency: Tick,
     /// When all activity ended.
     pub quiescence_latency: Tick,
@@ -122,13 +151,20 @@ pub struct ReduceRun {
     pub messages_per_process: f64,
     /// Ranks that failed (before or during the operation).
     pub failed: u32,
-    /// The root holds a result that satisfies Section 4.1.
+    /// Rounds (roots) an allreduce took: 1 if the first root lived; 1 for
+    /// a reduce.
+    pub rounds: u32,
+    /// The result satisfies Section 4.1 (reduce: at the root) or 5.1
+    /// (allreduce: the same value on every live rank).
     pub result_consistent: bool,
     /// Failed checks: a live rank that did not deliver, a duplicate, a
-    /// wrong or missing root result while at most f ranks failed, a core not
+    /// wrong or missing result while at most f ranks failed, a core not
     /// quiescent at the end. Must be 0.
     pub violations: u32,
 }
+
+/// The metrics of one simulated reduce.
+pub type ReduceRun = CollectiveRun;
 
 /// A simulated rank's reduce core: `u64` inputs, wrapping addition.
 pub type SimReduce<'s> = Reduce<'s, u64, fn(&mut u64, &u64)>;
@@ -195,6 +231,7 @@ impl<'s> ReduceSim<'s> {
             quiescence_latency: trace.quiescence,
             messages: trace.sends_by_tag.iter().sum(),
             failed: trace.death.iter().filter(|&&d| d != NEVER).count() as u32,
+            rounds: 1,
             ..ReduceRun::default()
         };
         run.messages_per_process = run.messages as f64 / procs as f64;

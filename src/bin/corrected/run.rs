@@ -6,10 +6,13 @@ use std::time::Duration;
 use clap::Args;
 
 use corrected::protocol::bcast::Correction;
+use corrected::protocol::reduce::FailureScheme;
 use corrected::runtime::{Fault, FaultSchedule, Pinning, RankOutcome, Team};
+use corrected::sim::engine::NEVER;
+use corrected::sim::reduce::{includes_exactly, input_of};
 use corrected::sim::Stats;
 use corrected::topology::TreeSpec;
-use corrected::types::Rank;
+use corrected::types::{Rank, Tick};
 use corrected::Error;
 
 /// Options of `corrected run`.
@@ -18,12 +21,22 @@ pub struct RunArgs {
     /// Number of ranks (threads); default: one per available core.
     #[arg(long)]
     ranks: Option<u32>,
-    /// The collective: bcast.
+    /// The collective: bcast, reduce, allreduce or barrier.
     #[arg(long, default_value = "bcast")]
     op: String,
-    /// Root of every broadcast.
+    /// Root of every broadcast or reduce.
     #[arg(long, default_value_t = 0)]
     root: Rank,
+    /// Fault budget f of reduce, allreduce and barrier (default 1, 0 for one rank).
+    #[arg(long)]
+    f: Option<u32>,
+    /// Failure information of reduce: list, count or bit.
+    #[arg(long, default_value = "bit")]
+    failure_scheme: String,
+    /// Milliseconds a rank waits on a silent peer inside an operation before
+    /// declaring it failed (finds --hang ranks in reduce and allreduce).
+    #[arg(long, default_value_t = 1000.0)]
+    failure_timeout_ms: f64,
     /// Dissemination tree: binomial, lame:K, kary:K or optimal; prefix inorder- for depth-first numbering.
     #[arg(long, default_value = "binomial")]
     tree: String,
@@ -60,20 +73,88 @@ fn expected(i: u32) -> u64 {
     0x5eed_0000_0000 + i as u64
 }
 
-/// Runs `corrected run`. Exit code 1 if any delivery was wrong or missing
-/// where the correction guarantees it.
-pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
-    if args.op != "bcast" && args.op != "broadcast" {
-        return Err(Error::Unsupported(format!(
-            "--op {} is not available yet; use --op bcast (reduce, allreduce and barrier come with the next issue)",
-            args.op
-        )));
+/// The collectives `corrected run` drives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Bcast,
+    Reduce,
+    Allreduce,
+    Barrier,
+}
+
+impl Op {
+    fn parse(s: &str) -> Result<Op, Error> {
+        Ok(match s {
+            "bcast" | "broadcast" => Op::Bcast,
+            "reduce" => Op::Reduce,
+            "allreduce" => Op::Allreduce,
+            "barrier" => Op::Barrier,
+            _ => {
+                return Err(Error::Unsupported(format!(
+                    "unknown --op '{s}': expected bcast, reduce, allreduce or barrier"
+                )))
+            }
+        })
     }
+
+    fn name(self) -> &'static str {
+        match self {
+            Op::Bcast => "bcast",
+            Op::Reduce => "reduce",
+            Op::Allreduce => "allreduce",
+            Op::Barrier => "barrier",
+        }
+    }
+
+    fn rooted(self) -> bool {
+        matches!(self, Op::Bcast | Op::Reduce)
+    }
+}
+
+/// One operation on one rank: the value it produced (`None` where the
+/// collective gives none, e.g. a reduce's non-roots or a barrier).
+type Got = Result<Option<u64>, Error>;
+
+/// Per operation, when each rank failed in the sense of the inclusion check
+/// (`NEVER`: live, 0: contributed nothing, 1: failed during it).
+fn death_of(args: &RunArgs, report_failed: &[Rank], rank: Rank, op: u32) -> Tick {
+    let panics_at = args.iters / 2;
+    if args.kill.contains(&rank) || args.hang.contains(&rank) {
+        return 0;
+    }
+    if args.panic.contains(&rank) && op >= panics_at {
+        return 0;
+    }
+    if args.kill_after_sends.iter().any(|&(r, _)| r == rank) && report_failed.contains(&rank) {
+        return if op == 0 { 1 } else { 0 };
+    }
+    if report_failed.contains(&rank) {
+        // Declared failed by a timeout (or died by a panic mid-way): either.
+        return 1;
+    }
+    NEVER
+}
+
+fn wrapping_sum(a: &u64, b: &u64) -> u64 {
+    a.wrapping_add(*b)
+}
+
+/// Runs `corrected run`. Exit code 1 if any delivery was wrong or missing
+/// where the algorithm guarantees it. Reduce and allreduce sum
+/// pseudo-random 64-bit inputs (wrapping), so a missing, doubled or partial
+/// input shows in the result.
+pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
+    let op = Op::parse(&args.op)?;
     let tree: TreeSpec = args.tree.parse()?;
     let correction: Correction = args.correction.parse()?;
+    let scheme: FailureScheme = args.failure_scheme.parse()?;
     let mut builder = Team::builder()
         .tree(tree)
         .correction(correction)
+        .failure_scheme(scheme)
+        .failure_timeout(Duration::from_secs_f64(
+            args.failure_timeout_ms.max(0.001) / 1e3,
+        ))
         .op_timeout(Duration::from_secs_f64(args.timeout.max(0.001)))
         .pinning(if args.no_pin {
             Pinning::None
@@ -83,7 +164,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
     if let Some(r) = args.ranks {
         builder = builder.ranks(r);
     }
-    if args.kill.contains(&args.root) || args.hang.contains(&args.root) {
+    if let Some(f) = args.f {
+        builder = builder.fault_budget(f);
+    }
+    if op == Op::Bcast && (args.kill.contains(&args.root) || args.hang.contains(&args.root)) {
         return Err(Error::DeadRoot(args.root));
     }
     let mut faults = FaultSchedule::none().kill_group(args.kill.iter().copied(), 0);
@@ -112,13 +196,28 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
     let (iters, root, panics) = (args.iters, args.root, &args.panic);
     let started = std::time::Instant::now();
     let report = team.run(|comm| {
-        let mut got = Vec::with_capacity(iters as usize);
+        let me = comm.rank();
+        let mut got: Vec<Got> = Vec::with_capacity(iters as usize);
         for i in 0..iters {
-            if i == iters / 2 && panics.contains(&comm.rank()) {
-                panic!("rank {} panics on purpose (--panic)", comm.rank());
+            if i == iters / 2 && panics.contains(&me) {
+                panic!("rank {me} panics on purpose (--panic)");
             }
-            let mut v = if comm.rank() == root { expected(i) } else { 0 };
-            got.push(comm.broadcast_into(root, &mut v).map(|()| v));
+            let mut v = 0u64;
+            got.push(match op {
+                Op::Bcast => {
+                    if me == root {
+                        v = expected(i);
+                    }
+                    comm.broadcast_into(root, &mut v).map(|()| Some(v))
+                }
+                Op::Reduce => comm
+                    .reduce_into(root, &input_of(me), &mut v, wrapping_sum)
+                    .map(|()| (me == root).then_some(v)),
+                Op::Allreduce => comm
+                    .all_reduce_into(&input_of(me), &mut v, wrapping_sum)
+                    .map(|()| Some(v)),
+                Op::Barrier => comm.barrier().map(|()| None),
+            });
         }
         got
     });
@@ -127,6 +226,16 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
     let mut delivered = 0u64;
     let mut missing = 0u64;
     let mut wrong = 0u64;
+    let mut consistent = true;
+    let mut deaths: Vec<Vec<Tick>> = Vec::with_capacity(iters as usize);
+    for i in 0..iters {
+        deaths.push(
+            (0..ranks)
+                .map(|r| death_of(&args, &report.failed, r, i))
+                .collect(),
+        );
+    }
+    let mut agreed: Vec<Option<u64>> = vec![None; iters as usize];
     for (rank, outcome) in report.outcomes.iter().enumerate() {
         let rank = rank as Rank;
         let RankOutcome::Returned(got) = outcome else {
@@ -136,15 +245,31 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
             continue;
         }
         for (i, r) in got.iter().enumerate() {
-            match r {
-                Ok(v) if *v == expected(i as u32) => delivered += 1,
-                Ok(_) => wrong += 1,
-                Err(_) => missing += 1,
+            let ok = match (op, r) {
+                (_, Err(_)) => {
+                    missing += 1;
+                    continue;
+                }
+                (Op::Bcast, Ok(v)) => *v == Some(expected(i as u32)),
+                (Op::Reduce | Op::Allreduce, Ok(Some(v))) => {
+                    let same = *agreed[i].get_or_insert(*v) == *v;
+                    same && includes_exactly(*v, &deaths[i])
+                }
+                (_, Ok(_)) => true,
+            };
+            if ok {
+                delivered += 1;
+            } else {
+                wrong += 1;
+                consistent = false;
             }
         }
     }
-    let guaranteed =
-        correction.guarantees_delivery() || (args.kill.is_empty() && args.hang.is_empty());
+    let dead_or_hung = !(args.kill.is_empty() && args.hang.is_empty());
+    let guaranteed = match op {
+        Op::Bcast => correction.guarantees_delivery() || !dead_or_hung,
+        _ => report.failed.len() as u32 <= team.fault_budget(),
+    };
     let violations = wrong
         + if guaranteed && args.kill_after_sends.is_empty() {
             missing
@@ -169,8 +294,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
     if args.json {
         let v = serde_json::json!({
             "ranks": ranks,
-            "op": "bcast",
+            "op": op.name(),
             "iters": iters,
+            "f": (!op.rooted() || op == Op::Reduce).then(|| team.fault_budget()),
             "tree": tree.to_string(),
             "correction": correction.to_string(),
             "latency_ns": { "p50": lat.p50, "p99": lat.p99, "max": lat.max, "mean": lat.mean },
@@ -178,6 +304,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
             "delivered": delivered,
             "missing": missing,
             "violations": violations,
+            "result_consistent": consistent,
             "failed_ranks": report.failed,
             "hung_ranks": report.hung,
             "panicked_ranks": panicked,
@@ -185,18 +312,24 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
         });
         out!("{v}");
     } else {
+        let what = match op {
+            Op::Bcast => format!("broadcasts from rank {root}"),
+            Op::Reduce => format!("reduces to rank {root}, f={}", team.fault_budget()),
+            Op::Allreduce => format!("allreduces, f={}", team.fault_budget()),
+            Op::Barrier => format!("barriers, f={}", team.fault_budget()),
+        };
         out!(
-            "{ranks} ranks, {iters} broadcasts from rank {root}, tree {tree}, correction {correction}, {:.2} s",
+            "{ranks} ranks, {iters} {what}, tree {tree}, correction {correction}, {:.2} s",
             wall.as_secs_f64()
         );
         out!(
-            "latency per broadcast (slowest rank's call): p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs",
+            "latency per operation (slowest rank's call): p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs",
             lat.p50 / 1e3,
             lat.p99 / 1e3,
             lat.max / 1e3
         );
-        out!("messages per broadcast: {messages_per_op:.2}");
-        out!("delivered to live ranks: {delivered}, missing: {missing}, wrong: {wrong}, violations: {violations}");
+        out!("messages per operation: {messages_per_op:.2}");
+        out!("delivered to live ranks: {delivered}, missing: {missing}, wrong: {wrong}, violations: {violations}, result consistent: {consistent}");
         out!(
             "failed ranks: {:?}, hung: {:?}, panicked: {:?}",
             report.failed,

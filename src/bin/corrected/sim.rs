@@ -6,7 +6,11 @@ use clap::Args;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use corrected::sim::{BcastScenario, BcastSim, BcastSummary, FaultPlan, MonteCarlo, Stats};
+use corrected::protocol::reduce::FailureScheme;
+use corrected::sim::{
+    AllreduceScenario, AllreduceSim, BcastScenario, BcastSim, BcastSummary, FaultPlan, MonteCarlo,
+    ReduceConfig, ReduceScenario, ReduceSim, Stats,
+};
 use corrected::types::{Rank, Tick};
 use corrected::Error;
 
@@ -16,6 +20,18 @@ pub struct SimArgs {
     /// Number of simulated processes P.
     #[arg(long, default_value_t = 65536)]
     procs: u32,
+    /// The collective: bcast, reduce (to rank 0) or allreduce.
+    #[arg(long, default_value = "bcast")]
+    op: String,
+    /// Fault budget f of reduce and allreduce.
+    #[arg(long, default_value_t = 1)]
+    f: u32,
+    /// Failure information of reduce: list, count or bit.
+    #[arg(long, default_value = "bit")]
+    failure_scheme: String,
+    /// Ticks after a rank dies until every rank is told (failure detector).
+    #[arg(long, default_value_t = 8)]
+    detector: Tick,
     #[command(flatten)]
     model: crate::model::BcastModelArgs,
     /// Fraction of processes dead before each run, drawn afresh per run (0.01 = 1 %).
@@ -52,28 +68,21 @@ pub fn run(args: SimArgs) -> Result<ExitCode, Error> {
         rate: args.fault_rate,
         die_at: args.die_at.clone(),
     };
-    let scenario = BcastScenario::new(spec, args.procs, correction, logp, faults)?;
-    let mc = MonteCarlo {
-        runs: args.runs,
-        seed: args.seed,
-        threads: args
-            .threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
-    };
-    let bar = ProgressBar::new(args.runs);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {per_sec}, eta {eta}")
-            .expect("valid template"),
-    );
-    if args.runs < 50 {
-        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    match args.op.as_str() {
+        "bcast" | "broadcast" => {}
+        "reduce" | "allreduce" => return run_collective(&args, faults),
+        other => {
+            return Err(Error::Unsupported(format!(
+                "unknown --op '{other}': expected bcast, reduce or allreduce"
+            )))
+        }
     }
-    let (runs, seconds) = mc.execute(
+    let scenario = BcastScenario::new(spec, args.procs, correction, logp, faults)?;
+    let (runs, seconds) = monte_carlo(
+        &args,
         || BcastSim::new(&scenario),
-        |sim, seed| sim.run(seed),
-        |_| bar.inc(1),
+        |sim: &mut BcastSim, seed| sim.run(seed),
     );
-    bar.finish_and_clear();
     let summary = BcastSummary::of(args.procs, &runs, seconds);
     if args.json {
         let mut value = serde_json::to_value(&summary).expect("plain data");
@@ -147,4 +156,133 @@ fn print_table(s: &BcastSummary, args: &SimArgs, dissemination: Tick) {
         s.uncolored_live_total,
         s.violations
     );
+}
+
+/// Runs `args.runs` seeded simulations over worker threads with a progress bar.
+fn monte_carlo<S, R: Send>(
+    args: &SimArgs,
+    make: impl Fn() -> S + Sync,
+    run: impl Fn(&mut S, u64) -> R + Sync,
+) -> (Vec<R>, f64) {
+    let mc = MonteCarlo {
+        runs: args.runs,
+        seed: args.seed,
+        threads: args
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+    };
+    let bar = ProgressBar::new(args.runs);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {per_sec}, eta {eta}")
+            .expect("valid template"),
+    );
+    if args.runs < 50 {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let out = mc.execute(make, run, |_| bar.inc(1));
+    bar.finish_and_clear();
+    out
+}
+
+/// `corrected sim --op reduce|allreduce`: Monte Carlo over the fault plan.
+fn run_collective(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, Error> {
+    let (spec, correction, logp) = args.model.parse()?;
+    let scheme: FailureScheme = args.failure_scheme.parse()?;
+    let config = ReduceConfig {
+        tree: spec,
+        procs: args.procs,
+        f: args.f,
+        scheme,
+        logp,
+        faults,
+        detector: args.detector,
+    };
+    let (runs, seconds) = if args.op == "reduce" {
+        let sc = ReduceScenario::new(config)?;
+        monte_carlo(
+            args,
+            || ReduceSim::new(&sc),
+            |sim: &mut ReduceSim, s| sim.run(s),
+        )
+    } else {
+        let sc = AllreduceScenario::new(config, correction)?;
+        monte_carlo(
+            args,
+            || AllreduceSim::new(&sc),
+            |sim: &mut AllreduceSim, s| sim.run(s),
+        )
+    };
+    let latency = Stats::of(runs.iter().map(|r| r.latency as f64));
+    let messages = Stats::of(runs.iter().map(|r| r.messages_per_process));
+    let rounds = Stats::of(runs.iter().map(|r| r.rounds as f64));
+    let violations: u32 = runs.iter().map(|r| r.violations).sum();
+    let consistent = runs.iter().filter(|r| r.result_consistent).count();
+    if args.json {
+        let v = serde_json::json!({
+            "procs": args.procs,
+            "op": args.op,
+            "f": args.f,
+            "failure_scheme": scheme.to_string(),
+            "tree": spec.to_string(),
+            "correction": correction.to_string(),
+            "latency": logp.latency,
+            "overhead": logp.overhead,
+            "detector": args.detector,
+            "fault_rate": args.fault_rate,
+            "seed": args.seed,
+            "runs": args.runs,
+            "latency_ticks": latency,
+            "messages_per_process": messages,
+            "rounds": rounds,
+            "result_consistent": consistent as u64 == args.runs,
+            "consistent_runs": consistent,
+            "violations": violations,
+            "sims_per_second": args.runs as f64 / seconds.max(1e-9),
+        });
+        out!("{v}");
+    } else {
+        out!(
+            "P={} op={} f={} tree={} correction={} L={} o={} detector={} fault-rate={} runs={}",
+            args.procs,
+            args.op,
+            args.f,
+            spec,
+            correction,
+            logp.latency,
+            logp.overhead,
+            args.detector,
+            args.fault_rate,
+            args.runs
+        );
+        out!(
+            "{:<22} {:>9} {:>9} {:>9} {:>9}",
+            "metric",
+            "mean",
+            "p50",
+            "p99",
+            "max"
+        );
+        for (name, st) in [
+            ("latency (ticks)", &latency),
+            ("messages_per_process", &messages),
+            ("rounds", &rounds),
+        ] {
+            out!(
+                "{name:<22} {:>9.3} {:>9.2} {:>9.2} {:>9.2}",
+                st.mean,
+                st.p50,
+                st.p99,
+                st.max
+            );
+        }
+        out!(
+            "consistent runs: {consistent}/{}  violations: {violations}",
+            args.runs
+        );
+    }
+    Ok(if violations == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
