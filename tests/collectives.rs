@@ -368,3 +368,28 @@ fn mismatched_collectives_and_bad_input_are_typed_errors() {
         .returned()
         .any(|(_, o)| matches!(o.3, Err(Error::Mismatch { .. }))));
 }
+
+#[test]
+fn a_rank_that_leaves_early_counts_as_failed_for_what_it_skips() {
+    let _s = serial();
+    let t = team(9, 1, FaultSchedule::none());
+    let report = t.run(|comm| {
+        let me = comm.rank() as u64;
+        let rounds = if comm.rank() == 4 { 1 } else { 3 };
+        (0..rounds)
+            .map(|_| {
+                let mut out = 0u64;
+                comm.all_reduce_into(&me, &mut out, SystemOperation::sum())
+                    .map(|_| out)
+            })
+            .collect::<Vec<_>>()
+    });
+    let all: u64 = (0..9).sum();
+    for (r, got) in report.returned() {
+        assert_eq!(got[0], Ok(all), "rank {r}");
+        if r != 4 {
+            assert_eq!(got[1..], [Ok(all - 4), Ok(all - 4)], "rank {r}");
+        }
+    }
+    assert!(report.failed.is_empty(), "leaving is not failing");
+}

@@ -24,7 +24,9 @@
 //! the timeout detector: a core that has waited on the same peer for the
 //! team's failure timeout, while that peer is inside the same operation,
 //! marks it failed in the registry for everyone. A rank so marked is failed
-//! for good: its next step returns [`Error::Failed`].
+//! for good: its next step returns [`Error::Failed`]. A rank whose closure
+//! has ended counts as failed for every operation it never entered (no
+//! timeout needed: the ranks waiting on it see it within a nap).
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -516,6 +518,12 @@ impl<'t> Comm<'t> {
             self.counters()
                 .awaiting
                 .store(awaiting.map_or(0, |p| p + 1), Ordering::Release);
+            if let Some(p) = awaiting.filter(|&p| shared.left_before(p, op)) {
+                // It ended its closure without calling this operation: it
+                // will never take part, which for this operation is failure.
+                core.handle(shared.now(), Event::PeerFailed(p));
+                continue;
+            }
             if let Some(peer) = suspect.watch(awaiting, now, shared, op) {
                 shared.fail(peer);
                 continue;
@@ -697,6 +705,7 @@ impl<'t> Comm<'t> {
     /// is quiet. Failed and hung ranks only take messages out of their lanes
     /// (and drop them), so that the count of messages in flight reaches zero.
     pub(crate) fn finish(&mut self) {
+        self.counters().left.store(true, Ordering::Release);
         if self.state != State::Hung {
             self.shared.finished.fetch_add(1, Ordering::AcqRel);
         }

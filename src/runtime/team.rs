@@ -13,7 +13,7 @@ use crate::runtime::comm::{Comm, OpRecord, Packet};
 use crate::runtime::faults::FaultSchedule;
 use crate::runtime::liveness::Liveness;
 use crate::runtime::pin::{self, Pinning};
-use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use crate::topology::{Tree, TreeSpec, MAX_PROCS};
 use crate::types::{LogP, OpId, Rank, Tick};
 use crossbeam_utils::CachePadded;
@@ -274,6 +274,8 @@ pub(crate) struct Counters {
     /// After its closure: the liveness epoch whose failures the rank has
     /// handled (`u64::MAX`: it serves nothing, failed or hung).
     pub(crate) epoch_seen: AtomicU64,
+    /// The rank's closure has ended (returned or panicked).
+    pub(crate) left: AtomicBool,
 }
 
 impl Shared<'_> {
@@ -291,6 +293,12 @@ impl Shared<'_> {
 
     pub(crate) fn op_timeout(&self) -> Duration {
         self.config.op_timeout
+    }
+
+    /// True if `rank`'s closure ended before it entered operation `op`.
+    pub(crate) fn left_before(&self, rank: Rank, op: OpId) -> bool {
+        let c = &self.counters[rank as usize];
+        c.left.load(Ordering::Acquire) && c.entered.load(Ordering::Acquire) <= op
     }
 
     pub(crate) fn failure_timeout(&self) -> Duration {
