@@ -300,6 +300,7 @@ impl<T: Send> Mailboxes<T> {
             start: 0,
             hint: None,
             registered: None,
+            spins: SPINS,
             _not_sync: PhantomData,
         })
     }
@@ -500,6 +501,9 @@ pub struct Endpoint<'a, T> {
     hint: Option<(Rank, &'a Lane<T>)>,
     /// The thread registered as this rank's waiter.
     registered: Option<thread::ThreadId>,
+    /// Spin rounds of [`Endpoint::wait`] before it yields ([`SPINS`] unless
+    /// set by [`Endpoint::set_spins`]).
+    spins: u32,
     _not_sync: PhantomData<Cell<()>>,
 }
 
@@ -507,6 +511,16 @@ impl<'a, T: Send> Endpoint<'a, T> {
     /// This endpoint's rank.
     pub fn rank(&self) -> Rank {
         self.rank
+    }
+
+    /// Sets how many spin rounds (about 25-30 ns each) [`Endpoint::wait`]
+    /// polls before it yields and parks. A thread alone on its core should
+    /// spin long: in a virtual machine, waking a halted vCPU costs tens of
+    /// microseconds (docs/mailbox.md). Under loom it stays 0.
+    pub fn set_spins(&mut self, spins: u32) {
+        if cfg!(not(loom)) {
+            self.spins = spins;
+        }
     }
 
     /// Sends `msg` to `to`. Never blocks: `Err(msg)` hands the value back
@@ -636,7 +650,7 @@ impl<'a, T: Send> Endpoint<'a, T> {
         if expired(deadline) {
             return Woke::Timeout;
         }
-        for _ in 0..SPINS {
+        for _ in 0..self.spins {
             sync::spin_loop();
             if let Some(woke) = self.poll_ready() {
                 return woke;

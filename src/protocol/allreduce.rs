@@ -225,6 +225,16 @@ where
         self.root
     }
 
+    /// The current round's reduce core.
+    pub fn reduce_phase(&self) -> &Reduce<'p, P, O> {
+        &self.reduce
+    }
+
+    /// The current round's broadcast core.
+    pub fn broadcast_phase(&self) -> &Bcast<'p, Contribution<P>> {
+        &self.bcast
+    }
+
     /// The result, once this rank has it.
     pub fn result(&self) -> Option<P> {
         self.decided.map(|c| c.value)

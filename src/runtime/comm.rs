@@ -56,6 +56,10 @@ const MAX_SLEEP: Duration = Duration::from_millis(1);
 /// message before it returns and leaves the forwarding to a lingering core.
 const TREE_GRACE: Duration = Duration::from_millis(50);
 
+/// Messages a rank may keep waiting for full lanes before it holds back
+/// from starting another operation.
+const OUTBOX_LIMIT: usize = 64;
+
 /// Cores of past operations a rank keeps serving at most.
 pub const LINGER: usize = 32;
 
@@ -127,9 +131,10 @@ trait Driven: Protocol<Payload = Packet> {
     /// Whether a message of the same operation belongs to the same call.
     fn same_call(&self, msg: &Msg<Packet>) -> bool;
     /// Whether the call may return, `since` after the output came (the
-    /// core has its output and nothing to send).
+    /// core has its output and has sent what it could). What is left is
+    /// served by the lingering core.
     fn may_return(&self, _since: Duration) -> bool {
-        true
+        self.is_quiescent()
     }
 }
 
@@ -140,12 +145,8 @@ impl Driven for Bcast<'_, Packet> {
     fn same_call(&self, msg: &Msg<Packet>) -> bool {
         msg.kind == Collective::Broadcast && msg.root == self.root()
     }
-    // A rank colored only by correction still owes its subtree the tree
-    // message: it waits for it (or for its ancestor's failure) up to
-    // TREE_GRACE, so that no rank returns while its children depend on it,
-    // yet a hung ancestor cannot hold it for long.
     fn may_return(&self, since: Duration) -> bool {
-        self.colored_by_tree() || self.is_finished() || since >= TREE_GRACE
+        bcast_may_return(self, since)
     }
 }
 
@@ -166,6 +167,24 @@ impl<O: crate::protocol::reduce::Combine<Words> + Clone> Driven for Allreduce<'_
     fn same_call(&self, msg: &Msg<Packet>) -> bool {
         msg.kind == self.kind()
     }
+    fn may_return(&self, since: Duration) -> bool {
+        self.reduce_phase().is_quiescent() && bcast_may_return(self.broadcast_phase(), since)
+    }
+}
+
+/// A broadcast lets its rank return once it has nothing left to send
+/// without news: its tree sends are done and its correction sweep has heard
+/// from both sides (or covered the ring). Returning earlier would leave the
+/// ranks a dead or hung neighbour cut off to sweeps that only progress when
+/// their ranks call again: a deadlock if user code waits on something
+/// outside the library. A rank colored only by correction still owes its
+/// subtree the tree message: it waits for it (or for its ancestor's
+/// failure) up to TREE_GRACE, so that no rank returns while its children
+/// depend on it, yet a hung ancestor cannot hold it for long.
+fn bcast_may_return(core: &Bcast<'_, Packet>, since: Duration) -> bool {
+    core.is_quiescent()
+        && !core.owes_tree_sends()
+        && (core.colored_by_tree() || core.is_finished() || since >= TREE_GRACE)
 }
 
 /// A rank's handle: its number, the team size, and the collectives.
@@ -385,6 +404,23 @@ impl<'t> Comm<'t> {
         Ok(value)
     }
 
+    /// Flow control: a rank whose lanes are full (its receivers are far
+    /// behind, e.g. a root broadcasting in a loop) does not start another
+    /// operation until its outbox is short again. Meanwhile it keeps taking
+    /// messages, so two ranks waiting on each other's lanes both drain.
+    fn backpressure(&mut self) {
+        let deadline = Instant::now() + self.shared.op_timeout();
+        while self.outbox.len() > OUTBOX_LIMIT && Instant::now() < deadline {
+            self.flush_outbox();
+            while self.receive_with(|comm, from, msg| comm.route_other(from, msg)) {}
+            let _ = self.serve_lingering();
+            if self.outbox.len() > OUTBOX_LIMIT {
+                self.endpoint
+                    .wait(Some(Instant::now() + Duration::from_micros(50)));
+            }
+        }
+    }
+
     fn check_root(&self, root: Rank) -> Result<(), Error> {
         let procs = self.size();
         if root >= procs {
@@ -402,6 +438,7 @@ impl<'t> Comm<'t> {
     /// Numbers the next operation and applies this rank's planned fault.
     fn begin_op(&mut self) -> Result<OpId, Error> {
         self.check_alive()?;
+        self.backpressure();
         let op = self.fence.enter();
         self.shared.counters[self.rank as usize]
             .entered
@@ -504,7 +541,7 @@ impl<'t> Comm<'t> {
                 output = core.take_output();
                 output_at = Instant::now();
             }
-            if output.is_some() && core.is_quiescent() && core.may_return(output_at.elapsed()) {
+            if output.is_some() && core.may_return(output_at.elapsed()) {
                 break;
             }
             if let Some((from, msg)) = self.endpoint.try_recv() {

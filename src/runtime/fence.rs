@@ -2,6 +2,8 @@
 //! one a rank is in. Messages of later operations wait here until the rank
 //! gets there; messages of earlier ones are the caller's to route or drop.
 
+use std::collections::BTreeMap;
+
 use crate::types::{OpId, Rank};
 
 /// Where a message goes, given the operation it carries.
@@ -21,14 +23,19 @@ pub enum Route {
 pub struct Fence<M> {
     /// Operations below this one have been entered.
     next: OpId,
-    early: Vec<(Rank, OpId, M)>,
+    /// Early messages by operation, in arrival order within one: a sender
+    /// that runs far ahead leaves many, and releasing one operation's must
+    /// not cost a scan of all.
+    early: BTreeMap<OpId, Vec<(Rank, M)>>,
+    held: usize,
 }
 
 impl<M> Default for Fence<M> {
     fn default() -> Self {
         Fence {
             next: 0,
-            early: Vec::new(),
+            early: BTreeMap::new(),
+            held: 0,
         }
     }
 }
@@ -65,21 +72,20 @@ impl<M> Fence<M> {
     /// Keeps a message of a later operation.
     pub fn hold(&mut self, from: Rank, op: OpId, msg: M) {
         debug_assert!(op >= self.next);
-        self.early.push((from, op, msg));
+        self.early.entry(op).or_default().push((from, msg));
+        self.held += 1;
     }
 
     /// Takes the kept messages of operation `op`, in arrival order.
     pub fn release(&mut self, op: OpId) -> Vec<(Rank, M)> {
-        let (now, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.early)
-            .into_iter()
-            .partition(|e| e.1 == op);
-        self.early = later;
-        now.into_iter().map(|(from, _, msg)| (from, msg)).collect()
+        let now = self.early.remove(&op).unwrap_or_default();
+        self.held -= now.len();
+        now
     }
 
     /// How many messages wait for later operations.
     pub fn held(&self) -> usize {
-        self.early.len()
+        self.held
     }
 }
 

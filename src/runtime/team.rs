@@ -18,6 +18,16 @@ use crate::topology::{Tree, TreeSpec, MAX_PROCS};
 use crate::types::{LogP, OpId, Rank, Tick};
 use crossbeam_utils::CachePadded;
 
+/// Spin rounds (about 25-30 ns each, so about 100 µs) a rank that has its
+/// core to itself polls before it yields and parks. In this VM a parked
+/// rank's vCPU halts, and waking it costs ~80 µs: at 2 pinned ranks a
+/// checked broadcast took 80-90 µs median with the default 64 spins and
+/// 1.1 µs unpinned (both threads on one vCPU). See docs/benchmarks.md.
+const ALONE_SPINS: u32 = 4096;
+
+/// Default least time between two correction messages of one rank.
+pub const DEFAULT_PACE: Duration = Duration::ZERO;
+
 /// The largest team [`Team`] runs (lanes are made lazily, so memory stays
 /// bounded by the pairs that talk).
 pub const MAX_RANKS: u32 = 4096;
@@ -38,6 +48,7 @@ pub struct TeamBuilder {
     faults: FaultSchedule,
     failure_timeout: Duration,
     op_timeout: Duration,
+    correction_pace: Duration,
     lane_capacity: usize,
 }
 
@@ -53,6 +64,7 @@ impl Default for TeamBuilder {
             faults: FaultSchedule::none(),
             failure_timeout: Duration::from_secs(1),
             op_timeout: Duration::from_secs(10),
+            correction_pace: DEFAULT_PACE,
             lane_capacity: 64,
         }
     }
@@ -124,6 +136,16 @@ impl TeamBuilder {
         self
     }
 
+    /// The least time between two correction messages of one rank (the
+    /// thread runtime's stand-in for LogP's o, which paces a sweep in the
+    /// simulator). Shorter: faster correction across gaps of dead ranks;
+    /// longer: fewer messages when a neighbour's answer is slow because it
+    /// was descheduled. Default [`DEFAULT_PACE`].
+    pub fn correction_pace(mut self, pace: Duration) -> Self {
+        self.correction_pace = pace;
+        self
+    }
+
     /// Messages a lane holds before a sender keeps the rest in its outbox.
     pub fn lane_capacity(mut self, capacity: usize) -> Self {
         self.lane_capacity = capacity.max(2);
@@ -160,11 +182,14 @@ impl TeamBuilder {
         } else {
             Correction::Checked
         };
-        let allreduce =
-            AllreducePlan::new(reduce.clone(), BcastPlan::new(tree.clone(), correction, 0))?;
+        let pace = self.correction_pace.as_nanos() as Tick;
+        let allreduce = AllreducePlan::new(
+            reduce.clone(),
+            BcastPlan::new(tree.clone(), correction, 0).with_pace(pace),
+        )?;
         Ok(Team {
             plans: Plans {
-                bcast: BcastPlan::new(tree, self.correction, 0),
+                bcast: BcastPlan::new(tree, self.correction, 0).with_pace(pace),
                 reduce,
                 allreduce,
             },
@@ -390,6 +415,10 @@ impl Team {
                 .collect(),
         };
         let cores = pin::available_cores();
+        // One pinned rank per core: nobody else needs the core, so a waiting
+        // rank spins instead of letting its (virtual) cpu halt.
+        let alone_on_core =
+            self.config.pinning != Pinning::None && (self.config.ranks as usize) <= cores.len();
         let results: Vec<(RankOutcome<R>, Vec<OpRecord>, bool)> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..self.config.ranks)
                 .map(|rank| {
@@ -398,10 +427,13 @@ impl Team {
                         .name(format!("rank-{rank}"))
                         .spawn_scoped(s, move || {
                             pin::pin(&shared.config.pinning, rank, cores);
-                            let endpoint = shared
+                            let mut endpoint = shared
                                 .mailboxes
                                 .endpoint(rank)
                                 .expect("one endpoint per rank");
+                            if alone_on_core {
+                                endpoint.set_spins(ALONE_SPINS);
+                            }
                             let mut comm = Comm::new(shared, rank, endpoint);
                             let outcome = match catch_unwind(AssertUnwindSafe(|| f(&mut comm))) {
                                 Ok(r) => RankOutcome::Returned(r),

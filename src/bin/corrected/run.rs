@@ -58,6 +58,9 @@ pub struct RunArgs {
     /// Number of operations.
     #[arg(long, default_value_t = 1000)]
     iters: u32,
+    /// Least microseconds between two correction messages of one rank.
+    #[arg(long, default_value_t = 0.0)]
+    pace_us: f64,
     /// Do not pin threads to cores.
     #[arg(long)]
     no_pin: bool,
@@ -156,6 +159,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
             args.failure_timeout_ms.max(0.001) / 1e3,
         ))
         .op_timeout(Duration::from_secs_f64(args.timeout.max(0.001)))
+        .correction_pace(Duration::from_secs_f64(args.pace_us.max(0.0) / 1e6))
         .pinning(if args.no_pin {
             Pinning::None
         } else {

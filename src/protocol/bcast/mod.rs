@@ -33,6 +33,7 @@ pub struct BcastPlan {
     correction: Correction,
     sync_start: Tick,
     synchronized: bool,
+    pace: Tick,
 }
 
 impl BcastPlan {
@@ -44,7 +45,22 @@ impl BcastPlan {
             correction,
             sync_start,
             synchronized: correction.synchronized(),
+            pace: 0,
         }
+    }
+
+    /// The same plan with correction messages at least `pace` ticks apart.
+    /// In LogP the overhead o paces a sweep; on threads a send costs a
+    /// fraction of a neighbour's reply time, and an unpaced checked sweep
+    /// outruns a descheduled neighbour's answer across the whole ring.
+    pub fn with_pace(mut self, pace: Tick) -> Self {
+        self.pace = pace;
+        self
+    }
+
+    /// The least time between two correction messages of one rank.
+    pub fn pace(&self) -> Tick {
+        self.pace
     }
 
     /// A plan for the LogP model: synchronized correction starts at the tree's
@@ -99,6 +115,8 @@ pub struct Bcast<'p, P> {
     /// Colored by dissemination: received a tree message (or is the root).
     by_tree: bool,
     correcting: bool,
+    /// When the last correction message went out (pacing).
+    last_correction: Option<Tick>,
     /// A tree ancestor is known to have failed: no tree message will come.
     orphaned: bool,
     sweep: Sweep,
@@ -136,6 +154,7 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
             output_ready: false,
             by_tree: false,
             correcting: false,
+            last_correction: None,
             orphaned: false,
             sweep: Sweep::new(),
         })
@@ -154,6 +173,19 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
     pub fn with_kind(mut self, kind: Collective) -> Self {
         self.kind = kind;
         self
+    }
+
+    /// True while the rank holds the value from a tree message and still has
+    /// children to send it to: it must not leave before.
+    pub fn owes_tree_sends(&self) -> bool {
+        self.by_tree && self.next_child < self.child_end
+    }
+
+    /// The next paced correction send may go at this time.
+    fn paced_until(&self) -> Option<Tick> {
+        self.last_correction
+            .map(|t| t + self.plan.pace)
+            .filter(|_| self.plan.pace > 0)
     }
 
     /// True once the rank was colored by a tree message (or is the root).
@@ -279,7 +311,11 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
             return None;
         }
         self.correcting = true;
+        if self.paced_until().is_some_and(|t| now < t) {
+            return None;
+        }
         let step = self.sweep.next(self.plan.correction, now, procs)?;
+        self.last_correction = Some(now);
         let to = match step.tag {
             Tag::Rightward => ring::right(self.me, step.dist, procs),
             _ => ring::left(self.me, step.dist, procs),
@@ -294,7 +330,20 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
         if self.by_tree && self.plan.synchronized && !self.correcting {
             return Some(self.plan.sync_start);
         }
-        self.sweep.deadline(self.plan.correction, self.plan.procs())
+        let sweep = self.sweep.deadline(self.plan.correction, self.plan.procs());
+        // Only a sweep step held back by the pace is a reason to wake.
+        let paced = self.paced_until().filter(|&t| {
+            self.correcting
+                && self
+                    .sweep
+                    .clone()
+                    .next(self.plan.correction, t, self.plan.procs())
+                    .is_some()
+        });
+        match (sweep, paced) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn take_output(&mut self) -> Option<P> {
