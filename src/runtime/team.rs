@@ -140,7 +140,7 @@ impl TeamBuilder {
     /// thread runtime's stand-in for LogP's o, which paces a sweep in the
     /// simulator). Shorter: faster correction across gaps of dead ranks;
     /// longer: fewer messages when a neighbour's answer is slow because it
-    /// was descheduled. Default [`DEFAULT_PACE`].
+    /// was descheduled. Default 0: no pacing (docs/benchmarks.md).
     pub fn correction_pace(mut self, pace: Duration) -> Self {
         self.correction_pace = pace;
         self
