@@ -2,11 +2,13 @@
 //! every fault set of at most f ranks and their kill points, including roots
 //! that die before and during the operation.
 
+mod common;
+
 use corrected::protocol::bcast::Correction;
 use corrected::sim::allreduce::{AllreduceScenario, AllreduceSim};
 use corrected::sim::engine::{NEVER, UNLIMITED};
 use corrected::sim::ReduceConfig;
-use corrected::types::{Rank, Tick};
+use corrected::types::Tick;
 
 fn scenario(procs: u32, f: u32, correction: Correction, detector: Tick) -> AllreduceScenario {
     AllreduceScenario::new(
@@ -17,23 +19,6 @@ fn scenario(procs: u32, f: u32, correction: Correction, detector: Tick) -> Allre
         correction,
     )
     .unwrap()
-}
-
-fn subsets(procs: u32, f: u32) -> Vec<Vec<Rank>> {
-    let mut out = vec![vec![]];
-    for r in 0..procs {
-        let more: Vec<_> = out
-            .iter()
-            .filter(|s| (s.len() as u32) < f)
-            .map(|s| {
-                let mut t = s.clone();
-                t.push(r);
-                t
-            })
-            .collect();
-        out.extend(more);
-    }
-    out
 }
 
 #[test]
@@ -68,35 +53,18 @@ fn section_5_1_exhaustive_small_teams() {
             sim.run_with(&vec![NEVER; procs_us], &[]);
             let sends = sim.last_trace().sends_by_rank.clone();
             let death = vec![NEVER; procs_us];
-            for set in subsets(procs, f) {
+            for set in common::subsets(procs, f) {
                 // Every kill point with one or two victims; with three, each
                 // victim's points are stepped by a stride to keep it fast.
                 let stride = if set.len() == 3 { 3 } else { 1 };
-                let mut points = vec![0u32; set.len()];
-                loop {
-                    let mut budget = vec![UNLIMITED; procs_us];
-                    for (k, &r) in set.iter().enumerate() {
-                        budget[r as usize] = points[k];
-                    }
-                    let run = sim.run_with(&death, &budget);
+                common::for_each_kill_point(procs, &set, &sends, stride, |points, budget| {
+                    let run = sim.run_with(&death, budget);
                     runs += 1;
                     assert_eq!(
                         run.violations, 0,
                         "P={procs} f={f} detector={detector} killed {set:?} after {points:?} sends"
                     );
-                    let mut k = 0;
-                    while k < set.len() {
-                        points[k] += stride;
-                        if points[k] <= sends[set[k] as usize] {
-                            break;
-                        }
-                        points[k] = 0;
-                        k += 1;
-                    }
-                    if k == set.len() {
-                        break;
-                    }
-                }
+                });
             }
         }
     }

@@ -2,11 +2,13 @@
 //! semantics of Section 4.1, exhaustively over small teams, fault sets and
 //! kill points.
 
+mod common;
+
 use corrected::protocol::reduce::FailureScheme;
-use corrected::sim::engine::{NEVER, UNLIMITED};
+use corrected::sim::engine::NEVER;
 use corrected::sim::reduce::{fault_free_sends, ReduceConfig, ReduceScenario, ReduceSim};
 use corrected::sim::FaultPlan;
-use corrected::types::{Rank, Tick};
+use corrected::types::Tick;
 
 fn scenario(procs: u32, f: u32, scheme: FailureScheme, detector: Tick) -> ReduceScenario {
     ReduceScenario::new(ReduceConfig {
@@ -35,23 +37,6 @@ fn theorem_5_fault_free_message_count() {
     }
 }
 
-/// Every subset of `0..procs` with at most `f` members.
-fn subsets(procs: u32, f: u32) -> Vec<Vec<Rank>> {
-    let mut out = vec![vec![]];
-    for r in 0..procs {
-        let mut more = Vec::new();
-        for s in &out {
-            if (s.len() as u32) < f {
-                let mut t = s.clone();
-                t.push(r);
-                more.push(t);
-            }
-        }
-        out.extend(more);
-    }
-    out
-}
-
 /// Section 4.1 for every P in 2..=17, f in 1..=3, every set of at most f
 /// failed ranks (root included), every kill point of each (before the
 /// operation, after each of its sends), three failure schemes and detector
@@ -73,15 +58,10 @@ fn section_4_1_exhaustive_small_teams() {
                 let sends = fault_free_sends(&sc);
                 let mut sim = ReduceSim::new(&sc);
                 let death = vec![NEVER; procs as usize];
-                for set in subsets(procs, f) {
+                for set in common::subsets(procs, f) {
                     // Odometer over each member's kill point 0..=sends.
-                    let mut points = vec![0u32; set.len()];
-                    loop {
-                        let mut budget = vec![UNLIMITED; procs as usize];
-                        for (k, &r) in set.iter().enumerate() {
-                            budget[r as usize] = points[k];
-                        }
-                        let run = sim.run_with(&death, &budget);
+                    common::for_each_kill_point(procs, &set, &sends, 1, |points, budget| {
+                        let run = sim.run_with(&death, budget);
                         runs += 1;
                         assert_eq!(
                             run.violations, 0,
@@ -89,19 +69,7 @@ fn section_4_1_exhaustive_small_teams() {
                         );
                         let root_lives = sim.last_trace().death[0] == NEVER;
                         assert_eq!(run.result_consistent, root_lives);
-                        let mut k = 0;
-                        while k < set.len() {
-                            points[k] += 1;
-                            if points[k] <= sends[set[k] as usize] {
-                                break;
-                            }
-                            points[k] = 0;
-                            k += 1;
-                        }
-                        if k == set.len() {
-                            break;
-                        }
-                    }
+                    });
                 }
             }
         }

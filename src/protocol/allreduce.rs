@@ -149,28 +149,6 @@ where
         })
     }
 
-    /// A core for a rank that already delivered `result` of operation
-    /// `op_id` and has since dropped its core, and now sees a message of
-    /// round `root`: it joins that round with its decided result.
-    pub fn rejoin(
-        plan: &'p AllreducePlan,
-        me: Rank,
-        op_id: OpId,
-        kind: Collective,
-        result: P,
-        root: Rank,
-        op: O,
-    ) -> Result<Self, Error> {
-        let mut core = Self::new(plan, me, op_id, kind, result, op)?;
-        let decided = Contribution {
-            decided: true,
-            ..Contribution::input(result)
-        };
-        core.decided = Some(decided);
-        core.enter(root);
-        Ok(core)
-    }
-
     #[allow(clippy::type_complexity)]
     fn round(
         plan: &'p AllreducePlan,

@@ -1,0 +1,57 @@
+//! Helpers shared by the exhaustive simulator tests: fault sets and kill
+//! points.
+
+use corrected::sim::engine::UNLIMITED;
+use corrected::types::Rank;
+
+/// Every subset of `0..procs` with at most `f` members.
+pub fn subsets(procs: u32, f: u32) -> Vec<Vec<Rank>> {
+    let mut out = vec![vec![]];
+    for r in 0..procs {
+        let more: Vec<_> = out
+            .iter()
+            .filter(|s| (s.len() as u32) < f)
+            .map(|s| {
+                let mut t = s.clone();
+                t.push(r);
+                t
+            })
+            .collect();
+        out.extend(more);
+    }
+    out
+}
+
+/// Calls `run(points, budget)` for every combination of kill points of the
+/// ranks in `set`: member k dies right after its `points[k]`-th send, for
+/// `points[k]` in `0..=sends[set[k]]` stepped by `stride` (0: before the
+/// operation). `budget` is the engine's per-rank send budget for `procs`.
+pub fn for_each_kill_point(
+    procs: u32,
+    set: &[Rank],
+    sends: &[u32],
+    stride: u32,
+    mut run: impl FnMut(&[u32], &[u32]),
+) {
+    let mut points = vec![0u32; set.len()];
+    loop {
+        let mut budget = vec![UNLIMITED; procs as usize];
+        for (k, &r) in set.iter().enumerate() {
+            budget[r as usize] = points[k];
+        }
+        run(&points, &budget);
+        // Odometer: advance the first member that has points left.
+        let mut k = 0;
+        while k < set.len() {
+            points[k] += stride;
+            if points[k] <= sends[set[k] as usize] {
+                break;
+            }
+            points[k] = 0;
+            k += 1;
+        }
+        if k == set.len() {
+            return;
+        }
+    }
+}
