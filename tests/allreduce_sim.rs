@@ -30,8 +30,14 @@ fn fault_free_is_one_round_of_reduce_plus_broadcast() {
             assert_eq!(run.violations, 0, "P={procs} f={f}");
             assert!(run.result_consistent);
             assert_eq!(run.rounds, 1);
-            // Theorem 7: reduce's messages plus the broadcast's.
-            assert!(run.messages >= sc.plan().reduce().fault_free_messages() + procs as u64 - 1);
+            if sc.plan().is_pair() {
+                // The pair exchange: one message each way.
+                assert_eq!(run.messages, 2, "P={procs} f={f}");
+            } else {
+                // Theorem 7: reduce's messages plus the broadcast's.
+                let reduce = sc.plan().reduce().fault_free_messages();
+                assert!(run.messages >= reduce + procs as u64 - 1);
+            }
         }
     }
 }
@@ -102,4 +108,30 @@ fn a_root_dying_during_its_broadcast_still_gives_one_value() {
         retried += u32::from(run.rounds > 1);
     }
     assert!(retried > 0, "some kill point must force a second round");
+}
+
+/// A pair (f = 1) needs no root: whichever rank dies, at any point, the
+/// survivor delivers its own input with the other's whole or not at all,
+/// one message delay after the start if both live.
+#[test]
+fn a_pair_exchanges_once_and_survives_either_death() {
+    let sc = scenario(2, 1, Correction::Checked, 3);
+    assert!(sc.plan().is_pair());
+    let mut sim = AllreduceSim::new(&sc);
+    let run = sim.run_with(&[NEVER, NEVER], &[]);
+    assert_eq!((run.messages, run.violations), (2, 0));
+    assert!(run.result_consistent);
+    let logp = ReduceConfig::new(2, 1).logp;
+    // One send overhead, the wire, one receive overhead.
+    assert_eq!(run.latency, 2 * logp.overhead + logp.latency);
+    for victim in 0..2usize {
+        for budget in [0u32, 1] {
+            let mut budgets = [UNLIMITED; 2];
+            budgets[victim] = budget;
+            let run = sim.run_with(&[NEVER; 2], &budgets);
+            assert_eq!(run.failed, 1);
+            assert_eq!(run.violations, 0, "rank {victim} dies after {budget} sends");
+            assert!(run.result_consistent, "rank {victim} after {budget} sends");
+        }
+    }
 }

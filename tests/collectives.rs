@@ -359,9 +359,12 @@ fn mismatched_collectives_and_bad_input_are_typed_errors() {
         assert!(matches!(bad_op, Err(Error::Unsupported(_))));
         assert!(matches!(too_big, Err(Error::PayloadTooLarge { .. })));
         // Where a message shows the other collective: Mismatch. Elsewhere the
-        // mismatched ranks have left the operation, the timeout detector
-        // excludes them, and the operation ends in another typed error.
-        assert!(mismatch.is_err(), "rank {r}: {mismatch:?}");
+        // mismatched ranks have left the operation and the timeout detector
+        // excludes them: the others end in another typed error or, if few
+        // enough were excluded, complete the allreduce without them.
+        if r == 0 {
+            assert!(mismatch.is_err(), "rank {r}: {mismatch:?}");
+        }
     }
     // At least the ranks that heard the other kind say so.
     assert!(report
@@ -392,4 +395,70 @@ fn a_rank_that_leaves_early_counts_as_failed_for_what_it_skips() {
         }
     }
     assert!(report.failed.is_empty(), "leaving is not failing");
+}
+
+/// A team of two runs the pair exchange: floating-point sums come out
+/// bitwise identical on both ranks, each allreduce costs two messages, and
+/// whichever rank dies, before or after its one send, in whichever
+/// operation, the survivor's results hold the dead rank's input whole or
+/// not at all and it goes on alone.
+#[test]
+fn a_pair_agrees_bitwise_and_survives_either_death() {
+    let _s = serial();
+    let iters = 500u32;
+    let report = team(2, 1, FaultSchedule::none()).run(|comm| {
+        let mut bits = Vec::new();
+        for i in 0..iters {
+            // Summed in another order, these would differ in the last bits.
+            let mine = [
+                0.1 * f64::from(i + comm.rank()),
+                1e16 + f64::from(comm.rank()),
+            ];
+            let mut out = [0.0f64; 2];
+            comm.all_reduce_into(&mine, &mut out, SystemOperation::sum())?;
+            bits.push(out.map(f64::to_bits));
+            comm.barrier()?;
+        }
+        Ok::<_, Error>(bits)
+    });
+    let a = report.outcomes[0].returned().unwrap().as_ref().unwrap();
+    let b = report.outcomes[1].returned().unwrap().as_ref().unwrap();
+    assert_eq!(a, b);
+    assert_eq!(report.ops.len(), 2 * iters as usize);
+    assert!(
+        report.ops.iter().all(|op| op.messages == 2),
+        "{:?}",
+        &report.ops[..4]
+    );
+
+    let ops = 4u32;
+    for victim in 0..2u32 {
+        for at in 0..ops {
+            for sends in 0..=1 {
+                let faults = FaultSchedule::none().at(victim, at, Fault::DieAfterSends(sends));
+                let report = team(2, 1, faults).run(|comm| {
+                    let mut got = Vec::new();
+                    for _ in 0..ops {
+                        let mut out = 0u64;
+                        comm.all_reduce_into(&(comm.rank() as u64 + 1), &mut out, wrapping_sum)?;
+                        got.push(out);
+                    }
+                    Ok::<_, Error>(got)
+                });
+                let what = format!("rank {victim} dies in op {at} after {sends} sends");
+                assert_eq!(report.failed, vec![victim], "{what}");
+                let survivor = 1 - victim;
+                let mine = u64::from(survivor) + 1;
+                let got = report.outcomes[survivor as usize].returned().unwrap();
+                let got = got.as_ref().unwrap_or_else(|e| panic!("{what}: {e}"));
+                for (op, &v) in got.iter().enumerate() {
+                    match (op as u32).cmp(&at) {
+                        std::cmp::Ordering::Less => assert_eq!(v, 3, "{what}: op {op}"),
+                        std::cmp::Ordering::Equal => assert!(v == 3 || v == mine, "{what}: {v}"),
+                        std::cmp::Ordering::Greater => assert_eq!(v, mine, "{what}: op {op}"),
+                    }
+                }
+            }
+        }
+    }
 }

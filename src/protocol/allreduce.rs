@@ -25,6 +25,7 @@
 
 use crate::error::Error;
 use crate::protocol::bcast::{Bcast, BcastPlan};
+use crate::protocol::pair::PairAllreduce;
 use crate::protocol::reduce::{Combine, Contribution, Reduce, ReduceOutput, ReducePlan};
 use crate::protocol::{Event, Msg, Protocol, Transmit};
 use crate::types::{Collective, OpId, Rank, Tick};
@@ -71,6 +72,13 @@ impl AllreducePlan {
     pub fn procs(&self) -> u32 {
         self.reduce.procs()
     }
+
+    /// True when the team is a pair with f >= 1: the allreduce is then a
+    /// [pair exchange](crate::protocol::pair), one message each way. (With
+    /// f = 0 a pair runs the paper's plain reduce and broadcast.)
+    pub fn is_pair(&self) -> bool {
+        self.procs() == 2 && self.reduce.f() >= 1
+    }
 }
 
 /// What an allreduce core delivers.
@@ -90,7 +98,115 @@ pub enum AllreduceOutput<P> {
     },
 }
 
-/// One rank's state in one allreduce (or barrier).
+/// One rank's allreduce (or barrier) core, as its plan chooses: the rooted
+/// algorithm of Section 5, or the pair exchange for a team of two.
+#[derive(Debug)]
+// Unboxed: a call keeps its core on the stack, and boxing the rooted
+// variant would allocate in every allreduce.
+#[allow(clippy::large_enum_variant)]
+pub enum AllreduceCore<'p, P, O> {
+    /// Reduce to a root, corrected broadcast, root retry.
+    Rooted(Allreduce<'p, P, O>),
+    /// A team of two: one exchange.
+    Pair(PairAllreduce<P, O>),
+}
+
+impl<'p, P, O> AllreduceCore<'p, P, O>
+where
+    P: Copy + Send + 'static,
+    O: Combine<P> + Clone,
+{
+    /// The core [`AllreducePlan::is_pair`] selects for rank `me`; arguments
+    /// as for [`Allreduce::new`].
+    pub fn new(
+        plan: &'p AllreducePlan,
+        me: Rank,
+        op_id: OpId,
+        kind: Collective,
+        input: P,
+        op: O,
+    ) -> Result<Self, Error> {
+        if plan.is_pair() {
+            if me >= 2 {
+                return Err(Error::RankOutOfRange { rank: me, procs: 2 });
+            }
+            Ok(AllreduceCore::Pair(PairAllreduce::new(
+                me, op_id, kind, input, op,
+            )))
+        } else {
+            Allreduce::new(plan, me, op_id, kind, input, op).map(AllreduceCore::Rooted)
+        }
+    }
+
+    /// The operation number.
+    pub fn op(&self) -> OpId {
+        match self {
+            AllreduceCore::Rooted(c) => c.op(),
+            AllreduceCore::Pair(c) => c.op(),
+        }
+    }
+
+    /// The collective its messages carry (allreduce or barrier).
+    pub fn kind(&self) -> Collective {
+        match self {
+            AllreduceCore::Rooted(c) => c.kind(),
+            AllreduceCore::Pair(c) => c.kind(),
+        }
+    }
+}
+
+impl<P, O> Protocol for AllreduceCore<'_, P, O>
+where
+    P: Copy + Send + 'static,
+    O: Combine<P> + Clone,
+{
+    type Payload = Contribution<P>;
+    type Output = AllreduceOutput<P>;
+
+    fn handle(&mut self, now: Tick, event: Event<Msg<Contribution<P>>>) {
+        match self {
+            AllreduceCore::Rooted(c) => c.handle(now, event),
+            AllreduceCore::Pair(c) => c.handle(now, event),
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Tick) -> Option<Transmit<Msg<Contribution<P>>>> {
+        match self {
+            AllreduceCore::Rooted(c) => c.poll_transmit(now),
+            AllreduceCore::Pair(c) => c.poll_transmit(now),
+        }
+    }
+
+    fn poll_deadline(&self) -> Option<Tick> {
+        match self {
+            AllreduceCore::Rooted(c) => c.poll_deadline(),
+            AllreduceCore::Pair(c) => c.poll_deadline(),
+        }
+    }
+
+    fn take_output(&mut self) -> Option<AllreduceOutput<P>> {
+        match self {
+            AllreduceCore::Rooted(c) => c.take_output(),
+            AllreduceCore::Pair(c) => c.take_output(),
+        }
+    }
+
+    fn is_quiescent(&self) -> bool {
+        match self {
+            AllreduceCore::Rooted(c) => c.is_quiescent(),
+            AllreduceCore::Pair(c) => c.is_quiescent(),
+        }
+    }
+
+    fn awaiting(&self) -> Option<Rank> {
+        match self {
+            AllreduceCore::Rooted(c) => c.awaiting(),
+            AllreduceCore::Pair(c) => c.awaiting(),
+        }
+    }
+}
+
+/// One rank's state in one allreduce (or barrier) of the rooted algorithm.
 #[derive(Debug)]
 pub struct Allreduce<'p, P, O> {
     plan: &'p AllreducePlan,

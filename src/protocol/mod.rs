@@ -13,6 +13,7 @@ mod message;
 
 pub mod allreduce;
 pub mod bcast;
+pub mod pair;
 pub mod reduce;
 
 pub use message::{Msg, Tag};

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::Error;
 use crate::mailbox::Endpoint;
-use crate::protocol::allreduce::{Allreduce, AllreduceOutput};
+use crate::protocol::allreduce::{Allreduce, AllreduceCore, AllreduceOutput};
 use crate::protocol::bcast::Bcast;
 use crate::protocol::reduce::{Contribution, Reduce, ReduceOutput};
 use crate::protocol::{Event, Msg, Protocol, Transmit};
@@ -43,7 +43,7 @@ use crate::runtime::op::Operation;
 use crate::runtime::team::{Counters, Shared};
 use crate::runtime::wire::{self, Wire, Words};
 use crate::sync::Ordering;
-use crate::types::{Collective, OpId, Rank};
+use crate::types::{Collective, OpId, Rank, Tick};
 
 /// What travels in a mailbox slot: a payload of words plus the reduce's
 /// failure information (unused by broadcasts).
@@ -130,10 +130,11 @@ trait Driven: Protocol<Payload = Packet> {
     fn describe(&self) -> String;
     /// Whether a message of the same operation belongs to the same call.
     fn same_call(&self, msg: &Msg<Packet>) -> bool;
-    /// Whether the call may return, `since` after the output came (the
-    /// core has its output and has sent what it could). What is left is
-    /// served by the lingering core.
-    fn may_return(&self, _since: Duration) -> bool {
+    /// Whether the call may return (the core has its output and has sent
+    /// what it could). `since` tells how long the call has been ready to
+    /// return but for this core; ask it only if needed (it reads the clock).
+    /// What is left is served by the lingering core.
+    fn may_return(&self, _since: &mut dyn FnMut() -> Duration) -> bool {
         self.is_quiescent()
     }
 }
@@ -145,7 +146,7 @@ impl Driven for Bcast<'_, Packet> {
     fn same_call(&self, msg: &Msg<Packet>) -> bool {
         msg.kind == Collective::Broadcast && msg.root == self.root()
     }
-    fn may_return(&self, since: Duration) -> bool {
+    fn may_return(&self, since: &mut dyn FnMut() -> Duration) -> bool {
         bcast_may_return(self, since)
     }
 }
@@ -159,7 +160,7 @@ impl<O: crate::protocol::reduce::Combine<Words>> Driven for Reduce<'_, Words, O>
     }
 }
 
-impl<O: crate::protocol::reduce::Combine<Words> + Clone> Driven for Allreduce<'_, Words, O> {
+impl<O: crate::protocol::reduce::Combine<Words> + Clone> Driven for AllreduceCore<'_, Words, O> {
     fn describe(&self) -> String {
         format!("{:?}", self.kind())
     }
@@ -167,8 +168,14 @@ impl<O: crate::protocol::reduce::Combine<Words> + Clone> Driven for Allreduce<'_
     fn same_call(&self, msg: &Msg<Packet>) -> bool {
         msg.kind == self.kind()
     }
-    fn may_return(&self, since: Duration) -> bool {
-        self.reduce_phase().is_quiescent() && bcast_may_return(self.broadcast_phase(), since)
+    fn may_return(&self, since: &mut dyn FnMut() -> Duration) -> bool {
+        match self {
+            AllreduceCore::Rooted(core) => {
+                core.reduce_phase().is_quiescent()
+                    && bcast_may_return(core.broadcast_phase(), since)
+            }
+            AllreduceCore::Pair(core) => core.is_quiescent(),
+        }
     }
 }
 
@@ -181,10 +188,10 @@ impl<O: crate::protocol::reduce::Combine<Words> + Clone> Driven for Allreduce<'_
 /// subtree the tree message: it waits for it (or for its ancestor's
 /// failure) up to TREE_GRACE, so that no rank returns while its children
 /// depend on it, yet a hung ancestor cannot hold it for long.
-fn bcast_may_return(core: &Bcast<'_, Packet>, since: Duration) -> bool {
+fn bcast_may_return(core: &Bcast<'_, Packet>, since: &mut dyn FnMut() -> Duration) -> bool {
     core.is_quiescent()
         && !core.owes_tree_sends()
-        && (core.colored_by_tree() || core.is_finished() || since >= TREE_GRACE)
+        && (core.colored_by_tree() || core.is_finished() || since() >= TREE_GRACE)
 }
 
 /// A rank's handle: its number, the team size, and the collectives.
@@ -268,7 +275,7 @@ impl<'t> Comm<'t> {
         let started = Instant::now();
         let shared = self.shared;
         let mut core = Bcast::new(&shared.plans.bcast, root, self.rank, op, words)?;
-        let result = self.drive(op, &mut core);
+        let result = self.drive(op, started, &mut core);
         let got = match result {
             Ok(got) => got,
             Err(Error::Timeout { .. }) if shared.liveness.is_failed(root) => {
@@ -320,7 +327,7 @@ impl<'t> Comm<'t> {
             input,
             &combine,
         )?;
-        match self.drive(id, &mut core) {
+        match self.drive(id, started, &mut core) {
             Ok(ReduceOutput::Sent) => {}
             Ok(ReduceOutput::Root { value, .. }) => *recv = T::decode(&value),
             Ok(ReduceOutput::TooManyFailures { .. }) => {
@@ -383,8 +390,8 @@ impl<'t> Comm<'t> {
         let started = Instant::now();
         let shared = self.shared;
         let mut core =
-            Allreduce::new(&shared.plans.allreduce, self.rank, id, kind, input, combine)?;
-        let out = self.drive(id, &mut core)?;
+            AllreduceCore::new(&shared.plans.allreduce, self.rank, id, kind, input, combine)?;
+        let out = self.drive(id, started, &mut core)?;
         let value = match out {
             AllreduceOutput::Value { value, .. } => value,
             AllreduceOutput::TooManyFailures { .. } => {
@@ -397,9 +404,13 @@ impl<'t> Comm<'t> {
         // Everyone has entered this operation, so every older allreduce is
         // complete everywhere (Section 5.1, property 1).
         self.retire_allreduces(id);
-        self.linger(Lingering::Allreduce(Box::new(
-            core.with_op(never_combines as Absorb),
-        )));
+        // A pair exchange is over once delivered; a rooted core may have to
+        // join a later round.
+        if let AllreduceCore::Rooted(core) = core {
+            self.linger(Lingering::Allreduce(Box::new(
+                core.with_op(never_combines as Absorb),
+            )));
+        }
         self.record_latency(started);
         Ok(value)
     }
@@ -409,6 +420,9 @@ impl<'t> Comm<'t> {
     /// operation until its outbox is short again. Meanwhile it keeps taking
     /// messages, so two ranks waiting on each other's lanes both drain.
     fn backpressure(&mut self) {
+        if self.outbox.len() <= OUTBOX_LIMIT {
+            return;
+        }
         let deadline = Instant::now() + self.shared.op_timeout();
         while self.outbox.len() > OUTBOX_LIMIT && Instant::now() < deadline {
             self.flush_outbox();
@@ -501,30 +515,51 @@ impl<'t> Comm<'t> {
 
     /// Runs `core` (operation `op`) until it has its output and nothing to
     /// send, or fails.
-    fn drive<C: Driven>(&mut self, op: OpId, core: &mut C) -> Result<C::Output, Error> {
-        let result = self.drive_loop(op, core);
+    /// `started` is when the call began: the operation times out
+    /// [`op_timeout`](crate::runtime::TeamBuilder::op_timeout) after it.
+    fn drive<C: Driven>(
+        &mut self,
+        op: OpId,
+        started: Instant,
+        core: &mut C,
+    ) -> Result<C::Output, Error> {
+        let result = self.drive_loop(op, started, core);
         self.counters().awaiting.store(0, Ordering::Release);
         result
     }
 
-    fn drive_loop<C: Driven>(&mut self, op: OpId, core: &mut C) -> Result<C::Output, Error> {
+    fn drive_loop<C: Driven>(
+        &mut self,
+        op: OpId,
+        started: Instant,
+        core: &mut C,
+    ) -> Result<C::Output, Error> {
         let shared = self.shared;
-        core.handle(shared.now(), Event::Start);
+        // The cores' clock, read again only after this rank waited (or for
+        // a core with a deadline): between waits a rank runs for
+        // nanoseconds, and each read costs tens.
+        let mut tick = shared.tick_at(started);
+        core.handle(tick, Event::Start);
         // Hand the core every failure known so far, then what came early.
         self.seen_epoch = u64::MAX;
         for (from, msg) in self.fence.release(op) {
             check_same(core, op, &msg)?;
-            core.handle(shared.now(), Event::Message { from, msg });
+            core.handle(tick, Event::Message { from, msg });
         }
-        let deadline = Instant::now() + shared.op_timeout();
+        let deadline = started + shared.op_timeout();
         let mut output = None;
-        let mut output_at = Instant::now();
+        // When the call could have returned but for the core (read lazily).
+        let mut ready_at: Option<Instant> = None;
         let mut suspect = Suspicion::default();
         loop {
+            if core.poll_deadline().is_some() {
+                // A core that acts on time sees it move between waits too.
+                tick = shared.now();
+            }
             self.check_alive()?;
-            self.learn_failures(core);
+            self.learn_failures(core, op)?;
             self.flush_outbox();
-            while let Some(tx) = core.poll_transmit(shared.now()) {
+            while let Some(tx) = core.poll_transmit(tick) {
                 let correction = tx.msg.tag.is_correction();
                 self.transmit(op, tx)?;
                 if correction {
@@ -533,23 +568,29 @@ impl<'t> Comm<'t> {
                     // a park or yield costs a scheduling round, milliseconds
                     // with many ranks per core).
                     while let Some((from, msg)) = self.endpoint.try_recv() {
-                        self.take(core, op, from, msg)?;
+                        self.take(core, op, tick, from, msg)?;
                     }
                 }
             }
             if output.is_none() {
                 output = core.take_output();
-                output_at = Instant::now();
             }
-            if output.is_some() && core.may_return(output_at.elapsed()) {
+            if output.is_some()
+                && core.may_return(&mut || ready_at.get_or_insert_with(Instant::now).elapsed())
+            {
                 break;
             }
             if let Some((from, msg)) = self.endpoint.try_recv() {
-                self.take(core, op, from, msg)?;
+                self.take(core, op, tick, from, msg)?;
                 suspect = Suspicion::default();
                 continue;
             }
             self.serve_lingering()?;
+            // Spin first, without the clock: a message due within a
+            // microsecond or two skips all that follows.
+            if self.endpoint.spin().is_some() {
+                continue;
+            }
             let now = Instant::now();
             let awaiting = core.awaiting();
             self.counters()
@@ -558,7 +599,7 @@ impl<'t> Comm<'t> {
             if let Some(p) = awaiting.filter(|&p| shared.left_before(p, op)) {
                 // It ended its closure without calling this operation: it
                 // will never take part, which for this operation is failure.
-                core.handle(shared.now(), Event::PeerFailed(p));
+                core.handle(tick, Event::PeerFailed(p));
                 continue;
             }
             if let Some(peer) = suspect.watch(awaiting, now, shared, op) {
@@ -578,7 +619,11 @@ impl<'t> Comm<'t> {
                 .map(|t| shared.started + Duration::from_nanos(t))
                 .map_or(deadline, |t| t.min(deadline))
                 .min(now + MAX_SLEEP);
-            self.endpoint.wait(Some(wake_at));
+            self.endpoint.block(Some(wake_at));
+            tick = shared.now();
+            if core.poll_deadline().is_some_and(|t| t <= tick) {
+                core.handle(tick, Event::Timer);
+            }
         }
         Ok(output.expect("loop ends with output"))
     }
@@ -590,6 +635,7 @@ impl<'t> Comm<'t> {
         &mut self,
         core: &mut C,
         op: OpId,
+        tick: Tick,
         from: Rank,
         msg: Msg<Packet>,
     ) -> Result<(), Error> {
@@ -598,7 +644,7 @@ impl<'t> Comm<'t> {
             Route::Current => {
                 debug_assert_eq!(msg.op, op);
                 check_same(core, op, &msg)?;
-                core.handle(self.shared.now(), Event::Message { from, msg });
+                core.handle(tick, Event::Message { from, msg });
             }
             _ => self.route_other(from, msg),
         }
@@ -606,15 +652,23 @@ impl<'t> Comm<'t> {
     }
 
     /// Hands the current core and the lingering ones every failure they
-    /// have not heard of yet.
-    fn learn_failures<C: Driven>(&mut self, core: &mut C) {
+    /// have not heard of yet, after the messages already in the lanes: a
+    /// rank marks itself failed after its last push, so what it sent before
+    /// it failed is taken before its failure is reported (as over FIFO
+    /// channels with a perfect detector). A pair exchange relies on it: a
+    /// peer that sent its input and then died in a later operation must not
+    /// be left out of the one it completed.
+    fn learn_failures<C: Driven>(&mut self, core: &mut C, op: OpId) -> Result<(), Error> {
         let epoch = self.shared.liveness.epoch();
         if epoch == self.seen_epoch {
-            return;
+            return Ok(());
         }
         self.seen_epoch = epoch;
         self.known_failed = self.shared.liveness.failed();
         let now = self.shared.now();
+        while let Some((from, msg)) = self.endpoint.try_recv() {
+            self.take(core, op, now, from, msg)?;
+        }
         for &r in &self.known_failed {
             if r != self.rank {
                 core.handle(now, Event::PeerFailed(r));
@@ -623,6 +677,7 @@ impl<'t> Comm<'t> {
                 }
             }
         }
+        Ok(())
     }
 
     /// A message of another operation than the current one (or any message
@@ -640,6 +695,9 @@ impl<'t> Comm<'t> {
 
     /// Lets lingering cores send what they have.
     fn serve_lingering(&mut self) -> Result<(), Error> {
+        if self.lingering.is_empty() {
+            return Ok(());
+        }
         let now = self.shared.now();
         let mut i = 0;
         while i < self.lingering.len() {
@@ -785,8 +843,11 @@ impl<'t> Comm<'t> {
             return;
         }
         self.seen_epoch = epoch;
+        let failed = self.shared.liveness.failed();
+        // Messages first, as in `learn_failures`.
+        while self.receive_with(|comm, from, msg| comm.route_other(from, msg)) {}
         let now = self.shared.now();
-        for r in self.shared.liveness.failed() {
+        for r in failed {
             if r != self.rank {
                 for l in &mut self.lingering {
                     l.handle(now, Event::PeerFailed(r));

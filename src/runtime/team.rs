@@ -305,7 +305,12 @@ pub(crate) struct Counters {
 
 impl Shared<'_> {
     pub(crate) fn now(&self) -> Tick {
-        self.started.elapsed().as_nanos() as Tick
+        self.tick_at(Instant::now())
+    }
+
+    /// The cores' time at `instant`: nanoseconds since the team started.
+    pub(crate) fn tick_at(&self, instant: Instant) -> Tick {
+        instant.saturating_duration_since(self.started).as_nanos() as Tick
     }
 
     pub(crate) fn ranks(&self) -> u32 {

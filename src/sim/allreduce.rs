@@ -5,7 +5,7 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::error::Error;
-use crate::protocol::allreduce::{Allreduce, AllreduceOutput, AllreducePlan};
+use crate::protocol::allreduce::{AllreduceCore, AllreduceOutput, AllreducePlan};
 use crate::protocol::bcast::{BcastPlan, Correction};
 use crate::protocol::reduce::{Contribution, ReducePlan};
 use crate::sim::engine::{Engine, Trace, NEVER};
@@ -52,7 +52,7 @@ impl AllreduceScenario {
 pub type AllreduceRun = CollectiveRun;
 
 /// A simulated rank's allreduce core.
-pub type SimAllreduce<'s> = Allreduce<'s, u64, fn(&mut u64, &u64)>;
+pub type SimAllreduce<'s> = AllreduceCore<'s, u64, fn(&mut u64, &u64)>;
 
 /// Reusable state to simulate allreduces of one scenario.
 #[derive(Debug)]
@@ -98,7 +98,7 @@ impl<'s> AllreduceSim<'s> {
         let procs = plan.procs();
         self.cores.clear();
         self.cores.extend((0..procs).map(|r| {
-            Allreduce::new(
+            AllreduceCore::new(
                 plan,
                 r,
                 0,
