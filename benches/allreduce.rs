@@ -9,9 +9,11 @@
 //! `all_reduce_into(&x, &mut out, sum)` of one `f64` (8 bytes, as an
 //! `MPI_Allreduce` of 8 bytes) or one `barrier()`; its time is the slowest
 //! rank's time inside the call (`TeamReport.ops[i].latency_ns`). Ranks line
-//! up on a `std::sync::Barrier` before each call (not timed), so no rank runs
-//! ahead into the next operation; the barrier's release is itself skewed by
-//! a thread wake-up (µs), which the slowest rank's time includes. Groups:
+//! up on a barrier before each call (not timed), so no rank runs ahead into
+//! the next operation. Its waiters yield rather than park
+//! (`benches/common/lineup.rs`); on 2 cores its release still reaches the
+//! ranks of a core one scheduling turn after another, a skew the slowest
+//! rank's time includes. Groups:
 //! - `allreduce/f=F/P` for the fault budget F = 0, 1, 2 (F < P). F = 0 is the
 //!   tree reduce without up-correction, then the broadcast; that broadcast
 //!   still uses checked correction, because the team always gives allreduce
@@ -50,7 +52,10 @@
 //! Victims: the last rank P - 1 (not a root of the first round), and rank 0,
 //! the first round's root, whose failure forces a retry with root 1.
 
-use std::sync::Barrier;
+#[path = "common/lineup.rs"]
+mod lineup;
+use lineup::YieldBarrier;
+
 use std::time::Duration;
 
 use criterion::measurement::WallTime;
@@ -92,7 +97,7 @@ fn allreduce(comm: &mut Comm<'_>) -> Result<f64, String> {
 /// How the ranks of a run start their calls.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Lineup {
-    /// On a `std::sync::Barrier` before every call.
+    /// On a `YieldBarrier` before every call.
     EveryCall,
     /// On the barrier once, then call after call, as MPI benchmarks time a
     /// loop of collectives.
@@ -109,7 +114,7 @@ fn run_lined_up<F>(team: &Team, ops: usize, lineup: Lineup, call: F) -> Report
 where
     F: Fn(&mut Comm<'_>) -> Result<f64, String> + Sync,
 {
-    let barrier = Barrier::new(team.ranks() as usize);
+    let barrier = YieldBarrier::new(team.ranks() as usize);
     team.run(|comm| {
         (0..ops)
             .map(|i| {

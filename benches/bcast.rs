@@ -4,10 +4,12 @@
 //!
 //! `cargo bench --bench bcast`. One iteration is one broadcast from rank 0.
 //! Three groups:
-//! - `bcast`: ranks line up on a `std::sync::Barrier` before each broadcast
-//!   (not timed), so a root cannot run ahead; the time is the slowest rank's
-//!   time inside `broadcast_into`. The barrier parks threads: its release
-//!   wakes them one by one, a skew the slowest rank's time includes.
+//! - `bcast`: ranks line up on a barrier before each broadcast (not timed),
+//!   so a root cannot run ahead; the time is the slowest rank's time inside
+//!   `broadcast_into`. The barrier's waiters yield rather than park
+//!   (`benches/common/lineup.rs`); on 2 cores its release still reaches the
+//!   ranks of a core one scheduling turn after another, a skew the slowest
+//!   rank's time includes.
 //! - `bcast_osu`: as OSU's `osu_bcast` times `MPI_Bcast`: each broadcast is
 //!   followed by the team's own `barrier()` (not timed); the time is the
 //!   slowest rank's time inside `broadcast_into`, averaged over the
@@ -16,7 +18,10 @@
 //!   MPI benchmarks time a loop of collectives); the time is the slowest
 //!   rank's total time inside its calls, divided by their number.
 
-use std::sync::Barrier;
+#[path = "common/lineup.rs"]
+mod lineup;
+use lineup::YieldBarrier;
+
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
@@ -26,11 +31,11 @@ use corrected::runtime::Team;
 /// How ranks start their broadcasts.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Lineup {
-    /// On a `std::sync::Barrier` before every broadcast.
+    /// On a `YieldBarrier` before every broadcast.
     EveryCall,
     /// On the team's `barrier()` after every broadcast, as OSU does.
     TeamBarrier,
-    /// On a `std::sync::Barrier` once, then back to back.
+    /// On a `YieldBarrier` once, then back to back.
     Once,
 }
 
@@ -60,7 +65,7 @@ fn bench_group(c: &mut Criterion, name: &str, lineup: Lineup) {
                 .unwrap();
             group.bench_with_input(BenchmarkId::new(correction, ranks), &team, |b, team| {
                 b.iter_custom(|iters| {
-                    let barrier = Barrier::new(ranks as usize);
+                    let barrier = YieldBarrier::new(ranks as usize);
                     let report = team.run(|comm| {
                         for i in 0..iters {
                             if lineup == Lineup::EveryCall || i == 0 {
@@ -81,12 +86,10 @@ fn bench_group(c: &mut Criterion, name: &str, lineup: Lineup) {
                         Lineup::EveryCall => report.ops.iter().map(slowest).sum(),
                         // Even operations are the broadcasts.
                         Lineup::TeamBarrier => report.ops.iter().step_by(2).map(slowest).sum(),
-                        Lineup::Once => {
-                        (0..ranks as usize)
+                        Lineup::Once => (0..ranks as usize)
                             .map(|r| report.ops.iter().map(|o| o.latency_ns[r]).sum::<u64>())
                             .max()
-                            .unwrap_or(0)
-                        }
+                            .unwrap_or(0),
                     };
                     Duration::from_nanos(ns)
                 })

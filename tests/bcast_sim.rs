@@ -464,3 +464,34 @@ fn a_rank_dying_at_a_time_stops_exactly_then() {
         assert_eq!(sim.cores()[3].colored(), expect_colored);
     }
 }
+
+/// With two ranks the root's only peer is its tree child: no correction can
+/// reach anyone the tree does not, and none is sent, whatever the variant.
+#[test]
+fn a_pair_sends_the_tree_message_only() {
+    let corrections = [
+        "none",
+        "opportunistic:2",
+        "optimized:4",
+        "checked",
+        "checked-sync",
+        "delayed:8",
+    ];
+    for correction in corrections {
+        let correction: Correction = correction.parse().unwrap();
+        for tree in TREES {
+            let sc = scenario(tree, 2, correction, LogP::PAPER, FaultPlan::none());
+            let run = BcastSim::new(&sc).run(0);
+            assert_eq!((run.uncolored_live, run.violations), (0, 0), "{correction}");
+            assert_eq!(run.messages_per_process, 0.5, "{tree} {correction}");
+            assert_eq!(run.quiescence_latency, sc.dissemination_time());
+        }
+        // Three ranks: the correction runs.
+        let sc = scenario("binomial", 3, correction, LogP::PAPER, FaultPlan::none());
+        let run = BcastSim::new(&sc).run(0);
+        assert_eq!(
+            run.correction_messages_per_process > 0.0,
+            correction != Correction::None
+        );
+    }
+}

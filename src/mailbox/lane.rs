@@ -50,6 +50,9 @@ struct ConsumerSide {
     next: UnsafeCell<usize>,
 }
 
+/// Cache-line aligned: a slot of a runtime message (stamp and 120 bytes)
+/// fills exactly two lines instead of straddling three.
+#[repr(align(64))]
 struct Slot<T> {
     /// `pos + 1` once position `pos` holds a value in this slot.
     stamp: AtomicUsize,

@@ -640,6 +640,10 @@ impl<'a, T: Send> Endpoint<'a, T> {
     ///
     /// Under loom, if `deadline` is `Some` (loom has no clock).
     pub fn wait(&mut self, deadline: Option<Instant>) -> Woke {
+        // Ready at once: no clock read. Deadline passed: no spinning.
+        if let Some(woke) = self.poll_ready() {
+            return woke;
+        }
         if !expired(deadline) {
             if let Some(woke) = self.spin() {
                 return woke;

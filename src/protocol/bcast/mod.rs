@@ -95,6 +95,14 @@ impl BcastPlan {
     pub fn sync_start(&self) -> Tick {
         self.sync_start
     }
+
+    /// True when correction messages are sent at all: a correction is set
+    /// and the team has more than two ranks. With two, the only rank besides
+    /// the root is the root's tree child, colored by the tree whenever the
+    /// root lives: no correction can reach anyone the tree does not.
+    pub fn corrects(&self) -> bool {
+        self.procs() > 2 && self.correction != Correction::None
+    }
 }
 
 /// One rank's state in one broadcast.
@@ -211,7 +219,8 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
             return self.orphaned;
         }
         self.next_child == self.child_end
-            && self.sweep.finished(self.plan.correction, self.plan.procs())
+            && (!self.plan.corrects()
+                || self.sweep.finished(self.plan.correction, self.plan.procs()))
     }
 
     /// The root of this broadcast.
@@ -239,7 +248,8 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
     }
 
     fn correction_open(&self, now: Tick) -> bool {
-        self.by_tree
+        self.plan.corrects()
+            && self.by_tree
             && self.next_child == self.child_end
             && (!self.plan.synchronized || now >= self.plan.sync_start)
     }
@@ -327,6 +337,9 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
     }
 
     fn poll_deadline(&self) -> Option<Tick> {
+        if !self.plan.corrects() {
+            return None;
+        }
         if self.by_tree && self.plan.synchronized && !self.correcting {
             return Some(self.plan.sync_start);
         }

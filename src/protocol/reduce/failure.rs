@@ -48,8 +48,9 @@ impl fmt::Display for FailureScheme {
 }
 
 /// Failed ranks a message carries at most; beyond that only the count grows
-/// (a subtree sees at most f failures while the guarantees hold).
-pub const LIST_CAPACITY: usize = 8;
+/// (a subtree sees at most f failures while the guarantees hold). Six keeps
+/// a runtime message with eight payload words within two cache lines.
+pub const LIST_CAPACITY: usize = 6;
 
 /// The failure information of one partial result. Fixed size, so that it fits
 /// a mailbox slot; which fields are meaningful depends on the
