@@ -25,6 +25,15 @@ use crossbeam_utils::CachePadded;
 /// 1.1 µs unpinned (both threads on one vCPU). See docs/benchmarks.md.
 const ALONE_SPINS: u32 = 4096;
 
+/// Spin rounds of a rank when ranks outnumber cores: none. The rank it waits
+/// for may share its core and cannot run while it spins; a waiter that
+/// yields at once hands the core over. With the mailbox default (64 rounds,
+/// ~1.5 µs) every rank that got the core burnt its spins before yielding,
+/// and a round of four ranks on a core cost ~6 µs: 8 ranks on 2 cores took
+/// 20-22 µs to broadcast with checked correction lined up, 13-14 µs with no
+/// spins (docs/benchmarks.md).
+const SHARED_SPINS: u32 = 0;
+
 /// Default least time between two correction messages of one rank.
 pub const DEFAULT_PACE: Duration = Duration::ZERO;
 
@@ -424,6 +433,7 @@ impl Team {
         // rank spins instead of letting its (virtual) cpu halt.
         let alone_on_core =
             self.config.pinning != Pinning::None && (self.config.ranks as usize) <= cores.len();
+        let sharing_cores = (self.config.ranks as usize) > cores.len();
         let results: Vec<(RankOutcome<R>, Vec<OpRecord>, bool)> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..self.config.ranks)
                 .map(|rank| {
@@ -438,6 +448,8 @@ impl Team {
                                 .expect("one endpoint per rank");
                             if alone_on_core {
                                 endpoint.set_spins(ALONE_SPINS);
+                            } else if sharing_cores {
+                                endpoint.set_spins(SHARED_SPINS);
                             }
                             let mut comm = Comm::new(shared, rank, endpoint);
                             let outcome = match catch_unwind(AssertUnwindSafe(|| f(&mut comm))) {
