@@ -25,6 +25,10 @@
 //!   and then called back to back, as MPI benchmarks (OSU's) time a loop:
 //!   the slowest rank's total time inside its calls divided by their number.
 //!   Ranks may enter the next operation while others finish the last one.
+//! - `allreduce_unrecorded/{f=1,plain}/P`: back to back on a team built with
+//!   `op_records(false)` (no per-call clock reads or records, the setting
+//!   for production): each rank times its own loop; the time is the slowest
+//!   rank's loop divided by the calls.
 //! - `barrier/f=1/P`.
 //!
 //! Every result is checked (outside the timed calls) against the exact sum.
@@ -56,12 +60,14 @@
 mod lineup;
 use lineup::YieldBarrier;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion};
 
-use corrected::runtime::{Comm, Fault, FaultSchedule, SystemOperation, Team, TeamReport};
+use corrected::runtime::{
+    Comm, Fault, FaultSchedule, SystemOperation, Team, TeamBuilder, TeamReport,
+};
 use corrected::types::Rank;
 
 /// Team sizes: 2 pinned one rank per core, 8 and 32 sharing the 2 cores.
@@ -184,6 +190,42 @@ fn team(ranks: u32, f: u32) -> Team {
         .unwrap()
 }
 
+/// Back to back on a team that keeps no operation records (the setting for
+/// production: no per-call clock reads, no per-call memory): each rank times
+/// its own loop of `iters` calls, lined up once; the time is the slowest
+/// rank's loop divided by the calls.
+fn bench_unrecorded<F>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    id: BenchmarkId,
+    team: TeamBuilder,
+    want: f64,
+    call: F,
+) where
+    F: Fn(&mut Comm<'_>) -> Result<f64, String> + Sync,
+{
+    let team = team.op_records(false).build().unwrap();
+    group.bench_function(id, |b| {
+        b.iter_custom(|iters| {
+            let barrier = YieldBarrier::new(team.ranks() as usize);
+            let report = team.run(|comm| {
+                barrier.wait();
+                let started = Instant::now();
+                let got: Result<Vec<f64>, String> = (0..iters).map(|_| call(comm)).collect();
+                (got, started.elapsed())
+            });
+            assert_eq!(report.returned().count(), report.outcomes.len());
+            assert!(report.ops.is_empty(), "no records kept");
+            let mut slowest = Duration::ZERO;
+            for (r, (got, took)) in report.returned() {
+                let got = got.as_ref().unwrap_or_else(|e| panic!("rank {r}: {e}"));
+                assert!(got.iter().all(|&v| v == want), "rank {r}: {got:?}");
+                slowest = slowest.max(*took);
+            }
+            slowest
+        })
+    });
+}
+
 /// No fault tolerance at all: reduce with f = 0, broadcast uncorrected.
 fn plain_team(ranks: u32) -> Team {
     Team::builder()
@@ -241,6 +283,29 @@ fn fault_free(c: &mut Criterion) {
         }
         group.finish();
     }
+    let mut group = c.benchmark_group("allreduce_unrecorded");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    for ranks in RANKS {
+        let all = expected(ranks, &[]);
+        let f1 = Team::builder().ranks(ranks).fault_budget(1);
+        bench_unrecorded(
+            &mut group,
+            BenchmarkId::new("f=1", ranks),
+            f1,
+            all,
+            allreduce,
+        );
+        let plain = Team::builder()
+            .ranks(ranks)
+            .fault_budget(0)
+            .correction("none".parse().unwrap());
+        let id = BenchmarkId::new("plain", ranks);
+        bench_unrecorded(&mut group, id, plain, all, plain_allreduce);
+    }
+    group.finish();
 }
 
 /// The median of `xs` (sorted in place), in microseconds.

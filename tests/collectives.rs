@@ -259,6 +259,14 @@ fn a_panicking_operation_fails_its_rank_not_the_team() {
 #[test]
 fn a_hanging_rank_is_found_by_the_timeout_detector() {
     let _s = serial();
+    // With and without operation records: without, a call reads the clock
+    // only once it waits, and its timeouts count from then.
+    for records in [true, false] {
+        hanging_ranks_are_found(records);
+    }
+}
+
+fn hanging_ranks_are_found(records: bool) {
     // Rank 2 hangs inside the second allreduce; rank 0 (the first root)
     // hangs in the third, so the third also needs a root retry.
     let faults = FaultSchedule::none()
@@ -270,6 +278,7 @@ fn a_hanging_rank_is_found_by_the_timeout_detector() {
         .faults(faults)
         .failure_timeout(Duration::from_millis(150))
         .op_timeout(Duration::from_secs(20))
+        .op_records(records)
         .build()
         .unwrap();
     let report = t.run(|comm| {
@@ -301,6 +310,7 @@ fn a_hanging_rank_is_found_by_the_timeout_detector() {
     );
     assert_eq!(report.hung, vec![0, 2]);
     assert!(report.failed.contains(&0) && report.failed.contains(&2));
+    assert_eq!(report.ops.is_empty(), !records);
 }
 
 #[test]
@@ -460,5 +470,37 @@ fn a_pair_agrees_bitwise_and_survives_either_death() {
                 }
             }
         }
+    }
+}
+
+/// Without operation records a call reads the clock only when it waits; a
+/// broadcast whose root hangs still ends in a timeout, not a hang.
+#[test]
+fn without_records_the_operation_timeout_still_holds() {
+    let _s = serial();
+    let timeout = Duration::from_millis(200);
+    let t = Team::builder()
+        .ranks(3)
+        .faults(FaultSchedule::none().at(0, 1, Fault::Hang))
+        .op_timeout(timeout)
+        .op_records(false)
+        .build()
+        .unwrap();
+    let report = t.run(|comm| {
+        let mut v = 7u64;
+        comm.broadcast_into(0, &mut v)?;
+        let started = std::time::Instant::now();
+        let second = comm.broadcast_into(0, &mut v);
+        Ok::<_, Error>((v, second, started.elapsed()))
+    });
+    assert!(report.ops.is_empty());
+    for r in 1..3 {
+        let (v, second, waited) = report.outcomes[r].returned().unwrap().clone().unwrap();
+        assert_eq!(v, 7, "rank {r}");
+        assert!(
+            matches!(second, Err(Error::Timeout { op: 1, .. })),
+            "rank {r}: {second:?}"
+        );
+        assert!(waited >= timeout, "rank {r} gave up after {waited:?}");
     }
 }

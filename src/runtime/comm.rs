@@ -141,6 +141,11 @@ trait Driven: Protocol<Payload = Packet> {
     fn may_return(&self, _since: &mut dyn FnMut() -> Duration) -> bool {
         self.is_quiescent()
     }
+    /// Whether the core acts on the time it is handed; if not, the driver
+    /// need not read the clock for it.
+    fn uses_time(&self) -> bool {
+        false
+    }
 }
 
 impl Driven for Bcast<'_, Packet> {
@@ -152,6 +157,9 @@ impl Driven for Bcast<'_, Packet> {
     }
     fn may_return(&self, since: &mut dyn FnMut() -> Duration) -> bool {
         bcast_may_return(self, since)
+    }
+    fn uses_time(&self) -> bool {
+        Bcast::uses_time(self)
     }
 }
 
@@ -179,6 +187,12 @@ impl<O: crate::protocol::reduce::Combine<Words> + Clone> Driven for AllreduceCor
                     && bcast_may_return(core.broadcast_phase(), since)
             }
             AllreduceCore::Pair(core) => core.is_quiescent(),
+        }
+    }
+    fn uses_time(&self) -> bool {
+        match self {
+            AllreduceCore::Rooted(core) => core.broadcast_phase().uses_time(),
+            AllreduceCore::Pair(_) => false,
         }
     }
 }
@@ -276,7 +290,7 @@ impl<'t> Comm<'t> {
             None
         };
         let op = self.begin_op()?;
-        let started = Instant::now();
+        let started = self.call_started();
         let shared = self.shared;
         let mut core = Bcast::new(&shared.plans.bcast, root, self.rank, op, words)?;
         let result = self.drive(op, started, &mut core);
@@ -320,7 +334,7 @@ impl<'t> Comm<'t> {
         let input = Contribution::input(wire::encode(send)?);
         let combine = words_op(&op);
         let id = self.begin_op()?;
-        let started = Instant::now();
+        let started = self.call_started();
         let shared = self.shared;
         let mut core = Reduce::new(
             &shared.plans.reduce,
@@ -391,7 +405,7 @@ impl<'t> Comm<'t> {
         combine: &dyn Fn(&mut Words, &Words),
     ) -> Result<Words, Error> {
         let id = self.begin_op()?;
-        let started = Instant::now();
+        let started = self.call_started();
         let shared = self.shared;
         let mut core =
             AllreduceCore::new(&shared.plans.allreduce, self.rank, id, kind, input, combine)?;
@@ -447,8 +461,14 @@ impl<'t> Comm<'t> {
         Ok(())
     }
 
-    fn record_latency(&mut self, started: Instant) {
-        if let Some(rec) = self.records.last_mut() {
+    /// When the call started, if the team keeps operation records (for
+    /// their latency); otherwise the clock is read only if the call waits.
+    fn call_started(&self) -> Option<Instant> {
+        self.shared.config.op_records.then(Instant::now)
+    }
+
+    fn record_latency(&mut self, started: Option<Instant>) {
+        if let (Some(rec), Some(started)) = (self.records.last_mut(), started) {
             rec.latency_ns = Some(started.elapsed().as_nanos() as u64);
         }
     }
@@ -461,11 +481,13 @@ impl<'t> Comm<'t> {
         self.shared.counters[self.rank as usize]
             .entered
             .store(op + 1, Ordering::Release);
-        self.records.push(OpRecord {
-            op,
-            sends: 0,
-            latency_ns: None,
-        });
+        if self.shared.config.op_records {
+            self.records.push(OpRecord {
+                op,
+                sends: 0,
+                latency_ns: None,
+            });
+        }
         self.send_budget = None;
         match self.shared.faults().lookup(self.rank, op) {
             Some(Fault::Dead) | Some(Fault::DieAfterSends(0)) => {
@@ -519,12 +541,13 @@ impl<'t> Comm<'t> {
 
     /// Runs `core` (operation `op`) until it has its output and nothing to
     /// send, or fails.
-    /// `started` is when the call began: the operation times out
-    /// [`op_timeout`](crate::runtime::TeamBuilder::op_timeout) after it.
+    /// `started` is when the call began, if known: the operation times out
+    /// [`op_timeout`](crate::runtime::TeamBuilder::op_timeout) after it (or
+    /// after the call first waits).
     fn drive<C: Driven>(
         &mut self,
         op: OpId,
-        started: Instant,
+        started: Option<Instant>,
         core: &mut C,
     ) -> Result<C::Output, Error> {
         let result = self.drive_loop(op, started, core);
@@ -535,14 +558,19 @@ impl<'t> Comm<'t> {
     fn drive_loop<C: Driven>(
         &mut self,
         op: OpId,
-        started: Instant,
+        started: Option<Instant>,
         core: &mut C,
     ) -> Result<C::Output, Error> {
         let shared = self.shared;
         // The cores' clock, read again only after this rank waited (or for
         // a core with a deadline): between waits a rank runs for
         // nanoseconds, and each read costs tens.
-        let mut tick = shared.tick_at(started);
+        let mut tick = match started {
+            Some(started) => shared.tick_at(started),
+            None if core.uses_time() => shared.now(),
+            // Ignored by the core.
+            None => 0,
+        };
         core.handle(tick, Event::Start);
         // Hand the core every failure known so far, then what came early.
         self.seen_epoch = u64::MAX;
@@ -550,7 +578,7 @@ impl<'t> Comm<'t> {
             check_same(core, op, &msg)?;
             core.handle(tick, Event::Message { from, msg });
         }
-        let deadline = started + shared.op_timeout();
+        let mut deadline = started.map(|s| s + shared.op_timeout());
         let mut output = None;
         // When the call could have returned but for the core (read lazily).
         let mut ready_at: Option<Instant> = None;
@@ -596,6 +624,7 @@ impl<'t> Comm<'t> {
                 continue;
             }
             let now = Instant::now();
+            let deadline = *deadline.get_or_insert(now + shared.op_timeout());
             let awaiting = core.awaiting();
             self.counters()
                 .awaiting
@@ -779,13 +808,17 @@ impl<'t> Comm<'t> {
         &self.shared.counters[self.rank as usize]
     }
 
+    // The counters have one writer, this rank: a load and a store count
+    // without the locked read-modify-write (two per message otherwise).
     fn pushed(&self) {
-        self.counters().pushed.fetch_add(1, Ordering::Release);
+        let pushed = &self.counters().pushed;
+        pushed.store(pushed.load(Ordering::Relaxed) + 1, Ordering::Release);
     }
 
     /// Counts a received message as handled, with all it made this rank send.
     fn consumed(&self) {
-        self.counters().consumed.fetch_add(1, Ordering::Release);
+        let consumed = &self.counters().consumed;
+        consumed.store(consumed.load(Ordering::Relaxed) + 1, Ordering::Release);
     }
 
     /// Takes the next message, if any, counting it handled once `handle` is done.

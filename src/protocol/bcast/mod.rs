@@ -96,6 +96,13 @@ impl BcastPlan {
         self.sync_start
     }
 
+    /// True when the cores act on the time they are handed: synchronized
+    /// correction (its start, delayed correction's wait) or a pace. Other
+    /// cores ignore `now`, and an engine may hand them any.
+    pub fn uses_time(&self) -> bool {
+        self.synchronized || self.pace > 0
+    }
+
     /// True when correction messages are sent at all: a correction is set
     /// and the team has more than two ranks. With two, the only rank besides
     /// the root is the root's tree child, colored by the tree whenever the
@@ -194,6 +201,12 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
         self.last_correction
             .map(|t| t + self.plan.pace)
             .filter(|_| self.plan.pace > 0)
+    }
+
+    /// True when this core acts on the time it is handed (see
+    /// [`BcastPlan::uses_time`]).
+    pub fn uses_time(&self) -> bool {
+        self.plan.uses_time()
     }
 
     /// True once the rank was colored by a tree message (or is the root).
