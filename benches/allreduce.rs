@@ -252,6 +252,16 @@ fn barrier(comm: &mut Comm<'_>) -> Result<f64, String> {
     Ok(0.0)
 }
 
+/// A group of 10 samples over 3 s: every iteration starts a team.
+fn short_group<'c>(c: &'c mut Criterion, name: &str) -> BenchmarkGroup<'c, WallTime> {
+    let mut group = c.benchmark_group(name);
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    group
+}
+
 fn fault_free(c: &mut Criterion) {
     let groups = [
         ("allreduce", Lineup::EveryCall),
@@ -259,11 +269,7 @@ fn fault_free(c: &mut Criterion) {
         ("barrier", Lineup::EveryCall),
     ];
     for (name, lineup) in groups {
-        let mut group = c.benchmark_group(name);
-        group
-            .sample_size(10)
-            .warm_up_time(Duration::from_millis(500))
-            .measurement_time(Duration::from_secs(3));
+        let mut group = short_group(c, name);
         for ranks in RANKS {
             let all = expected(ranks, &[]);
             if name == "barrier" {
@@ -283,11 +289,7 @@ fn fault_free(c: &mut Criterion) {
         }
         group.finish();
     }
-    let mut group = c.benchmark_group("allreduce_unrecorded");
-    group
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(3));
+    let mut group = short_group(c, "allreduce_unrecorded");
     for ranks in RANKS {
         let all = expected(ranks, &[]);
         let f1 = Team::builder().ranks(ranks).fault_budget(1);

@@ -98,6 +98,16 @@ pub enum AllreduceOutput<P> {
     },
 }
 
+/// Calls the same method on whichever core an [`AllreduceCore`] holds.
+macro_rules! each {
+    ($core:expr, $c:ident => $call:expr) => {
+        match $core {
+            AllreduceCore::Rooted($c) => $call,
+            AllreduceCore::Pair($c) => $call,
+        }
+    };
+}
+
 /// One rank's allreduce (or barrier) core, as its plan chooses: the rooted
 /// algorithm of Section 5, or the pair exchange for a team of two.
 #[derive(Debug)]
@@ -140,18 +150,12 @@ where
 
     /// The operation number.
     pub fn op(&self) -> OpId {
-        match self {
-            AllreduceCore::Rooted(c) => c.op(),
-            AllreduceCore::Pair(c) => c.op(),
-        }
+        each!(self, c => c.op())
     }
 
     /// The collective its messages carry (allreduce or barrier).
     pub fn kind(&self) -> Collective {
-        match self {
-            AllreduceCore::Rooted(c) => c.kind(),
-            AllreduceCore::Pair(c) => c.kind(),
-        }
+        each!(self, c => c.kind())
     }
 }
 
@@ -164,45 +168,27 @@ where
     type Output = AllreduceOutput<P>;
 
     fn handle(&mut self, now: Tick, event: Event<Msg<Contribution<P>>>) {
-        match self {
-            AllreduceCore::Rooted(c) => c.handle(now, event),
-            AllreduceCore::Pair(c) => c.handle(now, event),
-        }
+        each!(self, c => c.handle(now, event))
     }
 
     fn poll_transmit(&mut self, now: Tick) -> Option<Transmit<Msg<Contribution<P>>>> {
-        match self {
-            AllreduceCore::Rooted(c) => c.poll_transmit(now),
-            AllreduceCore::Pair(c) => c.poll_transmit(now),
-        }
+        each!(self, c => c.poll_transmit(now))
     }
 
     fn poll_deadline(&self) -> Option<Tick> {
-        match self {
-            AllreduceCore::Rooted(c) => c.poll_deadline(),
-            AllreduceCore::Pair(c) => c.poll_deadline(),
-        }
+        each!(self, c => c.poll_deadline())
     }
 
     fn take_output(&mut self) -> Option<AllreduceOutput<P>> {
-        match self {
-            AllreduceCore::Rooted(c) => c.take_output(),
-            AllreduceCore::Pair(c) => c.take_output(),
-        }
+        each!(self, c => c.take_output())
     }
 
     fn is_quiescent(&self) -> bool {
-        match self {
-            AllreduceCore::Rooted(c) => c.is_quiescent(),
-            AllreduceCore::Pair(c) => c.is_quiescent(),
-        }
+        each!(self, c => c.is_quiescent())
     }
 
     fn awaiting(&self) -> Option<Rank> {
-        match self {
-            AllreduceCore::Rooted(c) => c.awaiting(),
-            AllreduceCore::Pair(c) => c.awaiting(),
-        }
+        each!(self, c => c.awaiting())
     }
 }
 

@@ -541,6 +541,7 @@ impl<'t> Comm<'t> {
 
     /// Runs `core` (operation `op`) until it has its output and nothing to
     /// send, or fails.
+    ///
     /// `started` is when the call began, if known: the operation times out
     /// [`op_timeout`](crate::runtime::TeamBuilder::op_timeout) after it (or
     /// after the call first waits).
