@@ -223,7 +223,9 @@ pub struct Comm<'t> {
     lingering: VecDeque<Lingering<'t>>,
     /// Sends a full lane refused, in order; retried before any new send.
     outbox: VecDeque<(Rank, Msg<Packet>)>,
+    /// The liveness registry's epoch whose failures every core has been told.
     seen_epoch: u64,
+    /// The failed ranks as of `seen_epoch`.
     known_failed: Vec<Rank>,
     records: Vec<OpRecord>,
     /// Sends left before an emulated death in the current operation.
@@ -573,11 +575,17 @@ impl<'t> Comm<'t> {
             None => 0,
         };
         core.handle(tick, Event::Start);
-        // Hand the core every failure known so far, then what came early.
-        self.seen_epoch = u64::MAX;
+        // Hand the core what came early, then every failure known so far
+        // (the messages a failed rank sent were all taken before its failure
+        // entered `known_failed`, see `learn_failures`).
         for (from, msg) in self.fence.release(op) {
             check_same(core, op, &msg)?;
             core.handle(tick, Event::Message { from, msg });
+        }
+        for &r in &self.known_failed {
+            if r != self.rank {
+                core.handle(tick, Event::PeerFailed(r));
+            }
         }
         let mut deadline = started.map(|s| s + shared.op_timeout());
         let mut output = None;
@@ -685,13 +693,15 @@ impl<'t> Comm<'t> {
         Ok(())
     }
 
-    /// Hands the current core and the lingering ones every failure they
-    /// have not heard of yet, after the messages already in the lanes: a
-    /// rank marks itself failed after its last push, so what it sent before
+    /// When the registry has news, hands the current core and the lingering
+    /// ones every failure it lists, after the messages already in the lanes:
+    /// a rank marks itself failed after its last push, so what it sent before
     /// it failed is taken before its failure is reported (as over FIFO
     /// channels with a perfect detector). A pair exchange relies on it: a
     /// peer that sent its input and then died in a later operation must not
-    /// be left out of the one it completed.
+    /// be left out of the one it completed. Without news it is one load:
+    /// the list is kept (`known_failed`) and handed to each new core at its
+    /// start.
     fn learn_failures<C: Driven>(&mut self, core: &mut C, op: OpId) -> Result<(), Error> {
         let epoch = self.shared.liveness.epoch();
         if epoch == self.seen_epoch {
@@ -881,11 +891,11 @@ impl<'t> Comm<'t> {
             return;
         }
         self.seen_epoch = epoch;
-        let failed = self.shared.liveness.failed();
+        self.known_failed = self.shared.liveness.failed();
         // Messages first, as in `learn_failures`.
         while self.receive_with(|comm, from, msg| comm.route_other(from, msg)) {}
         let now = self.shared.now();
-        for r in failed {
+        for &r in &self.known_failed {
             if r != self.rank {
                 for l in &mut self.lingering {
                     l.handle(now, Event::PeerFailed(r));
