@@ -186,6 +186,7 @@ fn team(ranks: u32, f: u32) -> Team {
     Team::builder()
         .ranks(ranks)
         .fault_budget(f)
+        .op_records(true)
         .build()
         .unwrap()
 }
@@ -232,6 +233,7 @@ fn plain_team(ranks: u32) -> Team {
         .ranks(ranks)
         .fault_budget(0)
         .correction("none".parse().unwrap())
+        .op_records(true)
         .build()
         .unwrap()
 }
@@ -330,6 +332,7 @@ fn after_failure(ranks: u32, victim: Rank, fault: Fault, samples: usize) {
         .fault_budget(1)
         .failure_timeout(BENCH_FAILURE_TIMEOUT)
         .faults(FaultSchedule::none().at(victim, WARM as u32, fault))
+        .op_records(true)
         .build()
         .unwrap();
     let (all, rest) = (expected(ranks, &[]), expected(ranks, &[victim]));

@@ -61,6 +61,7 @@ fn bench_group(c: &mut Criterion, name: &str, lineup: Lineup) {
                 .ranks(ranks)
                 .tree("binomial".parse().unwrap())
                 .correction(correction.parse().unwrap())
+                .op_records(true)
                 .build()
                 .unwrap();
             group.bench_with_input(BenchmarkId::new(correction, ranks), &team, |b, team| {

@@ -12,6 +12,7 @@ fn main() -> Result<(), corrected::Error> {
     let team = Team::builder()
         .ranks(12)
         .fault_budget(2)
+        .op_records(true)
         .faults(
             FaultSchedule::none()
                 .kill(0, 0)

@@ -5,7 +5,8 @@
 use corrected::runtime::Team;
 
 fn main() -> Result<(), corrected::Error> {
-    let team = Team::builder().ranks(8).build()?;
+    // Records give the report's per-operation message counts.
+    let team = Team::builder().ranks(8).op_records(true).build()?;
     let report = team.run(|comm| {
         let mut value = if comm.rank() == 0 { 3.25f64 } else { 0.0 };
         comm.broadcast_into(0, &mut value).map(|()| value)

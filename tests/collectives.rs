@@ -29,6 +29,7 @@ fn team(ranks: u32, f: u32, faults: FaultSchedule) -> Team {
         .fault_budget(f)
         .faults(faults)
         .op_timeout(Duration::from_secs(20))
+        .op_records(true)
         .build()
         .unwrap()
 }
@@ -502,5 +503,34 @@ fn without_records_the_operation_timeout_still_holds() {
             "rank {r}: {second:?}"
         );
         assert!(waited >= timeout, "rank {r} gave up after {waited:?}");
+    }
+}
+
+/// Operation records are off by default (they grow with every call) and,
+/// when asked for, count every call of every rank.
+#[test]
+fn records_are_kept_only_when_asked() {
+    let _s = serial();
+    for records in [None, Some(false), Some(true)] {
+        let mut builder = Team::builder().ranks(3);
+        if let Some(on) = records {
+            builder = builder.op_records(on);
+        }
+        let report = builder.build().unwrap().run(|comm| {
+            let mut sum = 0u64;
+            comm.all_reduce_into(&1u64, &mut sum, SystemOperation::sum())?;
+            comm.barrier()?;
+            Ok::<_, Error>(sum)
+        });
+        assert!(report.returned().all(|(_, s)| *s == Ok(3)));
+        if records == Some(true) {
+            assert_eq!(report.ops.len(), 2);
+            assert!(report
+                .ops
+                .iter()
+                .all(|op| op.completed == 3 && op.messages > 0 && op.latency_ns.len() == 3));
+        } else {
+            assert!(report.ops.is_empty(), "records {records:?}");
+        }
     }
 }

@@ -43,6 +43,7 @@ fn team(ranks: u32, tree: &str, correction: &str, faults: FaultSchedule) -> Team
         .correction(correction.parse().unwrap())
         .faults(faults)
         .op_timeout(Duration::from_secs(20))
+        .op_records(true)
         .build()
         .unwrap()
 }
@@ -368,6 +369,7 @@ fn threads_and_simulator_agree_on_messages() {
                     .correction(corr)
                     .faults(FaultSchedule::none().kill_group(dead.iter().copied(), 0))
                     .op_timeout(Duration::from_millis(200))
+                    .op_records(true)
                     .build()
                     .unwrap();
                 let report = t.run(|comm| {

@@ -44,8 +44,8 @@ pub const MAX_RANKS: u32 = 4096;
 /// Builds a [`Team`]. Every setting has a sane default: all cores' worth of
 /// ranks, round-robin pinning, binomial tree with checked correction, fault
 /// budget f = 1 for reduce and allreduce (0 for a team of one), single-bit
-/// failure information, no faults, a 1 s failure timeout and a 10 s
-/// operation timeout.
+/// failure information, no faults, a 1 s failure timeout, a 10 s
+/// operation timeout and no operation records.
 #[derive(Clone, Debug)]
 pub struct TeamBuilder {
     ranks: u32,
@@ -76,7 +76,7 @@ impl Default for TeamBuilder {
             op_timeout: Duration::from_secs(10),
             correction_pace: DEFAULT_PACE,
             lane_capacity: 64,
-            op_records: true,
+            op_records: false,
         }
     }
 }
@@ -158,13 +158,13 @@ impl TeamBuilder {
     }
 
     /// Whether every rank keeps a record of each operation (its sends and
-    /// its time inside the call) for [`TeamReport::ops`]. Default on. A
+    /// its time inside the call) for [`TeamReport::ops`]. Default off: a
     /// record costs 24 bytes per rank per operation, kept until the run
-    /// ends, and two clock reads per call (about 50 ns here, a sixth of an
-    /// allreduce of two ranks): a long-running team, or one after the last
-    /// nanosecond, turns it off. Then `TeamReport::ops` is empty and a call
-    /// reads the clock only when it has to wait (its timeout counts from
-    /// then).
+    /// ends (memory without bound in a long run), and two clock reads per
+    /// call (about 45 ns here, a third of an allreduce of two ranks). Turn
+    /// it on to measure (the CLI and the benches do). Off, `TeamReport::ops`
+    /// is empty and a call reads the clock only when it has to wait (its
+    /// timeout counts from then).
     pub fn op_records(mut self, on: bool) -> Self {
         self.op_records = on;
         self
@@ -282,7 +282,8 @@ pub struct TeamReport<R> {
     pub failed: Vec<Rank>,
     /// Ranks that hung (alive but silent) at some point.
     pub hung: Vec<Rank>,
-    /// Per-operation counters, by operation number.
+    /// Per-operation counters, by operation number; empty unless the team
+    /// was built with [`TeamBuilder::op_records`] on.
     pub ops: Vec<OpStats>,
 }
 

@@ -151,7 +151,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
     let tree: TreeSpec = args.tree.parse()?;
     let correction: Correction = args.correction.parse()?;
     let scheme: FailureScheme = args.failure_scheme.parse()?;
+    // The JSON's latency and message counts come from the operation records.
     let mut builder = Team::builder()
+        .op_records(true)
         .tree(tree)
         .correction(correction)
         .failure_scheme(scheme)
