@@ -8,7 +8,8 @@
 //! **Fault-free (criterion).** One iteration is one
 //! `all_reduce_into(&x, &mut out, sum)` of one `f64` (8 bytes, as an
 //! `MPI_Allreduce` of 8 bytes) or one `barrier()`; its time is the slowest
-//! rank's time inside the call (`TeamReport.ops[i].latency_ns`). Ranks line
+//! rank's time inside the call (`TeamReport.ops[i].latency_ns`, so these
+//! teams are built with `op_records(true)`). Ranks line
 //! up on a barrier before each call (not timed), so no rank runs ahead into
 //! the next operation. Its waiters yield rather than park
 //! (`benches/common/lineup.rs`); on 2 cores its release still reaches the
@@ -25,10 +26,10 @@
 //!   and then called back to back, as MPI benchmarks (OSU's) time a loop:
 //!   the slowest rank's total time inside its calls divided by their number.
 //!   Ranks may enter the next operation while others finish the last one.
-//! - `allreduce_unrecorded/{f=1,plain}/P`: back to back on a team built with
-//!   `op_records(false)` (no per-call clock reads or records, the setting
-//!   for production): each rank times its own loop; the time is the slowest
-//!   rank's loop divided by the calls.
+//! - `allreduce_unrecorded/{f=1,plain}/P`: back to back on a team without
+//!   operation records (the default: no per-call clock reads or records):
+//!   each rank times its own loop; the time is the slowest rank's loop
+//!   divided by the calls.
 //! - `barrier/f=1/P`.
 //!
 //! Every result is checked (outside the timed calls) against the exact sum.
@@ -191,8 +192,8 @@ fn team(ranks: u32, f: u32) -> Team {
         .unwrap()
 }
 
-/// Back to back on a team that keeps no operation records (the setting for
-/// production: no per-call clock reads, no per-call memory): each rank times
+/// Back to back on a team that keeps no operation records (the default: no
+/// per-call clock reads, no per-call memory): each rank times
 /// its own loop of `iters` calls, lined up once; the time is the slowest
 /// rank's loop divided by the calls.
 fn bench_unrecorded<F>(
