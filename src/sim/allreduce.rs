@@ -1,16 +1,14 @@
 //! Allreduce in the simulator: up-correction reduce, corrected broadcast,
 //! root retry; one run, its metrics and the checks of Section 5.1.
 
-use rand::SeedableRng;
-use rand_xoshiro::Xoshiro256PlusPlus;
-
 use crate::error::Error;
 use crate::protocol::allreduce::{AllreduceCore, AllreduceOutput, AllreducePlan};
 use crate::protocol::bcast::{BcastPlan, Correction};
-use crate::protocol::reduce::{Contribution, ReducePlan};
-use crate::sim::engine::{Engine, Trace, NEVER};
+use crate::protocol::reduce::ReducePlan;
+use crate::sim::engine::{Trace, NEVER};
 use crate::sim::faults::FaultPlan;
 use crate::sim::reduce::{add, includes_exactly, input_of, CollectiveRun, ReduceConfig};
+use crate::sim::runner::Runner;
 use crate::types::{Collective, LogP, Tick};
 
 /// An allreduce experiment.
@@ -58,46 +56,31 @@ pub type SimAllreduce<'s> = AllreduceCore<'s, u64, fn(&mut u64, &u64)>;
 #[derive(Debug)]
 pub struct AllreduceSim<'s> {
     scenario: &'s AllreduceScenario,
-    engine: Engine<Contribution<u64>>,
-    death: Vec<Tick>,
-    cores: Vec<SimAllreduce<'s>>,
-    trace: Trace<AllreduceOutput<u64>>,
+    runner: Runner<SimAllreduce<'s>>,
 }
 
 impl<'s> AllreduceSim<'s> {
     /// A simulator for `scenario`.
     pub fn new(scenario: &'s AllreduceScenario) -> Self {
-        let mut engine = Engine::new(scenario.logp);
-        engine.set_detector(Some(scenario.detector));
         AllreduceSim {
             scenario,
-            engine,
-            death: Vec::new(),
-            cores: Vec::new(),
-            trace: Trace::default(),
+            runner: Runner::new(scenario.logp, scenario.detector),
         }
     }
 
     /// Runs one allreduce; the random dead set is drawn from `seed`.
     pub fn run(&mut self, seed: u64) -> AllreduceRun {
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-        let procs = self.scenario.plan.procs();
+        let sc = self.scenario;
+        let procs = sc.plan.procs();
         // Rank `procs` does not exist: every rank may be drawn.
-        self.scenario
-            .faults
-            .realize(procs, procs, &mut rng, &mut self.death);
-        let death = std::mem::take(&mut self.death);
-        let run = self.run_with(&death, &[]);
-        self.death = death;
-        run
+        let death = Runner::<SimAllreduce>::draw(&sc.faults, procs, procs, seed);
+        self.run_with(&death, &[])
     }
 
     /// Runs one allreduce with the given death times and send budgets.
     pub fn run_with(&mut self, death: &[Tick], budget: &[u32]) -> AllreduceRun {
         let plan = &self.scenario.plan;
-        let procs = plan.procs();
-        self.cores.clear();
-        self.cores.extend((0..procs).map(|r| {
+        let cores = (0..plan.procs()).map(|r| {
             AllreduceCore::new(
                 plan,
                 r,
@@ -107,32 +90,22 @@ impl<'s> AllreduceSim<'s> {
                 add as fn(&mut u64, &u64),
             )
             .expect("ranks come from the plan")
-        }));
-        self.engine
-            .run_budgeted(&mut self.cores, death, budget, &mut self.trace);
-        let trace = &self.trace;
-        let mut run = AllreduceRun {
-            quiescence_latency: trace.quiescence,
-            messages: trace.sends_by_tag.iter().sum(),
-            failed: trace.death.iter().filter(|&&d| d != NEVER).count() as u32,
-            ..AllreduceRun::default()
-        };
-        run.messages_per_process = run.messages as f64 / procs as f64;
-        let mut violations = trace.duplicates as u32 + trace.unquiescent;
+        });
+        let (trace, mut run) = self.runner.simulate(cores, death, budget);
         let mut agreed: Option<u64> = None;
         let mut consistent = true;
-        for r in 0..procs as usize {
+        for (r, output) in trace.outputs.iter().enumerate() {
             if trace.death[r] != NEVER {
                 continue;
             }
-            match trace.outputs[r] {
+            match output {
                 Some((t, AllreduceOutput::Value { value, root })) => {
-                    run.latency = run.latency.max(t);
+                    run.latency = run.latency.max(*t);
                     run.rounds = run.rounds.max(root + 1);
-                    consistent &= *agreed.get_or_insert(value) == value;
+                    consistent &= *agreed.get_or_insert(*value) == *value;
                 }
                 Some((t, AllreduceOutput::TooManyFailures { .. })) => {
-                    run.latency = run.latency.max(t);
+                    run.latency = run.latency.max(*t);
                     consistent = false;
                 }
                 None => consistent = false,
@@ -141,14 +114,13 @@ impl<'s> AllreduceSim<'s> {
         consistent &= agreed.is_some_and(|v| includes_exactly(v, &trace.death));
         run.result_consistent = consistent;
         if run.failed <= plan.reduce().f() {
-            violations += u32::from(!consistent);
+            run.violations += u32::from(!consistent);
         }
-        run.violations = violations;
         run
     }
 
     /// The engine's record of the last run.
     pub fn last_trace(&self) -> &Trace<AllreduceOutput<u64>> {
-        &self.trace
+        self.runner.trace()
     }
 }

@@ -8,6 +8,7 @@
 //! * [`bcast`]: the broadcast experiment and its metrics;
 //! * [`reduce`]: the up-correction reduce experiment and its checks;
 //! * [`allreduce`]: allreduce (reduce + corrected broadcast + root retry);
+//! * `runner`: the engine, buffers and base metrics reduce and allreduce share;
 //! * [`stats`], [`montecarlo`]: summaries over many seeded runs.
 
 pub mod allreduce;
@@ -17,6 +18,7 @@ pub mod faults;
 pub mod montecarlo;
 pub mod queue;
 pub mod reduce;
+mod runner;
 pub mod stats;
 
 pub use allreduce::{AllreduceRun, AllreduceScenario, AllreduceSim};

@@ -7,14 +7,13 @@
 //! during the operation. A missing or doubled input changes the sum, so the
 //! check catches both (with probability 1 - 2^-64 per run).
 
-use rand::SeedableRng;
-use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Serialize;
 
 use crate::error::Error;
 use crate::protocol::reduce::{Contribution, FailureScheme, Reduce, ReduceOutput, ReducePlan};
-use crate::sim::engine::{Engine, Trace, NEVER, UNLIMITED};
+use crate::sim::engine::{Trace, NEVER, UNLIMITED};
 use crate::sim::faults::FaultPlan;
+use crate::sim::runner::Runner;
 use crate::topology::TreeSpec;
 use crate::types::{Collective, LogP, Rank, Tick};
 
@@ -173,46 +172,30 @@ pub type SimReduce<'s> = Reduce<'s, u64, fn(&mut u64, &u64)>;
 #[derive(Debug)]
 pub struct ReduceSim<'s> {
     scenario: &'s ReduceScenario,
-    engine: Engine<Contribution<u64>>,
-    death: Vec<Tick>,
-    cores: Vec<SimReduce<'s>>,
-    trace: Trace<ReduceOutput<u64>>,
+    runner: Runner<SimReduce<'s>>,
 }
 
 impl<'s> ReduceSim<'s> {
     /// A simulator for `scenario`.
     pub fn new(scenario: &'s ReduceScenario) -> Self {
-        let mut engine = Engine::new(scenario.logp);
-        engine.set_detector(Some(scenario.detector));
         ReduceSim {
             scenario,
-            engine,
-            death: Vec::new(),
-            cores: Vec::new(),
-            trace: Trace::default(),
+            runner: Runner::new(scenario.logp, scenario.detector),
         }
     }
 
     /// Runs one reduce; the random dead set is drawn from `seed`.
     pub fn run(&mut self, seed: u64) -> ReduceRun {
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-        let procs = self.scenario.plan.procs();
-        self.scenario
-            .faults
-            .realize(procs, ROOT, &mut rng, &mut self.death);
-        let death = std::mem::take(&mut self.death);
-        let run = self.run_with(&death, &[]);
-        self.death = death;
-        run
+        let sc = self.scenario;
+        let death = Runner::<SimReduce>::draw(&sc.faults, sc.plan.procs(), ROOT, seed);
+        self.run_with(&death, &[])
     }
 
     /// Runs one reduce with the given death times and send budgets (rank
     /// `r` dies right after its `budget[r]`-th send; empty: no budgets).
     pub fn run_with(&mut self, death: &[Tick], budget: &[u32]) -> ReduceRun {
         let plan = &self.scenario.plan;
-        let procs = plan.procs();
-        self.cores.clear();
-        self.cores.extend((0..procs).map(|r| {
+        let cores = (0..plan.procs()).map(|r| {
             Reduce::new(
                 plan,
                 ROOT,
@@ -223,47 +206,36 @@ impl<'s> ReduceSim<'s> {
                 add as fn(&mut u64, &u64),
             )
             .expect("ranks come from the plan")
-        }));
-        self.engine
-            .run_budgeted(&mut self.cores, death, budget, &mut self.trace);
-        let trace = &self.trace;
-        let mut run = ReduceRun {
-            quiescence_latency: trace.quiescence,
-            messages: trace.sends_by_tag.iter().sum(),
-            failed: trace.death.iter().filter(|&&d| d != NEVER).count() as u32,
-            rounds: 1,
-            ..ReduceRun::default()
-        };
-        run.messages_per_process = run.messages as f64 / procs as f64;
+        });
+        let (trace, mut run) = self.runner.simulate(cores, death, budget);
+        run.rounds = 1;
         let within_budget = run.failed <= plan.f();
-        let mut violations = trace.duplicates as u32 + trace.unquiescent;
-        for r in 0..procs as usize {
+        for (r, output) in trace.outputs.iter().enumerate() {
             let live = trace.death[r] == NEVER;
-            match &trace.outputs[r] {
+            match output {
                 Some((t, ReduceOutput::Root { value, .. })) => {
                     run.latency = *t;
                     run.result_consistent = includes_exactly(*value, &trace.death);
-                    violations += u32::from(!run.result_consistent);
+                    run.violations += u32::from(!run.result_consistent);
                 }
                 Some((t, ReduceOutput::TooManyFailures { .. })) => {
                     run.latency = *t;
-                    violations += u32::from(within_budget);
+                    run.violations += u32::from(within_budget);
                 }
                 Some((t, ReduceOutput::Sent)) => {
                     if trace.death[ROOT as usize] != NEVER {
                         run.latency = run.latency.max(*t);
                     }
                 }
-                None => violations += u32::from(live),
+                None => run.violations += u32::from(live),
             }
         }
-        run.violations = violations;
         run
     }
 
     /// The engine's record of the last run.
     pub fn last_trace(&self) -> &Trace<ReduceOutput<u64>> {
-        &self.trace
+        self.runner.trace()
     }
 }
 
@@ -273,5 +245,5 @@ pub fn fault_free_sends(scenario: &ReduceScenario) -> Vec<u32> {
     let mut sim = ReduceSim::new(scenario);
     let procs = scenario.plan.procs() as usize;
     sim.run_with(&vec![NEVER; procs], &vec![UNLIMITED; procs]);
-    sim.trace.sends_by_rank.clone()
+    sim.last_trace().sends_by_rank.clone()
 }

@@ -1,0 +1,79 @@
+//! What the reduce and allreduce experiments share: an engine and buffers
+//! kept across runs, the seeded draw of the dead set, and the metrics every
+//! run of a reduce-like collective reports.
+
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use crate::protocol::Protocol;
+use crate::sim::engine::{Engine, Trace, NEVER};
+use crate::sim::faults::FaultPlan;
+use crate::sim::reduce::CollectiveRun;
+use crate::types::{LogP, Rank, Tick};
+
+/// Reusable state to run cores of one kind many times: the engine's queues,
+/// the cores and the trace keep their capacity between runs.
+#[derive(Debug)]
+pub(crate) struct Runner<C: Protocol> {
+    engine: Engine<C::Payload>,
+    cores: Vec<C>,
+    trace: Trace<C::Output>,
+}
+
+impl<C: Protocol> Runner<C> {
+    /// A runner for the model `logp`, with a failure detector that tells
+    /// every live rank of a death `detector` ticks after it.
+    pub(crate) fn new(logp: LogP, detector: Tick) -> Self {
+        let mut engine = Engine::new(logp);
+        engine.set_detector(Some(detector));
+        Runner {
+            engine,
+            cores: Vec::new(),
+            trace: Trace::default(),
+        }
+    }
+
+    /// The death times of one run of `procs` ranks, drawn from `faults`
+    /// with `seed`. Rank `exempt` is never dead before the operation
+    /// (`procs` exempts nobody).
+    pub(crate) fn draw(faults: &FaultPlan, procs: u32, exempt: Rank, seed: u64) -> Vec<Tick> {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let mut death = Vec::new();
+        faults.realize(procs, exempt, &mut rng, &mut death);
+        death
+    }
+
+    /// Runs `cores` (one per rank) with the given death times and send
+    /// budgets (rank `r` dies right after its `budget[r]`-th send; empty:
+    /// no budgets). Returns the trace and the metrics it alone gives:
+    /// quiescence, messages, failed ranks, and as violations the duplicate
+    /// outputs and cores left unquiescent. Latency, rounds and the result's
+    /// checks are the caller's.
+    pub(crate) fn simulate(
+        &mut self,
+        cores: impl Iterator<Item = C>,
+        death: &[Tick],
+        budget: &[u32],
+    ) -> (&Trace<C::Output>, CollectiveRun) {
+        self.cores.clear();
+        self.cores.extend(cores);
+        self.engine
+            .run_budgeted(&mut self.cores, death, budget, &mut self.trace);
+        let trace = &self.trace;
+        let messages: u64 = trace.sends_by_tag.iter().sum();
+        let run = CollectiveRun {
+            quiescence_latency: trace.quiescence,
+            messages,
+            messages_per_process: messages as f64 / self.cores.len().max(1) as f64,
+            failed: trace.death.iter().filter(|&&d| d != NEVER).count() as u32,
+            violations: trace.duplicates as u32 + trace.unquiescent,
+            ..CollectiveRun::default()
+        };
+        (trace, run)
+    }
+
+    /// The engine's record of the last run.
+    pub(crate) fn trace(&self) -> &Trace<C::Output> {
+        &self.trace
+    }
+}
