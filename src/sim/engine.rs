@@ -59,7 +59,9 @@ pub struct Trace<O> {
 /// No send budget: the rank may send forever.
 pub const UNLIMITED: u32 = u32::MAX;
 
-/// The engine's per-rank state, packed so that one rank is one cache line.
+/// The engine's per-rank state: 32 bytes, two ranks to a cache line (at
+/// 64K ranks the slots, like the cores, are touched all over; send budgets,
+/// rarely used, live apart in `Engine::sends_left`).
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     /// When the rank fails (`NEVER`: it does not).
@@ -70,9 +72,9 @@ struct Slot {
     recv_free: Tick,
     /// The timer it has armed (`NEVER`: none).
     timer_at: Tick,
-    /// Sends before it dies ([`UNLIMITED`]: no limit).
-    sends_left: u32,
 }
+
+const _: () = assert!(std::mem::size_of::<Slot>() == 32);
 
 /// A reusable LogP engine. Its buffers keep their capacity between runs.
 #[derive(Debug)]
@@ -83,6 +85,9 @@ pub struct Engine<P> {
     /// or a timer is due.
     wakes: WakeSets,
     slots: Vec<Slot>,
+    /// Sends each rank makes before it dies ([`UNLIMITED`]: no limit);
+    /// empty when the run has no budgets.
+    sends_left: Vec<u32>,
     /// Failed ranks to report, by the tick of the report.
     notices: BucketQueue<Rank>,
     detector: Option<Tick>,
@@ -96,6 +101,7 @@ impl<P: Copy> Engine<P> {
             deliveries: BucketQueue::default(),
             wakes: WakeSets::default(),
             slots: Vec::new(),
+            sends_left: Vec::new(),
             notices: BucketQueue::default(),
             detector: None,
         }
@@ -151,17 +157,16 @@ impl<P: Copy> Engine<P> {
             budget.is_empty() || budget.len() == n,
             "one budget per core"
         );
+        self.sends_left.clear();
+        self.sends_left.extend_from_slice(budget);
         self.slots.clear();
-        self.slots.extend(death.iter().enumerate().map(|(r, &d)| {
-            let left = budget.get(r).copied().unwrap_or(UNLIMITED);
-            Slot {
-                death: if left == 0 { 0 } else { d },
+        self.slots
+            .extend(death.iter().enumerate().map(|(r, &d)| Slot {
+                death: if budget.get(r) == Some(&0) { 0 } else { d },
                 send_free: 0,
                 recv_free: 0,
                 timer_at: NEVER,
-                sends_left: left,
-            }
-        }));
+            }));
         self.notices.clear();
         self.deliveries.clear();
         self.wakes.reset(n);
@@ -181,15 +186,22 @@ impl<P: Copy> Engine<P> {
                 self.schedule_notice(r as Rank, d, &mut at_start);
             }
         }
-        for (r, core) in cores.iter_mut().enumerate() {
-            if self.slots[r].death > 0 {
-                core.handle(0, Event::Start);
-                Self::collect(core, r, 0, trace);
+        // Start, then the failures reported at tick 0, then the first sends.
+        // Without such reports, one pass over the cores does it (at 64K
+        // ranks a pass over the cores is a pass over megabytes).
+        if at_start.is_empty() {
+            for r in 0..n {
+                self.start(cores, r, trace);
+                self.drive(cores, r as Rank, 0, trace);
             }
-        }
-        self.notify(cores, &at_start, 0, trace);
-        for r in 0..n {
-            self.drive(cores, r as Rank, 0, trace);
+        } else {
+            for r in 0..n {
+                self.start(cores, r, trace);
+            }
+            self.notify(cores, &at_start, 0, trace);
+            for r in 0..n {
+                self.drive(cores, r as Rank, 0, trace);
+            }
         }
         let mut now = 0;
         while let Some(t) = self.wakes.next_after(now) {
@@ -224,6 +236,18 @@ impl<P: Copy> Engine<P> {
         trace.unquiescent = (0..n)
             .filter(|&r| self.slots[r].death == NEVER && !cores[r].is_quiescent())
             .count() as u32;
+    }
+
+    /// Hands rank `r` its [`Event::Start`] unless it is dead from the start.
+    #[inline]
+    fn start<C>(&self, cores: &mut [C], r: usize, trace: &mut Trace<C::Output>)
+    where
+        C: Protocol<Payload = P>,
+    {
+        if self.slots[r].death > 0 {
+            cores[r].handle(0, Event::Start);
+            Self::collect(&mut cores[r], r, 0, trace);
+        }
     }
 
     /// Plans the detector's report of `rank`'s death at `died` (reports due
@@ -292,9 +316,9 @@ impl<P: Copy> Engine<P> {
                 trace.sends_by_tag[msg.tag as usize] += 1;
                 self.slots[ri].send_free = now + o;
                 self.wakes.set(now + o, r);
-                if slot.sends_left != UNLIMITED {
-                    self.slots[ri].sends_left -= 1;
-                    if slot.sends_left == 1 {
+                if let Some(left) = self.sends_left.get_mut(ri).filter(|l| **l != UNLIMITED) {
+                    *left -= 1;
+                    if *left == 0 {
                         // The message is out; the rank dies right after.
                         self.slots[ri].death = now + 1;
                         self.schedule_notice(r, now + 1, &mut Vec::new());

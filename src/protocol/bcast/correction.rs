@@ -153,9 +153,10 @@ pub(crate) struct Sweep {
     nearest_right: u32,
     /// Delayed: when the first left message went out.
     first_left_at: Tick,
-    /// Delayed: left distances of rightward senders still to be stopped.
+    /// Delayed: left distances of rightward senders still to be stopped,
+    /// in order, `NONE` after the last (no count field: the state stays 32
+    /// bytes, which 64K simulated cores feel).
     replies: [u32; REPLIES],
-    n_replies: u8,
 }
 
 impl Sweep {
@@ -166,8 +167,7 @@ impl Sweep {
             nearest_left: NONE,
             nearest_right: NONE,
             first_left_at: UNSET,
-            replies: [0; REPLIES],
-            n_replies: 0,
+            replies: [NONE; REPLIES],
         }
     }
 
@@ -187,12 +187,10 @@ impl Sweep {
             }
             if matches!(kind, Correction::Delayed { .. })
                 && by_tree
-                && (self.n_replies as usize) < REPLIES
+                && !self.replies.contains(&dist)
             {
-                let pending = &self.replies[..self.n_replies as usize];
-                if !pending.contains(&dist) {
-                    self.replies[self.n_replies as usize] = dist;
-                    self.n_replies += 1;
+                if let Some(free) = self.replies.iter_mut().find(|r| **r == NONE) {
+                    *free = dist;
                 }
             }
         }
@@ -203,10 +201,10 @@ impl Sweep {
     /// (now or, for `delayed`, until its deadline).
     pub(crate) fn next(&mut self, kind: Correction, now: Tick, procs: u32) -> Option<Step> {
         let ring = procs.saturating_sub(1);
-        if self.n_replies > 0 {
+        if self.replies[0] != NONE {
             let dist = self.replies[0];
-            self.replies.copy_within(1..self.n_replies as usize, 0);
-            self.n_replies -= 1;
+            self.replies.copy_within(1.., 0);
+            self.replies[REPLIES - 1] = NONE;
             return Some(Step {
                 tag: Tag::Stop,
                 dist,

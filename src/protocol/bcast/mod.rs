@@ -33,6 +33,8 @@ pub struct BcastPlan {
     correction: Correction,
     sync_start: Tick,
     synchronized: bool,
+    /// Cached [`BcastPlan::corrects`]: asked on every poll of every core.
+    corrects: bool,
     pace: Tick,
 }
 
@@ -41,6 +43,7 @@ impl BcastPlan {
     /// begins (ignored by overlapped corrections).
     pub fn new(tree: Tree, correction: Correction, sync_start: Tick) -> Self {
         BcastPlan {
+            corrects: tree.procs() > 2 && correction != Correction::None,
             tree,
             correction,
             sync_start,
@@ -108,7 +111,7 @@ impl BcastPlan {
     /// the root is the root's tree child, colored by the tree whenever the
     /// root lives: no correction can reach anyone the tree does not.
     pub fn corrects(&self) -> bool {
-        self.procs() > 2 && self.correction != Correction::None
+        self.corrects
     }
 }
 
@@ -130,8 +133,10 @@ pub struct Bcast<'p, P> {
     /// Colored by dissemination: received a tree message (or is the root).
     by_tree: bool,
     correcting: bool,
-    /// When the last correction message went out (pacing).
-    last_correction: Option<Tick>,
+    /// When the last correction message went out (pacing; `Tick::MAX`:
+    /// none yet). Not an `Option`: at 64K simulated ranks every byte of the
+    /// core costs cache misses.
+    last_correction: Tick,
     /// A tree ancestor is known to have failed: no tree message will come.
     orphaned: bool,
     sweep: Sweep,
@@ -169,7 +174,7 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
             output_ready: false,
             by_tree: false,
             correcting: false,
-            last_correction: None,
+            last_correction: Tick::MAX,
             orphaned: false,
             sweep: Sweep::new(),
         })
@@ -198,9 +203,26 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
 
     /// The next paced correction send may go at this time.
     fn paced_until(&self) -> Option<Tick> {
-        self.last_correction
-            .map(|t| t + self.plan.pace)
-            .filter(|_| self.plan.pace > 0)
+        (self.plan.pace > 0 && self.last_correction != Tick::MAX)
+            .then(|| self.last_correction + self.plan.pace)
+    }
+
+    /// The deadline with pacing: a sweep step held back by the pace is a
+    /// reason to wake too.
+    #[cold]
+    fn paced_deadline(&self, sweep: Option<Tick>) -> Option<Tick> {
+        let paced = self.paced_until().filter(|&t| {
+            self.correcting
+                && self
+                    .sweep
+                    .clone()
+                    .next(self.plan.correction, t, self.plan.procs())
+                    .is_some()
+        });
+        match (sweep, paced) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// True when this core acts on the time it is handed (see
@@ -338,7 +360,7 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
             return None;
         }
         let step = self.sweep.next(self.plan.correction, now, procs)?;
-        self.last_correction = Some(now);
+        self.last_correction = now;
         let to = match step.tag {
             Tag::Rightward => ring::right(self.me, step.dist, procs),
             _ => ring::left(self.me, step.dist, procs),
@@ -349,6 +371,8 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
         })
     }
 
+    // Inlined: the simulator asks every core after every event.
+    #[inline]
     fn poll_deadline(&self) -> Option<Tick> {
         if !self.plan.corrects() {
             return None;
@@ -357,19 +381,10 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
             return Some(self.plan.sync_start);
         }
         let sweep = self.sweep.deadline(self.plan.correction, self.plan.procs());
-        // Only a sweep step held back by the pace is a reason to wake.
-        let paced = self.paced_until().filter(|&t| {
-            self.correcting
-                && self
-                    .sweep
-                    .clone()
-                    .next(self.plan.correction, t, self.plan.procs())
-                    .is_some()
-        });
-        match (sweep, paced) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
+        if self.plan.pace == 0 {
+            return sweep;
         }
+        self.paced_deadline(sweep)
     }
 
     fn take_output(&mut self) -> Option<P> {
