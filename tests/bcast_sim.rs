@@ -201,6 +201,72 @@ proptest! {
         }
         prop_assert!(m2 <= m1);
     }
+
+    /// Relaying (flogsim's opportunistic correction) colors every rank plain
+    /// opportunistic correction does, and every live rank whenever no d
+    /// consecutive ranks of the ring are dead: each colored rank reaches d
+    /// ranks on each side, so coloring spreads across every shorter run.
+    #[test]
+    fn relaying_colors_past_every_run_of_fewer_than_d_dead(
+        procs in 2u32..400,
+        density in 0.0f64..0.9,
+        d in 1u32..6,
+        seed in any::<u64>(),
+        tree in 0usize..TREES.len(),
+    ) {
+        let sc = scenario(TREES[tree], procs, Correction::None, LogP::PAPER, FaultPlan::rate(density));
+        let mut death = Vec::new();
+        sc.faults().realize(procs, 0, &mut <rand_xoshiro::Xoshiro256PlusPlus as rand::SeedableRng>::seed_from_u64(seed), &mut death);
+        let dead: Vec<Rank> = (0..procs).filter(|&r| death[r as usize] == 0).collect();
+        let (plain, v1, _) = run_with_dead(TREES[tree], procs, Correction::Opportunistic { distance: d }, &dead);
+        let (relay, v2, _) = run_with_dead(TREES[tree], procs, Correction::Relaying { distance: d }, &dead);
+        prop_assert_eq!(v1 + v2, 0);
+        for r in 0..procs as usize {
+            prop_assert!(relay[r] || !plain[r], "rank {} colored by plain but not relaying", r);
+        }
+        let is_dead = |r: u32| death[(r % procs) as usize] == 0;
+        let longest_dead_run = (0..procs)
+            .map(|start| (0..procs).take_while(|&i| is_dead(start + i)).count() as u32)
+            .max()
+            .unwrap_or(0);
+        if longest_dead_run < d {
+            for r in 0..procs as usize {
+                prop_assert!(relay[r] || death[r] == 0, "live rank {} uncolored, longest dead run {}", r, longest_dead_run);
+            }
+        }
+    }
+}
+
+/// A dead rank whose subtree is contiguous (in-order numbering) leaves a gap
+/// of live ranks far longer than 2d: plain opportunistic correction colors
+/// only d ranks at each end of it, relaying colors the whole gap.
+#[test]
+fn relaying_bridges_a_gap_of_live_ranks() {
+    let (procs, d) = (256, 4);
+    // In-order binomial numbering: rank 1's subtree is the contiguous range
+    // 1..129 (half the ring), all alive but rank 1.
+    let dead = [1];
+    let (plain, _, m_plain) = run_with_dead(
+        "inorder-binomial",
+        procs,
+        Correction::Opportunistic { distance: d },
+        &dead,
+    );
+    let (relay, v, m_relay) = run_with_dead(
+        "inorder-binomial",
+        procs,
+        Correction::Relaying { distance: d },
+        &dead,
+    );
+    assert_eq!(v, 0);
+    let uncolored = |c: &[bool]| (0..procs as usize).filter(|&r| r != 1 && !c[r]).count();
+    assert!(
+        uncolored(&plain) > 100,
+        "plain leaves most of the gap: {}",
+        uncolored(&plain)
+    );
+    assert_eq!(uncolored(&relay), 0);
+    assert!(m_relay > m_plain);
 }
 
 /// Section 3.2.1: on a k-ary tree, opportunistic correction with d >= k

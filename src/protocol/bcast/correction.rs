@@ -3,9 +3,11 @@
 //!
 //! Only ranks colored by dissemination (a tree message) take part; ranks
 //! colored by a correction message never send one (Corrected Trees, Section
-//! 3.1). Every variant sends left first and then alternates, one message per
-//! poll, and never sends to the same rank twice in one direction. A sweep
-//! never covers more than the whole ring (`left + right <= P - 1`).
+//! 3.1), except in [`Correction::Relaying`], the opportunistic correction of
+//! the authors' simulator. Every variant sends left first and then
+//! alternates, one message per poll, and never sends to the same rank twice
+//! in one direction. A sweep never covers more than the whole ring
+//! (`left + right <= P - 1`).
 
 use std::fmt;
 use std::str::FromStr;
@@ -34,6 +36,17 @@ pub enum Correction {
     /// skips them (and mirrored). Never less safe than plain opportunistic.
     Optimized {
         /// d: messages per direction at most.
+        distance: u32,
+    },
+    /// Opportunistic correction as the authors' simulator (flogsim) runs
+    /// it: every colored rank sends `distance` messages in each direction,
+    /// also a rank colored by a correction message (the paper's text says
+    /// such ranks stay silent). Relaying bridges gaps longer than
+    /// 2·`distance` as long as no `distance` consecutive ranks are dead, at
+    /// the price of up to 2·`distance` messages from every rank. Overlapped,
+    /// no delivery guarantee.
+    Relaying {
+        /// d: messages per direction.
         distance: u32,
     },
     /// Checked correction, overlapped: each side continues until the rank has
@@ -69,6 +82,11 @@ impl Correction {
             self,
             Correction::Checked | Correction::CheckedSync | Correction::Delayed { .. }
         )
+    }
+
+    /// True if ranks colored by a correction message send correction too.
+    pub fn relays(&self) -> bool {
+        matches!(self, Correction::Relaying { .. })
     }
 }
 
@@ -112,6 +130,9 @@ impl FromStr for Correction {
             "optimized" => Ok(Correction::Optimized {
                 distance: distance()?,
             }),
+            "relaying" => Ok(Correction::Relaying {
+                distance: distance()?,
+            }),
             "delayed" => Ok(Correction::Delayed { delay: number(0)? }),
             _ => Err(bad("unknown correction")),
         }
@@ -124,6 +145,7 @@ impl fmt::Display for Correction {
             Correction::None => f.write_str("none"),
             Correction::Opportunistic { distance } => write!(f, "opportunistic:{distance}"),
             Correction::Optimized { distance } => write!(f, "optimized:{distance}"),
+            Correction::Relaying { distance } => write!(f, "relaying:{distance}"),
             Correction::Checked => f.write_str("checked"),
             Correction::CheckedSync => f.write_str("checked-sync"),
             Correction::Delayed { delay } => write!(f, "delayed:{delay}"),
@@ -215,9 +237,9 @@ impl Sweep {
         }
         let (left_open, right_open) = match kind {
             Correction::None => return None,
-            Correction::Opportunistic { distance } | Correction::Optimized { distance } => {
-                (self.left < distance, self.right < distance)
-            }
+            Correction::Opportunistic { distance }
+            | Correction::Optimized { distance }
+            | Correction::Relaying { distance } => (self.left < distance, self.right < distance),
             Correction::Checked | Correction::CheckedSync => (
                 self.left < self.nearest_left,
                 self.right < self.nearest_right,
@@ -259,9 +281,9 @@ impl Sweep {
         }
         match kind {
             Correction::None => true,
-            Correction::Opportunistic { distance } | Correction::Optimized { distance } => {
-                self.left >= distance && self.right >= distance
-            }
+            Correction::Opportunistic { distance }
+            | Correction::Optimized { distance }
+            | Correction::Relaying { distance } => self.left >= distance && self.right >= distance,
             Correction::Checked | Correction::CheckedSync => {
                 self.left >= self.nearest_left && self.right >= self.nearest_right
             }

@@ -244,14 +244,17 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
     /// True when the core will never send again, whatever arrives: it holds
     /// the value, and either it was colored by dissemination and has done
     /// its tree sends and its correction, or no tree message can come any
-    /// more because an ancestor failed ([`Event::PeerFailed`]). Delayed
-    /// correction may have to answer a sweep at any time, so it never is.
+    /// more because an ancestor failed ([`Event::PeerFailed`]) (and, when
+    /// relaying, its own sweep is done). Delayed correction may have to
+    /// answer a sweep at any time, so it never is.
     pub fn is_finished(&self) -> bool {
         if self.value.is_none() {
             return false;
         }
         if !self.by_tree {
-            return self.orphaned;
+            return self.orphaned
+                && (!self.plan.correction.relays()
+                    || self.sweep.finished(self.plan.correction, self.plan.procs()));
         }
         self.next_child == self.child_end
             && (!self.plan.corrects()
@@ -283,10 +286,14 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
     }
 
     fn correction_open(&self, now: Tick) -> bool {
-        self.plan.corrects()
-            && self.by_tree
-            && self.next_child == self.child_end
-            && (!self.plan.synchronized || now >= self.plan.sync_start)
+        let colored = if self.by_tree {
+            self.next_child == self.child_end
+        } else {
+            // Relaying: a rank colored by correction sweeps too (its tree
+            // sends, should the tree message come, go first).
+            self.plan.correction.relays() && self.value.is_some()
+        };
+        self.plan.corrects() && colored && (!self.plan.synchronized || now >= self.plan.sync_start)
     }
 }
 
