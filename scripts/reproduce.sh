@@ -27,7 +27,7 @@ done
 
 : > results/opportunistic.jsonl
 for rate in 0.01 0.04; do
-  for correction in opportunistic:4 optimized:4 relaying:4; do
+  for correction in opportunistic:4 optimized:4 relaying:4 forwarding:4; do
     for tree in $trees; do
       "$bin" sim --procs 65536 --tree "$tree" --correction "$correction" --latency 2 --overhead 1 \
         --fault-rate "$rate" --runs "$runs" --seed 1 --threads "$threads" --json >> results/opportunistic.jsonl

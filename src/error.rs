@@ -43,7 +43,7 @@ pub enum Error {
         why: String,
     },
     /// A correction description could not be parsed or has a bad parameter.
-    #[error("bad correction '{spec}': {why} (expected none, opportunistic:D, optimized:D, relaying:D, checked, checked-sync or delayed:DELAY)")]
+    #[error("bad correction '{spec}': {why} (expected none, opportunistic:D, optimized:D, relaying:D, forwarding:D, checked, checked-sync or delayed:DELAY)")]
     BadCorrection {
         /// The text given.
         spec: String,

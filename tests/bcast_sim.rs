@@ -202,12 +202,13 @@ proptest! {
         prop_assert!(m2 <= m1);
     }
 
-    /// Relaying (flogsim's opportunistic correction) colors every rank plain
-    /// opportunistic correction does, and every live rank whenever no d
-    /// consecutive ranks of the ring are dead: each colored rank reaches d
-    /// ranks on each side, so coloring spreads across every shorter run.
+    /// Relaying and forwarding color every rank plain opportunistic
+    /// correction does (they only add sends); relaying colors every live
+    /// rank whenever no d consecutive ranks of the ring are dead: each
+    /// colored rank reaches d ranks on each side, so coloring spreads across
+    /// every shorter run.
     #[test]
-    fn relaying_colors_past_every_run_of_fewer_than_d_dead(
+    fn relaying_and_forwarding_color_what_opportunistic_does_relaying_past_short_dead_runs(
         procs in 2u32..400,
         density in 0.0f64..0.9,
         d in 1u32..6,
@@ -220,9 +221,11 @@ proptest! {
         let dead: Vec<Rank> = (0..procs).filter(|&r| death[r as usize] == 0).collect();
         let (plain, v1, _) = run_with_dead(TREES[tree], procs, Correction::Opportunistic { distance: d }, &dead);
         let (relay, v2, _) = run_with_dead(TREES[tree], procs, Correction::Relaying { distance: d }, &dead);
-        prop_assert_eq!(v1 + v2, 0);
+        let (forward, v3, _) = run_with_dead(TREES[tree], procs, Correction::Forwarding { distance: d }, &dead);
+        prop_assert_eq!(v1 + v2 + v3, 0);
         for r in 0..procs as usize {
             prop_assert!(relay[r] || !plain[r], "rank {} colored by plain but not relaying", r);
+            prop_assert!(forward[r] || !plain[r], "rank {} colored by plain but not forwarding", r);
         }
         let is_dead = |r: u32| death[(r % procs) as usize] == 0;
         let longest_dead_run = (0..procs)
@@ -239,9 +242,10 @@ proptest! {
 
 /// A dead rank whose subtree is contiguous (in-order numbering) leaves a gap
 /// of live ranks far longer than 2d: plain opportunistic correction colors
-/// only d ranks at each end of it, relaying colors the whole gap.
+/// only d ranks at each end of it; relaying colors the whole gap, and so
+/// does forwarding (the ranks correction reaches send the tree on into it).
 #[test]
-fn relaying_bridges_a_gap_of_live_ranks() {
+fn relaying_and_forwarding_bridge_a_gap_of_live_ranks() {
     let (procs, d) = (256, 4);
     // In-order binomial numbering: rank 1's subtree is the contiguous range
     // 1..129 (half the ring), all alive but rank 1.
@@ -267,6 +271,14 @@ fn relaying_bridges_a_gap_of_live_ranks() {
     );
     assert_eq!(uncolored(&relay), 0);
     assert!(m_relay > m_plain);
+    let (forward, v, _) = run_with_dead(
+        "inorder-binomial",
+        procs,
+        Correction::Forwarding { distance: d },
+        &dead,
+    );
+    assert_eq!(v, 0);
+    assert_eq!(uncolored(&forward), 0);
 }
 
 /// Section 3.2.1: on a k-ary tree, opportunistic correction with d >= k

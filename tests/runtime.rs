@@ -26,11 +26,12 @@ const TREES: [&str; 5] = [
     "optimal",
     "inorder-binomial",
 ];
-const CORRECTIONS: [&str; 7] = [
+const CORRECTIONS: [&str; 8] = [
     "none",
     "opportunistic:2",
     "optimized:4",
     "relaying:2",
+    "forwarding:2",
     "checked",
     "checked-sync",
     "delayed:20000",
@@ -341,11 +342,17 @@ fn bad_input_is_a_typed_error() {
 fn threads_and_simulator_agree_on_messages() {
     let _serial = serial();
     // Both count every send, including those to dead ranks. Plain trees and
-    // plain or relaying opportunistic correction send the same messages
+    // plain, relaying or forwarding opportunistic correction send the same messages
     // whatever the timing; checked and optimized correction depend on
     // timing by design.
     for tree in ["binomial", "lame:2", "kary:3", "optimal"] {
-        for correction in ["none", "opportunistic:1", "opportunistic:3", "relaying:2"] {
+        for correction in [
+            "none",
+            "opportunistic:1",
+            "opportunistic:3",
+            "relaying:2",
+            "forwarding:2",
+        ] {
             for (procs, dead) in [
                 (33u32, vec![]),
                 (33, vec![1u32, 5]),

@@ -14,7 +14,7 @@ pub struct BcastModelArgs {
     /// Dissemination tree: binomial, lame:K, kary:K or optimal; prefix inorder- for depth-first numbering.
     #[arg(long, default_value = "binomial")]
     pub tree: String,
-    /// Correction: none, opportunistic:D, optimized:D, relaying:D, checked, checked-sync or delayed:DELAY.
+    /// Correction: none, opportunistic:D, optimized:D, relaying:D, forwarding:D, checked, checked-sync or delayed:DELAY.
     #[arg(long, default_value = "checked-sync")]
     pub correction: String,
     /// LogP latency L, in ticks.

@@ -40,7 +40,7 @@ pub struct RunArgs {
     /// Dissemination tree: binomial, lame:K, kary:K or optimal; prefix inorder- for depth-first numbering.
     #[arg(long, default_value = "binomial")]
     tree: String,
-    /// Correction: none, opportunistic:D, optimized:D, relaying:D, checked, checked-sync or delayed:NANOS.
+    /// Correction: none, opportunistic:D, optimized:D, relaying:D, forwarding:D, checked, checked-sync or delayed:NANOS.
     #[arg(long, default_value = "checked")]
     correction: String,
     /// Ranks dead from the first operation on, comma separated.

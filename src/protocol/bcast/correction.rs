@@ -3,8 +3,9 @@
 //!
 //! Only ranks colored by dissemination (a tree message) take part; ranks
 //! colored by a correction message never send one (Corrected Trees, Section
-//! 3.1), except in [`Correction::Relaying`], the opportunistic correction of
-//! the authors' simulator. Every variant sends left first and then
+//! 3.1), except in [`Correction::Relaying`] (they sweep too) and
+//! [`Correction::Forwarding`] (they send the tree message on, as the
+//! authors' simulator does). Every variant sends left first and then
 //! alternates, one message per poll, and never sends to the same rank twice
 //! in one direction. A sweep never covers more than the whole ring
 //! (`left + right <= P - 1`).
@@ -38,14 +39,25 @@ pub enum Correction {
         /// d: messages per direction at most.
         distance: u32,
     },
-    /// Opportunistic correction as the authors' simulator (flogsim) runs
-    /// it: every colored rank sends `distance` messages in each direction,
-    /// also a rank colored by a correction message (the paper's text says
-    /// such ranks stay silent). Relaying bridges gaps longer than
-    /// 2·`distance` as long as no `distance` consecutive ranks are dead, at
-    /// the price of up to 2·`distance` messages from every rank. Overlapped,
-    /// no delivery guarantee.
+    /// Opportunistic correction in which every colored rank sends
+    /// `distance` messages in each direction, also a rank colored by a
+    /// correction message (the paper's text says such ranks stay silent).
+    /// Relaying bridges gaps longer than 2·`distance` as long as no
+    /// `distance` consecutive ranks are dead, at the price of up to
+    /// 2·`distance` messages from every rank. Overlapped, no delivery
+    /// guarantee.
     Relaying {
+        /// d: messages per direction.
+        distance: u32,
+    },
+    /// Opportunistic correction as the authors' simulator (flogsim)
+    /// composes it for the paper's opportunistic runs: a rank colored by a
+    /// correction message before its tree message sends the value on to
+    /// its tree children, as if the tree message had come, and no
+    /// correction. Ranks colored by the tree (the first time or so
+    /// forwarded) correct as in [`Correction::Opportunistic`]. Overlapped,
+    /// no delivery guarantee.
+    Forwarding {
         /// d: messages per direction.
         distance: u32,
     },
@@ -87,6 +99,12 @@ impl Correction {
     /// True if ranks colored by a correction message send correction too.
     pub fn relays(&self) -> bool {
         matches!(self, Correction::Relaying { .. })
+    }
+
+    /// True if ranks colored by a correction message send the value on to
+    /// their tree children.
+    pub fn forwards_tree(&self) -> bool {
+        matches!(self, Correction::Forwarding { .. })
     }
 }
 
@@ -133,6 +151,9 @@ impl FromStr for Correction {
             "relaying" => Ok(Correction::Relaying {
                 distance: distance()?,
             }),
+            "forwarding" => Ok(Correction::Forwarding {
+                distance: distance()?,
+            }),
             "delayed" => Ok(Correction::Delayed { delay: number(0)? }),
             _ => Err(bad("unknown correction")),
         }
@@ -146,6 +167,7 @@ impl fmt::Display for Correction {
             Correction::Opportunistic { distance } => write!(f, "opportunistic:{distance}"),
             Correction::Optimized { distance } => write!(f, "optimized:{distance}"),
             Correction::Relaying { distance } => write!(f, "relaying:{distance}"),
+            Correction::Forwarding { distance } => write!(f, "forwarding:{distance}"),
             Correction::Checked => f.write_str("checked"),
             Correction::CheckedSync => f.write_str("checked-sync"),
             Correction::Delayed { delay } => write!(f, "delayed:{delay}"),
@@ -239,7 +261,8 @@ impl Sweep {
             Correction::None => return None,
             Correction::Opportunistic { distance }
             | Correction::Optimized { distance }
-            | Correction::Relaying { distance } => (self.left < distance, self.right < distance),
+            | Correction::Relaying { distance }
+            | Correction::Forwarding { distance } => (self.left < distance, self.right < distance),
             Correction::Checked | Correction::CheckedSync => (
                 self.left < self.nearest_left,
                 self.right < self.nearest_right,
@@ -283,7 +306,10 @@ impl Sweep {
             Correction::None => true,
             Correction::Opportunistic { distance }
             | Correction::Optimized { distance }
-            | Correction::Relaying { distance } => self.left >= distance && self.right >= distance,
+            | Correction::Relaying { distance }
+            | Correction::Forwarding { distance } => {
+                self.left >= distance && self.right >= distance
+            }
             Correction::Checked | Correction::CheckedSync => {
                 self.left >= self.nearest_left && self.right >= self.nearest_right
             }

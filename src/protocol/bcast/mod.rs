@@ -137,7 +137,8 @@ pub struct Bcast<'p, P> {
     /// none yet). Not an `Option`: at 64K simulated ranks every byte of the
     /// core costs cache misses.
     last_correction: Tick,
-    /// A tree ancestor is known to have failed: no tree message will come.
+    /// A tree ancestor (under forwarding: the parent) is known to have
+    /// failed: no tree message will come.
     orphaned: bool,
     sweep: Sweep,
 }
@@ -198,7 +199,13 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
     /// True while the rank holds the value from a tree message and still has
     /// children to send it to: it must not leave before.
     pub fn owes_tree_sends(&self) -> bool {
-        self.by_tree && self.next_child < self.child_end
+        self.sends_tree() && self.next_child < self.child_end
+    }
+
+    /// Whether this rank sends the value to its tree children: it was
+    /// colored by the tree, or by correction with [`Correction::Forwarding`].
+    fn sends_tree(&self) -> bool {
+        self.by_tree || (self.plan.correction.forwards_tree() && self.value.is_some())
     }
 
     /// The next paced correction send may go at this time.
@@ -253,6 +260,7 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
         }
         if !self.by_tree {
             return self.orphaned
+                && !self.owes_tree_sends()
                 && (!self.plan.correction.relays()
                     || self.sweep.finished(self.plan.correction, self.plan.procs()));
         }
@@ -335,8 +343,19 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
                 let procs = self.plan.procs();
                 if rank < procs {
                     let failed = ring::left(rank, self.root, procs);
+                    // Under forwarding a parent colored by correction still
+                    // sends the tree message: only the parent's own failure
+                    // rules it out.
+                    let generations = if self.plan.correction.forwards_tree() {
+                        1
+                    } else {
+                        usize::MAX
+                    };
                     let mut at = self.me;
-                    while let Some(parent) = self.plan.tree.parent(at) {
+                    for _ in 0..generations {
+                        let Some(parent) = self.plan.tree.parent(at) else {
+                            break;
+                        };
                         if parent == failed {
                             self.orphaned = true;
                             break;
@@ -351,7 +370,7 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
 
     fn poll_transmit(&mut self, now: Tick) -> Option<Transmit<Msg<P>>> {
         let procs = self.plan.procs();
-        if self.by_tree && self.next_child < self.child_end {
+        if self.owes_tree_sends() {
             let child = self.plan.tree.child_at(self.next_child);
             self.next_child += 1;
             return Some(Transmit {
