@@ -196,8 +196,9 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
         self
     }
 
-    /// True while the rank holds the value from a tree message and still has
-    /// children to send it to: it must not leave before.
+    /// True while the rank holds the value from a tree message (or, under
+    /// [`Correction::Forwarding`], from any message) and still has children
+    /// to send it to: it must not leave before.
     pub fn owes_tree_sends(&self) -> bool {
         self.sends_tree() && self.next_child < self.child_end
     }
