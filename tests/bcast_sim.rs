@@ -174,6 +174,23 @@ proptest! {
 
 }
 
+/// The death times a fault rate of `density` draws from `seed` (the root
+/// exempt), and the ranks dead before the operation.
+fn seeded_dead_set(tree: &str, procs: u32, density: f64, seed: u64) -> (Vec<Tick>, Vec<Rank>) {
+    let sc = scenario(
+        tree,
+        procs,
+        Correction::None,
+        LogP::PAPER,
+        FaultPlan::rate(density),
+    );
+    let mut death = Vec::new();
+    let mut rng = <rand_xoshiro::Xoshiro256PlusPlus as rand::SeedableRng>::seed_from_u64(seed);
+    sc.faults().realize(procs, 0, &mut rng, &mut death);
+    let dead = (0..procs).filter(|&r| death[r as usize] == 0).collect();
+    (death, dead)
+}
+
 proptest! {
     // Thousands of seeded dead sets, sparse to dense.
     #![proptest_config(ProptestConfig::with_cases(3000))]
@@ -189,10 +206,7 @@ proptest! {
         seed in any::<u64>(),
         tree in 0usize..TREES.len(),
     ) {
-        let sc = scenario(TREES[tree], procs, Correction::None, LogP::PAPER, FaultPlan::rate(density));
-        let mut death = Vec::new();
-        sc.faults().realize(procs, 0, &mut <rand_xoshiro::Xoshiro256PlusPlus as rand::SeedableRng>::seed_from_u64(seed), &mut death);
-        let dead: Vec<Rank> = (0..procs).filter(|&r| death[r as usize] == 0).collect();
+        let (_, dead) = seeded_dead_set(TREES[tree], procs, density, seed);
         let (plain, v1, m1) = run_with_dead(TREES[tree], procs, Correction::Opportunistic { distance: d }, &dead);
         let (opt, v2, m2) = run_with_dead(TREES[tree], procs, Correction::Optimized { distance: d }, &dead);
         prop_assert_eq!(v1 + v2, 0);
@@ -215,10 +229,7 @@ proptest! {
         seed in any::<u64>(),
         tree in 0usize..TREES.len(),
     ) {
-        let sc = scenario(TREES[tree], procs, Correction::None, LogP::PAPER, FaultPlan::rate(density));
-        let mut death = Vec::new();
-        sc.faults().realize(procs, 0, &mut <rand_xoshiro::Xoshiro256PlusPlus as rand::SeedableRng>::seed_from_u64(seed), &mut death);
-        let dead: Vec<Rank> = (0..procs).filter(|&r| death[r as usize] == 0).collect();
+        let (death, dead) = seeded_dead_set(TREES[tree], procs, density, seed);
         let (plain, v1, _) = run_with_dead(TREES[tree], procs, Correction::Opportunistic { distance: d }, &dead);
         let (relay, v2, _) = run_with_dead(TREES[tree], procs, Correction::Relaying { distance: d }, &dead);
         let (forward, v3, _) = run_with_dead(TREES[tree], procs, Correction::Forwarding { distance: d }, &dead);
