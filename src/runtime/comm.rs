@@ -582,10 +582,8 @@ impl<'t> Comm<'t> {
             check_same(core, op, &msg)?;
             core.handle(tick, Event::Message { from, msg });
         }
-        for &r in &self.known_failed {
-            if r != self.rank {
-                core.handle(tick, Event::PeerFailed(r));
-            }
+        for &r in self.known_failed.iter().filter(|&&r| r != self.rank) {
+            core.handle(tick, Event::PeerFailed(r));
         }
         let mut deadline = started.map(|s| s + shared.op_timeout());
         let mut output = None;
@@ -703,25 +701,39 @@ impl<'t> Comm<'t> {
     /// the list is kept (`known_failed`) and handed to each new core at its
     /// start.
     fn learn_failures<C: Driven>(&mut self, core: &mut C, op: OpId) -> Result<(), Error> {
-        let epoch = self.shared.liveness.epoch();
-        if epoch == self.seen_epoch {
+        if !self.failure_news() {
             return Ok(());
         }
-        self.seen_epoch = epoch;
-        self.known_failed = self.shared.liveness.failed();
         let now = self.shared.now();
         while let Some((from, msg)) = self.endpoint.try_recv() {
             self.take(core, op, now, from, msg)?;
         }
-        for &r in &self.known_failed {
-            if r != self.rank {
-                core.handle(now, Event::PeerFailed(r));
-                for l in &mut self.lingering {
-                    l.handle(now, Event::PeerFailed(r));
-                }
+        for &r in self.known_failed.iter().filter(|&&r| r != self.rank) {
+            core.handle(now, Event::PeerFailed(r));
+        }
+        self.tell_lingering_failures(now);
+        Ok(())
+    }
+
+    /// Whether the liveness registry moved since `seen_epoch`; if so, takes
+    /// its new list into `known_failed`.
+    fn failure_news(&mut self) -> bool {
+        let epoch = self.shared.liveness.epoch();
+        if epoch == self.seen_epoch {
+            return false;
+        }
+        self.seen_epoch = epoch;
+        self.known_failed = self.shared.liveness.failed();
+        true
+    }
+
+    /// Hands the lingering cores every failure in `known_failed`.
+    fn tell_lingering_failures(&mut self, now: Tick) {
+        for &r in self.known_failed.iter().filter(|&&r| r != self.rank) {
+            for l in &mut self.lingering {
+                l.handle(now, Event::PeerFailed(r));
             }
         }
-        Ok(())
     }
 
     /// A message of another operation than the current one (or any message
@@ -886,22 +898,13 @@ impl<'t> Comm<'t> {
 
     /// [`Comm::learn_failures`] for the lingering cores alone.
     fn learn_failures_lingering(&mut self) {
-        let epoch = self.shared.liveness.epoch();
-        if epoch == self.seen_epoch {
+        if !self.failure_news() {
             return;
         }
-        self.seen_epoch = epoch;
-        self.known_failed = self.shared.liveness.failed();
         // Messages first, as in `learn_failures`.
         while self.receive_with(|comm, from, msg| comm.route_other(from, msg)) {}
         let now = self.shared.now();
-        for &r in &self.known_failed {
-            if r != self.rank {
-                for l in &mut self.lingering {
-                    l.handle(now, Event::PeerFailed(r));
-                }
-            }
-        }
+        self.tell_lingering_failures(now);
     }
 
     pub(crate) fn hung(&self) -> bool {

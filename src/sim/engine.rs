@@ -187,21 +187,12 @@ impl<P: Copy> Engine<P> {
             }
         }
         // Start, then the failures reported at tick 0, then the first sends.
-        // Without such reports, one pass over the cores does it (at 64K
-        // ranks a pass over the cores is a pass over megabytes).
-        if at_start.is_empty() {
-            for r in 0..n {
-                self.start(cores, r, trace);
-                self.drive(cores, r as Rank, 0, trace);
-            }
-        } else {
-            for r in 0..n {
-                self.start(cores, r, trace);
-            }
-            self.notify(cores, &at_start, 0, trace);
-            for r in 0..n {
-                self.drive(cores, r as Rank, 0, trace);
-            }
+        for r in 0..n {
+            self.start(cores, r, trace);
+        }
+        self.notify(cores, &at_start, 0, trace);
+        for r in 0..n {
+            self.drive(cores, r as Rank, 0, trace);
         }
         let mut now = 0;
         while let Some(t) = self.wakes.next_after(now) {

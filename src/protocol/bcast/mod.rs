@@ -344,6 +344,9 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
                 let procs = self.plan.procs();
                 if rank < procs {
                     let failed = ring::left(rank, self.root, procs);
+                    let tree = &self.plan.tree;
+                    let ancestors =
+                        std::iter::successors(tree.parent(self.me), |&a| tree.parent(a));
                     // Under forwarding a parent colored by correction still
                     // sends the tree message: only the parent's own failure
                     // rules it out.
@@ -352,17 +355,7 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
                     } else {
                         usize::MAX
                     };
-                    let mut at = self.me;
-                    for _ in 0..generations {
-                        let Some(parent) = self.plan.tree.parent(at) else {
-                            break;
-                        };
-                        if parent == failed {
-                            self.orphaned = true;
-                            break;
-                        }
-                        at = parent;
-                    }
+                    self.orphaned |= ancestors.take(generations).any(|a| a == failed);
                 }
             }
             Event::Timer => {}
