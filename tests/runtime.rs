@@ -410,3 +410,41 @@ fn unpinned_teams_work_too() {
         .enumerate()
         .all(|(r, v)| *v == Ok(value(r as Rank, r as u32)))));
 }
+
+/// A rank that dies with sends still queued behind a full lane never sends
+/// them (fail-stop), and the team still ends: those sends once counted as
+/// in flight forever, and every rank waited in its end-of-run loop for a
+/// quiet team that never came.
+#[test]
+fn a_rank_dying_with_queued_sends_lets_the_team_end() {
+    let _serial = serial();
+    let t = Team::builder()
+        .ranks(3)
+        .lane_capacity(2)
+        .correction("none".parse().unwrap())
+        .faults(FaultSchedule::none().at(0, 12, Fault::DieAfterSends(1)))
+        // The others' broadcasts from the dead root end by this timeout.
+        .op_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let report = t.run(|comm| {
+            if comm.rank() == 2 {
+                // Fill rank 0's lane to rank 2, so its sends queue up.
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            (0..20)
+                .map(|i| {
+                    let mut v = if comm.rank() == 0 { i } else { 0 };
+                    comm.broadcast_into(0, &mut v).map(|()| v)
+                })
+                .collect::<Vec<_>>()
+        });
+        let _ = tx.send(report.failed);
+    });
+    let failed = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the team must end after rank 0 died with queued sends");
+    assert_eq!(failed, vec![0]);
+}

@@ -818,6 +818,19 @@ impl<'t> Comm<'t> {
         Ok(())
     }
 
+    /// Fail-stop for the sends a full lane held back: a rank that failed or
+    /// hung never sends them. They were counted in flight when queued, so
+    /// they are counted handled here; otherwise the team would never be
+    /// quiet (a rank that died by its send budget, or panicked, with lanes
+    /// full left the others waiting in `finish` for good).
+    fn drop_outbox(&mut self) {
+        let dropped = self.outbox.len();
+        self.outbox.clear();
+        for _ in 0..dropped {
+            self.consumed();
+        }
+    }
+
     fn flush_outbox(&mut self) {
         while let Some((to, msg)) = self.outbox.pop_front() {
             if let Err(msg) = self.endpoint.send(to, msg) {
@@ -872,6 +885,8 @@ impl<'t> Comm<'t> {
                 self.learn_failures_lingering();
                 self.flush_outbox();
                 let _ = self.serve_lingering();
+            } else {
+                self.drop_outbox();
             }
             // A failure can make a lingering core send with no message to
             // answer: the team is quiet only once every serving rank has
