@@ -67,6 +67,14 @@ pub enum Error {
         /// The fault budget.
         f: u32,
     },
+    /// An allreduce was given reduce and broadcast plans for different teams.
+    #[error("the reduce plan is for {reduce} ranks but the broadcast plan for {bcast}; build both for one team")]
+    PlanSizes {
+        /// Ranks of the reduce plan.
+        reduce: u32,
+        /// Ranks of the broadcast plan.
+        bcast: u32,
+    },
     /// A LogP parameter is out of its domain.
     #[error("bad LogP parameter: {0}")]
     BadLogP(String),

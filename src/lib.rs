@@ -9,21 +9,34 @@
 //!   [`protocol::Protocol`] contract. They never touch a clock, thread or queue.
 //! * [`sim`]: a LogP discrete-event engine that drives protocol cores at 64K
 //!   ranks, fault injection, metrics named as in the papers, Monte Carlo.
-//! * [`runtime`]: the same cores on pinned threads.
+//! * [`driver`]: the one drive loop that runs any core over any
+//!   [`driver::Transport`] (fencing, lingering, outbox, timeout detector).
+//! * [`runtime`]: the same cores on pinned threads (a mailbox transport
+//!   under the driver, and the public [`runtime::Comm`]).
+//! * [`collectives`]: the engine-neutral [`Collectives`] trait; [`op`] and
+//!   [`wire`]: reduction operations and what a message can carry;
+//!   [`check`]: the properties both engines' results are checked against.
 //! * [`placement`]: the machine's failure domains (sysfs, hwloc, synthetic)
 //!   and ring layouts that keep them apart.
 //!
 //! Everything a caller can get wrong is reported through [`Error`].
 
+pub mod check;
+pub mod collectives;
+pub mod driver;
 pub mod error;
 pub mod mailbox;
+pub mod op;
 pub mod placement;
+pub mod prelude;
 pub mod protocol;
 pub mod runtime;
 pub mod sim;
 pub(crate) mod sync;
 pub mod topology;
 pub mod types;
+pub mod wire;
 
+pub use collectives::Collectives;
 pub use error::Error;
 pub use types::{Rank, Tick};

@@ -26,6 +26,17 @@ pub enum Collective {
     Barrier = 3,
 }
 
+impl std::fmt::Display for Collective {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Collective::Broadcast => "broadcast",
+            Collective::Reduce => "reduce",
+            Collective::Allreduce => "allreduce",
+            Collective::Barrier => "barrier",
+        })
+    }
+}
+
 /// The LogP parameters the papers use (Section 2.2 of Corrected Trees): a
 /// message costs its sender `overhead` (o), travels `latency` (L), and costs its
 /// receiver `overhead` again, so one hop takes o + L + o. The gap g is ignored

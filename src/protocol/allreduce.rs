@@ -27,7 +27,7 @@ use crate::error::Error;
 use crate::protocol::bcast::{Bcast, BcastPlan};
 use crate::protocol::pair::PairAllreduce;
 use crate::protocol::reduce::{Combine, Contribution, Reduce, ReduceOutput, ReducePlan};
-use crate::protocol::{Event, Msg, Protocol, Transmit};
+use crate::protocol::{Event, Header, Leave, Msg, Protocol, Transmit};
 use crate::types::{Collective, OpId, Rank, Tick};
 
 /// The reduce and broadcast plans an allreduce uses. The broadcast's
@@ -43,11 +43,10 @@ impl AllreducePlan {
     /// broadcast's correction does not guarantee delivery.
     pub fn new(reduce: ReducePlan, bcast: BcastPlan) -> Result<Self, Error> {
         if reduce.procs() != bcast.procs() {
-            return Err(Error::Unsupported(format!(
-                "reduce plan for {} ranks, broadcast plan for {}",
-                reduce.procs(),
-                bcast.procs()
-            )));
+            return Err(Error::PlanSizes {
+                reduce: reduce.procs(),
+                bcast: bcast.procs(),
+            });
         }
         if !bcast.correction().guarantees_delivery() {
             return Err(Error::BadCorrection {
@@ -190,6 +189,26 @@ where
     fn awaiting(&self) -> Option<Rank> {
         each!(self, c => c.awaiting())
     }
+
+    fn header(&self) -> Header {
+        each!(self, c => c.header())
+    }
+
+    fn may_return(&self) -> Leave {
+        each!(self, c => c.may_return())
+    }
+
+    fn is_finished(&self) -> bool {
+        each!(self, c => c.is_finished())
+    }
+
+    fn retired_by(&self, completed: &Header) -> bool {
+        each!(self, c => c.retired_by(completed))
+    }
+
+    fn uses_time(&self) -> bool {
+        each!(self, c => c.uses_time())
+    }
 }
 
 /// One rank's state in one allreduce (or barrier) of the rooted algorithm.
@@ -214,6 +233,9 @@ pub struct Allreduce<'p, P, O> {
     failed: Vec<Rank>,
     /// No further round is possible: every root was tried.
     exhausted: bool,
+    /// The latest time handed in: the inner cores of a round started in
+    /// between calls get it, so their time never runs backwards.
+    now: Tick,
 }
 
 impl<'p, P, O> Allreduce<'p, P, O>
@@ -248,6 +270,7 @@ where
             held: Vec::new(),
             failed: Vec::new(),
             exhausted: false,
+            now: 0,
         })
     }
 
@@ -292,6 +315,7 @@ where
             held: self.held,
             failed: self.failed,
             exhausted: self.exhausted,
+            now: self.now,
         }
     }
 
@@ -320,15 +344,6 @@ where
         self.decided.map(|c| c.value)
     }
 
-    /// True when the core will send nothing more unless a later round
-    /// starts: it has its result, its reduce part is done and its broadcast
-    /// needs no more sends.
-    pub fn is_finished(&self) -> bool {
-        (self.decided.is_some() || self.exhausted)
-            && self.reduce.is_done()
-            && (self.bcast.is_finished() || self.exhausted)
-    }
-
     /// Starts round `root` (abandoning the current one).
     fn enter(&mut self, root: Rank) {
         let input = self
@@ -341,11 +356,12 @@ where
         self.root = root;
         self.reduce = reduce;
         self.bcast = bcast;
+        let now = self.now;
         for &r in &self.failed {
-            self.reduce.handle(0, Event::PeerFailed(r));
-            self.bcast.handle(0, Event::PeerFailed(r));
+            self.reduce.handle(now, Event::PeerFailed(r));
+            self.bcast.handle(now, Event::PeerFailed(r));
         }
-        self.reduce.handle(0, Event::Start);
+        self.reduce.handle(now, Event::Start);
         self.take_reduce_output();
         let held = std::mem::take(&mut self.held);
         for (from, msg) in held {
@@ -371,10 +387,10 @@ where
     fn route(&mut self, from: Rank, msg: Msg<Contribution<P>>) {
         if msg.root == self.root {
             if msg.tag.is_broadcast() {
-                self.bcast.handle(0, Event::Message { from, msg });
+                self.bcast.handle(self.now, Event::Message { from, msg });
                 self.take_bcast_value();
             } else {
-                self.reduce.handle(0, Event::Message { from, msg });
+                self.reduce.handle(self.now, Event::Message { from, msg });
                 self.take_reduce_output();
             }
         } else if msg.root > self.root {
@@ -418,9 +434,9 @@ where
         .with_kind(self.kind);
         self.bcast = bcast;
         for &r in &self.failed {
-            self.bcast.handle(0, Event::PeerFailed(r));
+            self.bcast.handle(self.now, Event::PeerFailed(r));
         }
-        self.bcast.handle(0, Event::Start);
+        self.bcast.handle(self.now, Event::Start);
         self.take_bcast_value();
     }
 
@@ -462,6 +478,8 @@ where
     type Output = AllreduceOutput<P>;
 
     fn handle(&mut self, now: Tick, event: Event<Msg<Contribution<P>>>) {
+        self.now = self.now.max(now);
+        let now = self.now;
         match event {
             Event::Start => {
                 self.reduce.handle(now, Event::Start);
@@ -483,6 +501,8 @@ where
     }
 
     fn poll_transmit(&mut self, now: Tick) -> Option<Transmit<Msg<Contribution<P>>>> {
+        self.now = self.now.max(now);
+        let now = self.now;
         if let Some(tx) = self.reduce.poll_transmit(now) {
             self.take_reduce_output();
             return Some(tx);
@@ -503,6 +523,41 @@ where
 
     fn is_quiescent(&self) -> bool {
         self.reduce.is_quiescent() && (self.exhausted || self.bcast.is_quiescent())
+    }
+
+    fn header(&self) -> Header {
+        Header {
+            op: self.op_id,
+            kind: self.kind,
+            root: None,
+        }
+    }
+
+    fn may_return(&self) -> Leave {
+        if self.reduce.is_quiescent() {
+            self.bcast.may_return()
+        } else {
+            Leave::Not
+        }
+    }
+
+    /// Never: even with its result, a rank joins the next round if this
+    /// round's root fails (and contributes its decided value), so the core
+    /// is kept until a later allreduce retires it.
+    fn is_finished(&self) -> bool {
+        false
+    }
+
+    /// Once this rank completed a later allreduce or barrier, every live
+    /// rank has entered that operation (Section 5.1, property 1), so no
+    /// round of this one can start any more.
+    fn retired_by(&self, completed: &Header) -> bool {
+        completed.op > self.op_id
+            && matches!(completed.kind, Collective::Allreduce | Collective::Barrier)
+    }
+
+    fn uses_time(&self) -> bool {
+        self.bcast.uses_time()
     }
 
     fn awaiting(&self) -> Option<Rank> {

@@ -1,7 +1,44 @@
 //! The wire message shared by all cores: a small fixed header, so that
-//! engines can fence operations, and a `Copy` payload of a few words.
+//! engines can fence operations, and a `Copy` payload of the core's own type.
+
+use std::fmt;
 
 use crate::types::{Collective, OpId, Rank};
+
+/// Which operation a core serves: its number, its collective and (for a
+/// rooted collective) its root. Engines fence messages by it and name it in
+/// mismatch errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Header {
+    /// The operation number.
+    pub op: OpId,
+    /// The collective.
+    pub kind: Collective,
+    /// The root every message must name; `None` for collectives whose
+    /// messages may name any root (an allreduce's rounds each have their
+    /// own).
+    pub root: Option<Rank>,
+}
+
+impl Header {
+    /// True when `msg`, a message of the same operation, belongs to the same
+    /// call: same collective and, if the call has one, same root.
+    #[inline]
+    pub fn accepts<P>(&self, msg: &Msg<P>) -> bool {
+        msg.kind == self.kind && self.root.map_or(true, |r| r == msg.root)
+    }
+}
+
+impl fmt::Display for Header {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.kind, self.root) {
+            (Collective::Broadcast, Some(r)) => write!(f, "broadcast from {r}"),
+            (Collective::Reduce, Some(r)) => write!(f, "reduce to {r}"),
+            (kind, Some(r)) => write!(f, "{kind} (root {r})"),
+            (kind, None) => write!(f, "{kind}"),
+        }
+    }
+}
 
 /// What role a message plays in its algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -54,6 +91,10 @@ impl Tag {
 }
 
 /// A message: operation number and collective kind (for fencing), role, payload.
+///
+/// The header fields are the sending core's [`Header`]; the payload is the
+/// core's own type (a broadcast carries its value, a reduce a partial result
+/// with failure information).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Msg<P> {
     /// The operation this message belongs to.
@@ -67,4 +108,29 @@ pub struct Msg<P> {
     pub tag: Tag,
     /// The data.
     pub payload: P,
+}
+
+impl<P> Msg<P> {
+    /// The same message with its payload mapped (an engine wraps a core's
+    /// payload into its wire type and back).
+    #[inline]
+    pub fn map<Q>(self, f: impl FnOnce(P) -> Q) -> Msg<Q> {
+        Msg {
+            op: self.op,
+            kind: self.kind,
+            root: self.root,
+            tag: self.tag,
+            payload: f(self.payload),
+        }
+    }
+
+    /// What the message says of its sender's call, as the receiver's
+    /// mismatch error names it.
+    pub fn describe(&self) -> String {
+        match self.kind {
+            Collective::Broadcast => format!("broadcast from {}", self.root),
+            Collective::Reduce => format!("reduce to {}", self.root),
+            kind => format!("{kind} (round of root {})", self.root),
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! Protocol cores: every algorithm written once as a sans-IO state machine,
 //! one instance per rank per operation, driven by an engine (the LogP
-//! simulator in [`crate::sim`], later the thread runtime and MPI).
+//! simulator in [`crate::sim`], the thread runtime through
+//! [`crate::driver`], later MPI).
 //!
 //! A core never reads a clock, spawns a thread, touches a queue or draws a
 //! random number it was not handed: time comes in as `now`, messages come in
@@ -8,15 +9,26 @@
 //! [`Protocol::poll_transmit`]. One send per poll matters: checked correction
 //! decides its next send from what it has received so far, and LogP charges
 //! the overhead o per send.
+//!
+//! [`Protocol`] is the whole contract: everything an engine needs to fence a
+//! core's messages, decide when its caller may return, keep it after the
+//! call, and suspect a silent peer is asked of the core, so an engine never
+//! names a concrete core. Shared building blocks: the ring [`correction`]
+//! any dissemination phase can end with, a [`timer`] table for cores with
+//! several deadlines, and the [`random`] stream an engine hands a core that
+//! draws.
 
 mod message;
 
 pub mod allreduce;
 pub mod bcast;
+pub mod correction;
 pub mod pair;
+pub mod random;
 pub mod reduce;
+pub mod timer;
 
-pub use message::{Msg, Tag};
+pub use message::{Header, Msg, Tag};
 
 use crate::types::{Rank, Tick};
 
@@ -33,7 +45,7 @@ pub enum Event<M> {
         msg: M,
     },
     /// A failure detector reports that `Rank` has failed. Algorithms that do
-    /// not need a detector (broadcast with correction) ignore it.
+    /// not need a detector (broadcast with correction) may ignore it.
     PeerFailed(Rank),
     /// The deadline last returned by [`Protocol::poll_deadline`] has passed.
     Timer,
@@ -48,13 +60,59 @@ pub struct Transmit<M> {
     pub msg: M,
 }
 
+/// When the call that drives a core may return to its caller (asked only
+/// once the core has given its output).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Leave {
+    /// Not yet: the core has sends to make, or owes sends that others
+    /// depend on.
+    Not,
+    /// Now: whatever is left answers messages yet to come, and a lingering
+    /// core serves it (see [`Protocol::is_finished`]).
+    Now,
+    /// After a grace period of the engine's choosing: the core has its
+    /// output, but expects a message that would make it owe sends to others
+    /// (a rank colored by correction still expects its tree message and must
+    /// forward it). Waiting a little lets the sends go out from within the
+    /// call; a sender that hangs cannot hold the caller for longer.
+    AfterGrace,
+}
+
 /// The contract between a protocol core and the engine driving it.
 ///
-/// The engine calls [`handle`](Protocol::handle) for every event, then
+/// **Calls.** The engine calls [`handle`](Protocol::handle) for every event
+/// ([`Event::Start`] first, once), then
 /// [`poll_transmit`](Protocol::poll_transmit) whenever the rank may start a
-/// send (at most one at a time), arms a timer at
-/// [`poll_deadline`](Protocol::poll_deadline), and collects
+/// send (one send per call: an engine charges each its cost), arms a timer
+/// at [`poll_deadline`](Protocol::poll_deadline) and hands
+/// [`Event::Timer`] once it has passed, and collects
 /// [`take_output`](Protocol::take_output) after every call.
+///
+/// **Time.** What an engine guarantees about `now`: it never decreases from
+/// one call to the next, on any method; in the simulator it is virtual time
+/// (LogP ticks) and a rank's consecutive sends are at least o apart; on
+/// threads it is nanoseconds since the team started and, for a core whose
+/// [`uses_time`](Protocol::uses_time) is true, it is read again before every
+/// [`poll_transmit`](Protocol::poll_transmit), so a core that sends "until
+/// time T" stops. What a core must guarantee: at a fixed `now` it returns
+/// finitely many sends from consecutive `poll_transmit` calls (an engine
+/// that drains them at one instant terminates), and
+/// [`poll_deadline`](Protocol::poll_deadline) is later than the `now` of the
+/// last call unless `poll_transmit` has something to send.
+///
+/// **Fencing.** [`header`](Protocol::header) names the operation; every
+/// message the core sends carries it, and an engine hands the core only
+/// messages whose header it [`accepts`](Header::accepts) (another
+/// collective at the same operation number is a mismatch, an error for the
+/// caller, not a hang).
+///
+/// **Returning and lingering.** The caller returns once the core has its
+/// output and [`may_return`](Protocol::may_return) says so. The engine then
+/// keeps the core ("lingering") and keeps feeding it messages of its
+/// operation and failure news, and lets it send, until
+/// [`is_finished`](Protocol::is_finished), a later operation
+/// [retires](Protocol::retired_by) it, or the engine's bound on kept cores
+/// pushes it out.
 pub trait Protocol {
     /// What a message carries besides its header (e.g. the broadcast value).
     type Payload: Copy + Send + 'static;
@@ -80,6 +138,42 @@ pub trait Protocol {
     /// silent until another event arrives. (Whether an event can still come
     /// is the engine's knowledge, not the core's.)
     fn is_quiescent(&self) -> bool;
+
+    /// The operation, collective and root this core serves: the header of
+    /// every message it sends, and what the messages it hears must match.
+    fn header(&self) -> Header;
+
+    /// Whether the caller may return now that the core has given its
+    /// output. The default: once the core is quiescent.
+    fn may_return(&self) -> Leave {
+        if self.is_quiescent() {
+            Leave::Now
+        } else {
+            Leave::Not
+        }
+    }
+
+    /// True when the core will never send again, whatever arrives (messages,
+    /// failure news, time): an engine may drop it.
+    fn is_finished(&self) -> bool;
+
+    /// True when a lingering core may be dropped because this rank has just
+    /// completed the later operation `completed`, even though it is not
+    /// [finished](Protocol::is_finished). An allreduce core is kept in case
+    /// its root fails and a new round starts; once a later allreduce has
+    /// completed, every live rank has entered that one, and no round of an
+    /// older operation can start (reduce paper, Section 5.1). Default: never.
+    fn retired_by(&self, completed: &Header) -> bool {
+        let _ = completed;
+        false
+    }
+
+    /// True when the core acts on the `now` it is handed (synchronized or
+    /// paced correction, deadlines, a gossip phase); if false an engine may
+    /// hand it a stale `now` and save the clock reads. Default: false.
+    fn uses_time(&self) -> bool {
+        false
+    }
 
     /// A peer this core is blocked on: it cannot finish before that peer's
     /// message or its [`Event::PeerFailed`]. An engine's timeout detector

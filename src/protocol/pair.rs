@@ -18,7 +18,7 @@
 
 use crate::protocol::allreduce::AllreduceOutput;
 use crate::protocol::reduce::{Combine, Contribution};
-use crate::protocol::{Event, Msg, Protocol, Tag, Transmit};
+use crate::protocol::{Event, Header, Msg, Protocol, Tag, Transmit};
 use crate::types::{Collective, OpId, Rank, Tick};
 
 /// One rank's state in the allreduce (or barrier) of a team of two.
@@ -150,5 +150,19 @@ impl<P: Copy + Send + 'static, O: Combine<P>> Protocol for PairAllreduce<P, O> {
 
     fn awaiting(&self) -> Option<Rank> {
         (!self.decided).then(|| self.peer())
+    }
+
+    fn header(&self) -> Header {
+        Header {
+            op: self.op_id,
+            kind: self.kind,
+            root: None,
+        }
+    }
+
+    /// Once its one message is out (or its peer failed): the exchange has
+    /// nothing else to send.
+    fn is_finished(&self) -> bool {
+        self.started && !self.owes_send()
     }
 }

@@ -19,24 +19,32 @@
 //! * [`Team`], [`TeamBuilder`]: ranks, pinning, tree and correction, faults, timeouts;
 //! * [`Comm`]: a rank's handle with the collectives (`broadcast_into`,
 //!   `reduce_into`, `all_reduce_into`, `barrier`);
-//! * [`SystemOperation`], [`Operation`]: reduction operations;
+//! * [`SystemOperation`], [`Operation`] (re-exported from [`crate::op`]):
+//!   reduction operations; [`Wire`] (from [`crate::wire`]): what a message
+//!   can carry;
 //! * [`FaultSchedule`]: fail-stop fault emulation (dead, dies after n sends, hangs);
-//! * [`wire`]: what a message can carry.
+//! * [`Packet`]: what a mailbox slot carries.
+//!
+//! The drive loop itself is engine-neutral and lives in [`crate::driver`];
+//! this module supplies its mailbox transport and the public API.
 
 mod comm;
 mod faults;
-mod fence;
 mod liveness;
-pub mod op;
+mod packet;
 pub mod pin;
 mod team;
-pub mod wire;
+mod transport;
 
-pub use comm::{Comm, LINGER};
+pub use crate::op::{Operation, Reducible, SystemOperation};
+pub use crate::wire::Wire;
+pub use comm::Comm;
 pub use faults::{Fault, FaultSchedule};
-pub use fence::{Fence, Route};
-pub use liveness::Liveness;
-pub use op::{Operation, Reducible, SystemOperation};
+pub use packet::Packet;
 pub use pin::Pinning;
 pub use team::{OpStats, RankOutcome, Team, TeamBuilder, TeamReport, MAX_RANKS};
-pub use wire::Wire;
+
+/// Operation fencing, which the loom models in `loom-tests/` check:
+/// public only in a loom build (`RUSTFLAGS="--cfg loom"`).
+#[cfg(loom)]
+pub use crate::driver::fence::{Fence, Route};

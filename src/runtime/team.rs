@@ -8,8 +8,11 @@ use crate::mailbox::Mailboxes;
 use crate::protocol::allreduce::AllreducePlan;
 use crate::protocol::bcast::{BcastPlan, Correction};
 use crate::protocol::reduce::{FailureScheme, ReducePlan};
+use crate::driver::OpRecord;
 use crate::protocol::Msg;
-use crate::runtime::comm::{Comm, OpRecord, Packet};
+use crate::runtime::comm::Comm;
+use crate::runtime::packet::Packet;
+use crate::runtime::transport::MailboxTransport;
 use crate::runtime::faults::FaultSchedule;
 use crate::runtime::liveness::Liveness;
 use crate::runtime::pin::{self, Pinning};
@@ -350,12 +353,6 @@ impl Shared<'_> {
         self.config.op_timeout
     }
 
-    /// True if `rank`'s closure ended before it entered operation `op`.
-    pub(crate) fn left_before(&self, rank: Rank, op: OpId) -> bool {
-        let c = &self.counters[rank as usize];
-        c.left.load(Ordering::Acquire) && c.entered.load(Ordering::Acquire) <= op
-    }
-
     pub(crate) fn failure_timeout(&self) -> Duration {
         self.config.failure_timeout
     }
@@ -467,7 +464,7 @@ impl Team {
                             } else if sharing_cores {
                                 endpoint.set_spins(SHARED_SPINS);
                             }
-                            let mut comm = Comm::new(shared, rank, endpoint);
+                            let mut comm = Comm::new(shared, MailboxTransport::new(shared, endpoint));
                             let outcome = match catch_unwind(AssertUnwindSafe(|| f(&mut comm))) {
                                 Ok(r) => RankOutcome::Returned(r),
                                 Err(payload) => {
@@ -503,7 +500,7 @@ impl Team {
                 let st = &mut ops[i];
                 st.op = rec.op;
                 st.messages += rec.sends;
-                if let Some(ns) = rec.latency_ns {
+                if let Some(ns) = rec.latency {
                     st.completed += 1;
                     st.latency_ns.push(ns);
                 }

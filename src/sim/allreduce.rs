@@ -7,8 +7,9 @@ use crate::protocol::bcast::{BcastPlan, Correction};
 use crate::protocol::reduce::ReducePlan;
 use crate::sim::engine::{Trace, NEVER};
 use crate::sim::faults::FaultPlan;
-use crate::sim::reduce::{add, includes_exactly, input_of, CollectiveRun, ReduceConfig};
-use crate::sim::runner::Runner;
+use crate::check::{add, includes_exactly, input_of};
+use crate::sim::reduce::ReduceConfig;
+use crate::sim::runner::{CollectiveRun, Runner};
 use crate::types::{Collective, LogP, Tick};
 
 /// An allreduce experiment.
@@ -64,7 +65,7 @@ impl<'s> AllreduceSim<'s> {
     pub fn new(scenario: &'s AllreduceScenario) -> Self {
         AllreduceSim {
             scenario,
-            runner: Runner::new(scenario.logp, scenario.detector),
+            runner: Runner::new(scenario.logp, Some(scenario.detector)),
         }
     }
 

@@ -7,9 +7,11 @@ use serde::Serialize;
 
 use crate::error::Error;
 use crate::protocol::bcast::{Bcast, BcastPlan, Correction};
+use crate::protocol::correction::Dissemination;
 use crate::protocol::Tag;
-use crate::sim::engine::{Engine, Trace, NEVER};
+use crate::sim::engine::{Trace, NEVER};
 use crate::sim::faults::FaultPlan;
+use crate::sim::runner::{CollectiveRun, Runner};
 use crate::sim::stats::Stats;
 use crate::topology::{ring, TreeSpec};
 use crate::types::{LogP, Rank, Tick};
@@ -113,10 +115,8 @@ pub struct BcastRun {
 #[derive(Debug)]
 pub struct BcastSim<'s> {
     scenario: &'s BcastScenario,
-    engine: Engine<Token>,
+    runner: Runner<Bcast<'s, Token>>,
     death: Vec<Tick>,
-    cores: Vec<Bcast<'s, Token>>,
-    last_trace: Trace<Token>,
 }
 
 impl<'s> BcastSim<'s> {
@@ -124,10 +124,9 @@ impl<'s> BcastSim<'s> {
     pub fn new(scenario: &'s BcastScenario) -> Self {
         BcastSim {
             scenario,
-            engine: Engine::new(scenario.logp),
+            // Corrected broadcast needs no failure detector.
+            runner: Runner::new(scenario.logp, None),
             death: Vec::new(),
-            cores: Vec::new(),
-            last_trace: Trace::default(),
         }
     }
 
@@ -150,66 +149,81 @@ impl<'s> BcastSim<'s> {
     fn run_with_death_times(&mut self) -> BcastRun {
         let sc = self.scenario;
         let plan = &sc.plan;
-        let procs = plan.procs();
-        let root = ROOT;
-        self.cores.clear();
-        self.cores.extend((0..procs).map(|r| {
-            Bcast::new(plan, root, r, 0, (r == root).then_some(ROOT_VALUE))
+        let cores = (0..plan.procs()).map(|r| {
+            Bcast::new(plan, ROOT, r, 0, (r == ROOT).then_some(ROOT_VALUE))
                 .expect("ranks come from the plan")
-        }));
-        let mut trace = std::mem::take(&mut self.last_trace);
-        self.engine
-            .run_into(&mut self.cores, &self.death, &mut trace);
-
-        let live = |r: Rank| self.death[r as usize] == NEVER;
-        let mut run = BcastRun {
-            quiescence_latency: trace.quiescence,
-            correction_latency: trace.quiescence as i64 - sc.dissemination_time as i64,
-            messages_per_process: trace.sends_by_tag.iter().sum::<u64>() as f64 / procs as f64,
-            correction_messages_per_process: Tag::ALL
-                .iter()
-                .filter(|t| t.is_correction())
-                .map(|&t| trace.sends_by_tag[t as usize])
-                .sum::<u64>() as f64
-                / procs as f64,
-            max_gap: ring::max_gap(procs, |r| {
-                self.death[r as usize] > 0 && self.cores[r as usize].colored_by_tree()
-            }),
-            dead: self.death.iter().filter(|&&d| d == 0).count() as u32,
-            ..BcastRun::default()
-        };
-        let mut wrong = 0;
-        for r in 0..procs {
-            match trace.outputs[r as usize] {
-                Some((at, value)) => {
-                    wrong += u32::from(value != ROOT_VALUE);
-                    if live(r) {
-                        run.coloring_latency = run.coloring_latency.max(at);
-                    }
-                }
-                None if live(r) => run.uncolored_live += 1,
-                None => {}
-            }
-        }
-        let must_deliver =
-            plan.correction().guarantees_delivery() && sc.faults.static_only() && live(root);
-        run.violations = wrong
-            + trace.duplicates as u32
-            + trace.unquiescent
-            + if must_deliver { run.uncolored_live } else { 0 };
-        self.last_trace = trace;
-        run
+        });
+        let base = self.runner.simulate(cores, &self.death, &[]).1;
+        let must_deliver = plan.correction().guarantees_delivery() && sc.faults.static_only();
+        measure(
+            self.runner.trace(),
+            &base,
+            self.runner.cores(),
+            sc.dissemination_time,
+            must_deliver,
+        )
     }
 
     /// The engine's record of the last run (outputs, sends per rank and tag).
     pub fn last_trace(&self) -> &Trace<Token> {
-        &self.last_trace
+        self.runner.trace()
     }
 
     /// The cores of the last run, in rank order.
     pub fn cores(&self) -> &[Bcast<'s, Token>] {
-        &self.cores
+        self.runner.cores()
     }
+}
+
+/// The metrics of a broadcast run of any core with a dissemination phase
+/// ended by correction, from its trace, the runner's base metrics and the
+/// cores as they ended. `dissemination_time` is the fault-free
+/// dissemination time correction latency is counted from; `must_deliver`
+/// says the algorithm guarantees every live rank the value in this run
+/// (while the root lives), so a live rank left uncolored is a violation.
+pub fn measure<C: Dissemination>(
+    trace: &Trace<Token>,
+    base: &CollectiveRun,
+    cores: &[C],
+    dissemination_time: Tick,
+    must_deliver: bool,
+) -> BcastRun {
+    let procs = cores.len() as u32;
+    let death = &trace.death;
+    let live = |r: Rank| death[r as usize] == NEVER;
+    let mut run = BcastRun {
+        quiescence_latency: base.quiescence_latency,
+        correction_latency: base.quiescence_latency as i64 - dissemination_time as i64,
+        messages_per_process: base.messages_per_process,
+        correction_messages_per_process: Tag::ALL
+            .iter()
+            .filter(|t| t.is_correction())
+            .map(|&t| trace.sends_by_tag[t as usize])
+            .sum::<u64>() as f64
+            / procs as f64,
+        max_gap: ring::max_gap(procs, |r| {
+            death[r as usize] > 0 && cores[r as usize].colored_by_dissemination()
+        }),
+        dead: death.iter().filter(|&&d| d == 0).count() as u32,
+        ..BcastRun::default()
+    };
+    let mut wrong = 0;
+    for r in 0..procs {
+        match trace.outputs[r as usize] {
+            Some((at, value)) => {
+                wrong += u32::from(value != ROOT_VALUE);
+                if live(r) {
+                    run.coloring_latency = run.coloring_latency.max(at);
+                }
+            }
+            None if live(r) => run.uncolored_live += 1,
+            None => {}
+        }
+    }
+    let must_deliver = must_deliver && live(ROOT);
+    run.violations =
+        wrong + base.violations + if must_deliver { run.uncolored_live } else { 0 };
+    run
 }
 
 /// Metrics of many runs, as `corrected sim --json` prints them.

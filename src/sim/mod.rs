@@ -8,7 +8,8 @@
 //! * [`bcast`]: the broadcast experiment and its metrics;
 //! * [`reduce`]: the up-correction reduce experiment and its checks;
 //! * [`allreduce`]: allreduce (reduce + corrected broadcast + root retry);
-//! * `runner`: the engine, buffers and base metrics reduce and allreduce share;
+//! * `runner`: the engine, buffers and base metrics every experiment shares
+//!   ([`CollectiveRun`]);
 //! * [`stats`], [`montecarlo`]: summaries over many seeded runs.
 
 pub mod allreduce;
@@ -26,5 +27,6 @@ pub use bcast::{BcastRun, BcastScenario, BcastSim, BcastSummary};
 pub use engine::{Engine, Trace, NEVER};
 pub use faults::FaultPlan;
 pub use montecarlo::MonteCarlo;
-pub use reduce::{CollectiveRun, ReduceConfig, ReduceRun, ReduceScenario, ReduceSim};
+pub use reduce::{ReduceConfig, ReduceRun, ReduceScenario, ReduceSim};
+pub use runner::CollectiveRun;
 pub use stats::Stats;

@@ -2,62 +2,22 @@
 //! semantic checks of Section 4.1 of the reduce paper.
 //!
 //! Rank `r` contributes [`input_of`]`(r)`, a 64-bit pseudo-random number,
-//! and the operation is wrapping addition: a result is right if it equals
-//! the sum over every live rank plus some subset of the ranks that died
-//! during the operation. A missing or doubled input changes the sum, so the
-//! check catches both (with probability 1 - 2^-64 per run).
-
-use serde::Serialize;
+//! and the operation is wrapping addition; [`crate::check`] says when a
+//! result is right (the same checks serve the thread runtime's tests and
+//! CLI).
 
 use crate::error::Error;
 use crate::protocol::reduce::{Contribution, FailureScheme, Reduce, ReduceOutput, ReducePlan};
 use crate::sim::engine::{Trace, NEVER, UNLIMITED};
 use crate::sim::faults::FaultPlan;
-use crate::sim::runner::Runner;
+use crate::sim::runner::{CollectiveRun, Runner};
 use crate::topology::TreeSpec;
 use crate::types::{Collective, LogP, Rank, Tick};
 
 /// The root of every simulated reduce.
 pub const ROOT: Rank = 0;
 
-/// Rank `r`'s input in simulated reduces and allreduces (splitmix64 of r).
-pub fn input_of(rank: Rank) -> u64 {
-    let mut z = (rank as u64)
-        .wrapping_add(1)
-        .wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// The simulator's reduction: wrapping addition.
-pub fn add(acc: &mut u64, other: &u64) {
-    *acc = acc.wrapping_add(*other);
-}
-
-/// True if `value` is the sum of every rank with `death == NEVER` plus a
-/// subset of those that died during the operation (`0 < death < NEVER`):
-/// the inclusion property of reduce (Section 4.1, properties 3 and 4).
-pub fn includes_exactly(value: u64, death: &[Tick]) -> bool {
-    let live: u64 = (0..death.len())
-        .filter(|&r| death[r] == NEVER)
-        .fold(0u64, |s, r| s.wrapping_add(input_of(r as Rank)));
-    let dying: Vec<u64> = (0..death.len())
-        .filter(|&r| death[r] != NEVER && death[r] > 0)
-        .map(|r| input_of(r as Rank))
-        .collect();
-    let rest = value.wrapping_sub(live);
-    if dying.len() > 20 {
-        // Too many subsets to try: only the two extremes.
-        return rest == 0 || rest == dying.iter().fold(0u64, |s, &w| s.wrapping_add(w));
-    }
-    (0u32..1 << dying.len()).any(|mask| {
-        let sum = (0..dying.len())
-            .filter(|i| mask >> i & 1 == 1)
-            .fold(0u64, |s, i| s.wrapping_add(dying[i]));
-        sum == rest
-    })
-}
+pub use crate::check::{add, includes_exactly, input_of};
 
 /// What a reduce or allreduce experiment is made of. [`ReduceConfig::new`]
 /// gives the defaults: binomial subtrees, single-bit failure information,
@@ -136,32 +96,6 @@ impl ReduceScenario {
     }
 }
 
-/// The metrics of one simulated reduce or allreduce.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct CollectiveRun {
-    /// When the result was known: at the root (reduce), or at the last live
-    /// rank (allreduce). If a reduce's root died: the last live rank's part.
-    pub latency: Tick,
-    /// When all activity ended.
-    pub quiescence_latency: Tick,
-    /// All messages sent.
-    pub messages: u64,
-    /// All messages sent, divided by P.
-    pub messages_per_process: f64,
-    /// Ranks that failed (before or during the operation).
-    pub failed: u32,
-    /// Rounds (roots) an allreduce took: 1 if the first root lived; 1 for
-    /// a reduce.
-    pub rounds: u32,
-    /// The result satisfies Section 4.1 (reduce: at the root) or 5.1
-    /// (allreduce: the same value on every live rank).
-    pub result_consistent: bool,
-    /// Failed checks: a live rank that did not deliver, a duplicate, a
-    /// wrong or missing result while at most f ranks failed, a core not
-    /// quiescent at the end. Must be 0.
-    pub violations: u32,
-}
-
 /// The metrics of one simulated reduce.
 pub type ReduceRun = CollectiveRun;
 
@@ -180,7 +114,7 @@ impl<'s> ReduceSim<'s> {
     pub fn new(scenario: &'s ReduceScenario) -> Self {
         ReduceSim {
             scenario,
-            runner: Runner::new(scenario.logp, scenario.detector),
+            runner: Runner::new(scenario.logp, Some(scenario.detector)),
         }
     }
 

@@ -1,14 +1,14 @@
-//! What the reduce and allreduce experiments share: an engine and buffers
-//! kept across runs, the seeded draw of the dead set, and the metrics every
-//! run of a reduce-like collective reports.
+//! What every simulated experiment (broadcast, reduce, allreduce) shares:
+//! an engine and buffers kept across runs, the seeded draw of the dead set,
+//! and the metrics every run of a collective reports.
 
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::Serialize;
 
 use crate::protocol::Protocol;
 use crate::sim::engine::{Engine, Trace, NEVER};
 use crate::sim::faults::FaultPlan;
-use crate::sim::reduce::CollectiveRun;
 use crate::types::{LogP, Rank, Tick};
 
 /// Reusable state to run cores of one kind many times: the engine's queues,
@@ -22,10 +22,11 @@ pub(crate) struct Runner<C: Protocol> {
 
 impl<C: Protocol> Runner<C> {
     /// A runner for the model `logp`, with a failure detector that tells
-    /// every live rank of a death `detector` ticks after it.
-    pub(crate) fn new(logp: LogP, detector: Tick) -> Self {
+    /// every live rank of a death `detector` ticks after it (`None`: no
+    /// detector, as corrected broadcast needs none).
+    pub(crate) fn new(logp: LogP, detector: Option<Tick>) -> Self {
         let mut engine = Engine::new(logp);
-        engine.set_detector(Some(detector));
+        engine.set_detector(detector);
         Runner {
             engine,
             cores: Vec::new(),
@@ -76,4 +77,37 @@ impl<C: Protocol> Runner<C> {
     pub(crate) fn trace(&self) -> &Trace<C::Output> {
         &self.trace
     }
+
+    /// The cores of the last run, in rank order.
+    pub(crate) fn cores(&self) -> &[C] {
+        &self.cores
+    }
 }
+
+/// The metrics of one simulated reduce or allreduce.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CollectiveRun {
+    /// When the result was known: at the root (reduce), or at the last live
+    /// rank (allreduce). If a reduce's root died: the last live rank's part.
+    pub latency: Tick,
+    /// When all activity ended.
+    pub quiescence_latency: Tick,
+    /// All messages sent.
+    pub messages: u64,
+    /// All messages sent, divided by P.
+    pub messages_per_process: f64,
+    /// Ranks that failed (before or during the operation).
+    pub failed: u32,
+    /// Rounds (roots) an allreduce took: 1 if the first root lived; 1 for
+    /// a reduce.
+    pub rounds: u32,
+    /// The result satisfies Section 4.1 (reduce: at the root) or 5.1
+    /// (allreduce: the same value on every live rank).
+    pub result_consistent: bool,
+    /// Failed checks: a live rank that did not deliver, a duplicate, a
+    /// wrong or missing result while at most f ranks failed, a core not
+    /// quiescent at the end. Must be 0.
+    pub violations: u32,
+}
+
+

@@ -24,7 +24,7 @@ pub use failure::{FailureInfo, FailureScheme, LIST_CAPACITY};
 pub use op::Combine;
 
 use crate::error::Error;
-use crate::protocol::{Event, Msg, Protocol, Tag, Transmit};
+use crate::protocol::{Event, Header, Msg, Protocol, Tag, Transmit};
 use crate::topology::{ring, Groups, IfTree, TreeSpec};
 use crate::types::{Collective, LogP, OpId, Rank, Tick};
 
@@ -479,6 +479,20 @@ impl<P: Copy + Send + 'static, O: Combine<P>> Protocol for Reduce<'_, P, O> {
 
     fn is_quiescent(&self) -> bool {
         self.next_peer == self.peers.len() && (self.me == 0 || self.sent_up || !self.all_in())
+    }
+
+    fn header(&self) -> Header {
+        Header {
+            op: self.op_id,
+            kind: self.kind,
+            root: Some(self.root),
+        }
+    }
+
+    /// Its group sends are out and its one message up (a non-root) too: a
+    /// reduce core sends nothing else, whatever it hears.
+    fn is_finished(&self) -> bool {
+        self.next_peer == self.peers.len() && (self.me == 0 || self.sent_up)
     }
 
     fn awaiting(&self) -> Option<Rank> {

@@ -13,7 +13,7 @@
 //! allreduce.
 
 use crate::error::Error;
-use crate::runtime::wire::Wire;
+use crate::wire::Wire;
 
 /// A reduction operation on `T`.
 pub trait Operation<T> {

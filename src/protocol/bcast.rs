@@ -13,14 +13,11 @@
 //! Ranks are relabelled so that the root is virtual rank 0: the tree and the
 //! ring are built for root 0 and rotated.
 
-mod correction;
-
-pub use correction::Correction;
-
-use correction::Sweep;
+pub use crate::protocol::correction::Correction;
 
 use crate::error::Error;
-use crate::protocol::{Event, Msg, Protocol, Tag, Transmit};
+use crate::protocol::correction::{Dissemination, Sweep};
+use crate::protocol::{Event, Header, Leave, Msg, Protocol, Tag, Transmit};
 use crate::topology::{ring, Tree, TreeSpec};
 use crate::types::{Collective, LogP, OpId, Rank, Tick};
 
@@ -161,11 +158,14 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
             }
         }
         let is_root = me == root;
-        let me = ring::left(me, root, procs);
-        let children = plan.tree.child_range(me);
+        if is_root && value.is_none() {
+            return Err(Error::NoRootValue(root));
+        }
+        let virtual_me = ring::left(me, root, procs);
+        let children = plan.tree.child_range(virtual_me);
         Ok(Bcast {
             plan,
-            me,
+            me: virtual_me,
             root,
             op,
             kind: Collective::Broadcast,
@@ -178,13 +178,6 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
             last_correction: Tick::MAX,
             orphaned: false,
             sweep: Sweep::new(),
-        })
-        .and_then(|core| {
-            if is_root && core.value.is_none() {
-                Err(Error::NoRootValue(me))
-            } else {
-                Ok(core)
-            }
         })
     }
 
@@ -233,20 +226,9 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
         }
     }
 
-    /// True when this core acts on the time it is handed (see
-    /// [`BcastPlan::uses_time`]).
-    pub fn uses_time(&self) -> bool {
-        self.plan.uses_time()
-    }
-
     /// True once the rank was colored by a tree message (or is the root).
     pub fn colored_by_tree(&self) -> bool {
         self.by_tree
-    }
-
-    /// The operation this core belongs to.
-    pub fn op(&self) -> OpId {
-        self.op
     }
 
     /// True when the core will never send again, whatever arrives: it holds
@@ -255,7 +237,7 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
     /// more because an ancestor failed ([`Event::PeerFailed`]) (and, when
     /// relaying, its own sweep is done). Delayed correction may have to
     /// answer a sweep at any time, so it never is.
-    pub fn is_finished(&self) -> bool {
+    fn finished(&self) -> bool {
         if self.value.is_none() {
             return false;
         }
@@ -303,6 +285,12 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
             self.plan.correction.relays() && self.value.is_some()
         };
         self.plan.corrects() && colored && (!self.plan.synchronized || now >= self.plan.sync_start)
+    }
+}
+
+impl<P> Dissemination for Bcast<'_, P> {
+    fn colored_by_dissemination(&self) -> bool {
+        self.by_tree
     }
 }
 
@@ -419,5 +407,42 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
         // Without a deadline nothing depends on time any more, so asking a
         // copy for a send at the end of time answers for every `now`.
         self.poll_deadline().is_none() && self.clone().poll_transmit(Tick::MAX).is_none()
+    }
+
+    fn header(&self) -> Header {
+        Header {
+            op: self.op,
+            kind: self.kind,
+            root: Some(self.root),
+        }
+    }
+
+    /// A broadcast lets its rank return once it has nothing left to send
+    /// without news: its tree sends are done and its correction sweep has
+    /// heard from both sides (or covered the ring). Returning earlier would
+    /// leave the ranks a dead or hung neighbour cut off to sweeps that only
+    /// progress when their ranks call again: a deadlock if user code waits
+    /// on something outside the library. A rank colored only by correction
+    /// still owes its subtree the tree message: it waits for it (or for its
+    /// ancestor's failure) for the engine's grace period, so that no rank
+    /// returns while its children depend on it, yet a hung ancestor cannot
+    /// hold it for long.
+    fn may_return(&self) -> Leave {
+        if !self.is_quiescent() || self.owes_tree_sends() {
+            Leave::Not
+        } else if self.by_tree || self.finished() {
+            Leave::Now
+        } else {
+            Leave::AfterGrace
+        }
+    }
+
+    fn is_finished(&self) -> bool {
+        self.finished()
+    }
+
+    /// See [`BcastPlan::uses_time`].
+    fn uses_time(&self) -> bool {
+        self.plan.uses_time()
     }
 }

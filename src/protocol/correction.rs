@@ -1,9 +1,16 @@
 //! The correction phase on the ring (Corrected Trees Section 3.3, Corrected
 //! Gossip Section III): who still sends where, after dissemination.
 //!
-//! Only ranks colored by dissemination (a tree message) take part; ranks
-//! colored by a correction message never send one (Corrected Trees, Section
-//! 3.1), except in [`Correction::Relaying`] (they sweep too) and
+//! Shared by every dissemination phase that ends with a ring correction: a
+//! tree ([`crate::protocol::bcast`]) or gossip. A core keeps one [`Sweep`],
+//! tells it of every correction message it hears ([`Sweep::observe`]) and
+//! asks it for the next send once its dissemination sends are done
+//! ([`Sweep::next`]). Distances are ring distances from the rank, so the
+//! sweep knows nothing of roots or relabelling.
+//!
+//! Only ranks colored by dissemination (a tree or gossip message) take part;
+//! ranks colored by a correction message never send one (Corrected Trees,
+//! Section 3.1), except in [`Correction::Relaying`] (they sweep too) and
 //! [`Correction::Forwarding`] (they send the tree message on, as the
 //! authors' simulator does). Every variant sends left first and then
 //! alternates, one message per poll, and never sends to the same rank twice
@@ -175,10 +182,25 @@ impl fmt::Display for Correction {
     }
 }
 
+/// A broadcast core whose dissemination phase (a tree, gossip) is followed
+/// by a ring correction: what the papers' metrics ask of it besides the
+/// [`Protocol`](crate::protocol::Protocol) contract.
+pub trait Dissemination {
+    /// True once the rank was colored by dissemination (a tree or gossip
+    /// message, or it is the root), not by a correction message. The gaps
+    /// correction must close are the runs of ranks for which this is false
+    /// (Corrected Trees, Section 3.2, maximum gap g_max).
+    fn colored_by_dissemination(&self) -> bool;
+}
+
 /// A correction send: which way, and how far from the sender.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Step {
+pub struct Step {
+    /// [`Tag::Leftward`], [`Tag::Rightward`] or (delayed correction's
+    /// reply) [`Tag::Stop`].
     pub tag: Tag,
+    /// Ring distance from the sender: to its left for leftward messages and
+    /// stop replies, to its right for rightward ones.
     pub dist: u32,
 }
 
@@ -187,8 +209,15 @@ const REPLIES: usize = 2;
 const UNSET: Tick = Tick::MAX;
 
 /// One rank's correction state. Distances are ring distances from this rank.
+///
+/// Guarantees: it sends left first and then alternates, never to the same
+/// distance twice in one direction, and never more than the whole ring
+/// (`left + right <= P - 1`); [`Sweep::finished`] is final. At most two
+/// stop replies wait at a time (delayed correction): a third rightward
+/// sender heard before the first two were answered gets no reply from this
+/// rank.
 #[derive(Clone, Debug)]
-pub(crate) struct Sweep {
+pub struct Sweep {
     /// Left distances covered: sent to, or known to be covered by a neighbour.
     left: u32,
     right: u32,
@@ -203,8 +232,15 @@ pub(crate) struct Sweep {
     replies: [u32; REPLIES],
 }
 
+impl Default for Sweep {
+    fn default() -> Self {
+        Sweep::new()
+    }
+}
+
 impl Sweep {
-    pub(crate) fn new() -> Self {
+    /// A sweep that has sent nothing and heard nothing.
+    pub fn new() -> Self {
         Sweep {
             left: 0,
             right: 0,
@@ -216,8 +252,9 @@ impl Sweep {
     }
 
     /// Takes note of a correction message `dist` away on the side `tag`
-    /// says. `by_tree` tells whether this rank was colored by dissemination.
-    pub(crate) fn observe(&mut self, kind: Correction, tag: Tag, dist: u32, by_tree: bool) {
+    /// says. `by_dissemination` tells whether this rank was colored by
+    /// dissemination (only such ranks answer delayed correction's sweeps).
+    pub fn observe(&mut self, kind: Correction, tag: Tag, dist: u32, by_dissemination: bool) {
         if tag.from_right() {
             self.nearest_right = self.nearest_right.min(dist);
             if let Correction::Optimized { distance } = kind {
@@ -230,7 +267,7 @@ impl Sweep {
                 self.right = self.right.max(distance.saturating_sub(dist));
             }
             if matches!(kind, Correction::Delayed { .. })
-                && by_tree
+                && by_dissemination
                 && !self.replies.contains(&dist)
             {
                 if let Some(free) = self.replies.iter_mut().find(|r| **r == NONE) {
@@ -243,7 +280,7 @@ impl Sweep {
     /// The next send of an active rank at `now` on a ring of `procs`, taken
     /// (the state records it as sent), or `None` if it has nothing to send
     /// (now or, for `delayed`, until its deadline).
-    pub(crate) fn next(&mut self, kind: Correction, now: Tick, procs: u32) -> Option<Step> {
+    pub fn next(&mut self, kind: Correction, now: Tick, procs: u32) -> Option<Step> {
         let ring = procs.saturating_sub(1);
         if self.replies[0] != NONE {
             let dist = self.replies[0];
@@ -296,7 +333,7 @@ impl Sweep {
     }
 
     /// True when the sweep will never send again, whatever it hears.
-    pub(crate) fn finished(&self, kind: Correction, procs: u32) -> bool {
+    pub fn finished(&self, kind: Correction, procs: u32) -> bool {
         if self.left + self.right >= procs.saturating_sub(1)
             && !matches!(kind, Correction::Delayed { .. })
         {
@@ -320,7 +357,7 @@ impl Sweep {
     /// When delayed correction wants to be woken to decide on sweeping
     /// right: while it has heard nothing from the right, has not started
     /// the sweep, and the ring is not covered yet.
-    pub(crate) fn deadline(&self, kind: Correction, procs: u32) -> Option<Tick> {
+    pub fn deadline(&self, kind: Correction, procs: u32) -> Option<Tick> {
         let open = self.left + self.right < procs.saturating_sub(1);
         match (kind, self.first_left_at) {
             (Correction::Delayed { delay }, at)

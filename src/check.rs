@@ -1,0 +1,84 @@
+//! The properties results are checked against, in one place for both
+//! engines: the simulator's experiments, the CLI's `run` and the tests of
+//! the thread runtime use the same inputs and the same checks.
+//!
+//! Rank `r` contributes [`input_of`]`(r)`, a 64-bit pseudo-random number,
+//! and the operation is wrapping addition ([`add`]): a result is right if it
+//! equals the sum over every live rank plus some subset of the ranks that
+//! died during the operation ([`includes_exactly`], the inclusion property
+//! of the reduce paper, Section 4.1, properties 3 and 4). A missing or
+//! doubled input changes the sum, so the check catches both (with
+//! probability 1 - 2^-64 per run). [`agree`] is allreduce's consistency
+//! (Section 5.1: every live rank delivers the same value).
+
+use crate::types::{Rank, Tick};
+
+/// The death time of a rank that never fails (the simulator's `NEVER`).
+const NEVER: Tick = Tick::MAX;
+
+/// Rank `r`'s input in simulated reduces and allreduces (splitmix64 of r).
+pub fn input_of(rank: Rank) -> u64 {
+    let mut z = (rank as u64)
+        .wrapping_add(1)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The simulator's reduction: wrapping addition.
+pub fn add(acc: &mut u64, other: &u64) {
+    *acc = acc.wrapping_add(*other);
+}
+
+/// True if `value` is the sum of every rank with `death == NEVER` plus a
+/// subset of those that died during the operation (`0 < death < NEVER`):
+/// the inclusion property of reduce (Section 4.1, properties 3 and 4).
+pub fn includes_exactly(value: u64, death: &[Tick]) -> bool {
+    let live: u64 = (0..death.len())
+        .filter(|&r| death[r] == NEVER)
+        .fold(0u64, |s, r| s.wrapping_add(input_of(r as Rank)));
+    let dying: Vec<u64> = (0..death.len())
+        .filter(|&r| death[r] != NEVER && death[r] > 0)
+        .map(|r| input_of(r as Rank))
+        .collect();
+    let rest = value.wrapping_sub(live);
+    if dying.len() > 20 {
+        // Too many subsets to try: only the two extremes.
+        return rest == 0 || rest == dying.iter().fold(0u64, |s, &w| s.wrapping_add(w));
+    }
+    (0u32..1 << dying.len()).any(|mask| {
+        let sum = (0..dying.len())
+            .filter(|i| mask >> i & 1 == 1)
+            .fold(0u64, |s, i| s.wrapping_add(dying[i]));
+        sum == rest
+    })
+}
+
+/// True when every value is the same (and there is at least one): the
+/// agreement of allreduce (Section 5.1) over the live ranks' results.
+pub fn agree<'a>(values: impl IntoIterator<Item = &'a u64>) -> bool {
+    let mut values = values.into_iter();
+    match values.next() {
+        Some(first) => values.all(|v| v == first),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inclusion_accepts_exactly_the_live_plus_a_subset_of_the_dying() {
+        // Ranks 0 and 3 live, 1 dies during the operation, 2 dead before.
+        let death = [NEVER, 5, 0, NEVER];
+        let live = input_of(0).wrapping_add(input_of(3));
+        assert!(includes_exactly(live, &death));
+        assert!(includes_exactly(live.wrapping_add(input_of(1)), &death));
+        assert!(!includes_exactly(live.wrapping_add(input_of(2)), &death), "the dead before");
+        assert!(!includes_exactly(input_of(0), &death), "a live rank missing");
+        assert!(!includes_exactly(live.wrapping_add(input_of(3)), &death), "a duplicate");
+        assert!(agree(&[7, 7, 7]) && !agree(&[7, 8]) && !agree(&[]));
+    }
+}

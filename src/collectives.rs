@@ -1,0 +1,68 @@
+//! The collectives as one trait, so that a program written against it runs
+//! on any engine: threads ([`crate::runtime::Comm`]) now, MPI processes
+//! later. Names and argument order follow rsmpi's
+//! `CommunicatorCollectives` (`broadcast_into`, `reduce_into`,
+//! `all_reduce_into`, `barrier`), which Rust users of MPI already know.
+//!
+//! ```no_run
+//! use corrected::prelude::*;
+//!
+//! /// Written once, for any engine.
+//! fn global_sum(comm: &mut impl Collectives, mine: f64) -> Result<f64, Error> {
+//!     let mut sum = 0.0;
+//!     comm.all_reduce_into(&mine, &mut sum, SystemOperation::sum())?;
+//!     Ok(sum)
+//! }
+//!
+//! let team = Team::builder().ranks(4).build()?;
+//! let report = team.run(|comm| global_sum(comm, comm.rank() as f64));
+//! for (_, got) in report.returned() {
+//!     assert_eq!(got, &Ok(6.0));
+//! }
+//! # Ok::<(), Error>(())
+//! ```
+
+use crate::error::Error;
+use crate::op::Operation;
+use crate::types::Rank;
+use crate::wire::Wire;
+
+/// Fault-tolerant collectives of one rank of a team. Every rank calls the
+/// same collectives in the same order; each call returns a value or a typed
+/// error, never hangs (a call that cannot complete times out).
+pub trait Collectives {
+    /// This rank.
+    fn rank(&self) -> Rank;
+
+    /// The team size.
+    fn size(&self) -> u32;
+
+    /// On return, every live rank's `value` holds the root's (corrected
+    /// broadcast, Corrected Trees Section 3).
+    fn broadcast_into<T: Wire>(&mut self, root: Rank, value: &mut T) -> Result<(), Error>;
+
+    /// On return at `root`, `recv` holds the reduction with `op` of every
+    /// live rank's `send` and of each failed rank's either entirely or not
+    /// at all (up-correction reduce, reduce paper Section 4). `recv` is
+    /// untouched at the other ranks.
+    fn reduce_into<T: Wire>(
+        &mut self,
+        root: Rank,
+        send: &T,
+        recv: &mut T,
+        op: impl Operation<T>,
+    ) -> Result<(), Error>;
+
+    /// On return, every live rank's `recv` holds the same reduction with
+    /// `op` of every live rank's `send` and of each failed rank's either
+    /// everywhere or nowhere (reduce paper Section 5).
+    fn all_reduce_into<T: Wire>(
+        &mut self,
+        send: &T,
+        recv: &mut T,
+        op: impl Operation<T>,
+    ) -> Result<(), Error>;
+
+    /// Returns once every live rank has entered the barrier.
+    fn barrier(&mut self) -> Result<(), Error>;
+}

@@ -1,0 +1,188 @@
+//! A deterministic, single-threaded, in-memory [`Transport`] for tests of
+//! the driver and of cores run through it: no threads, a virtual clock.
+//!
+//! Every rank's channel is a queue in one [`MemoryNet`]; a test drives one
+//! rank's [`Driver`](super::Driver) and plays the others by hand: it
+//! [injects](MemoryNet::inject) their messages, reads what the driven rank
+//! [sent](MemoryNet::take_sent), and [fails](MemoryNet::fail) ranks. The
+//! clock moves only when the driver reads it (each read costs
+//! [`MemoryNet::new`]'s `step` ticks, as a real clock moves while a rank
+//! works) or waits (a wait jumps to its deadline: nothing else can happen
+//! while the only thread waits). A driver waiting for a rank nobody plays
+//! therefore times out at once in virtual time, never hangs.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use crate::driver::transport::{PeerView, Transport};
+use crate::protocol::Msg;
+use crate::types::{OpId, Rank, Tick};
+
+#[derive(Debug)]
+struct Net<P> {
+    procs: u32,
+    clock: Tick,
+    step: Tick,
+    /// Per receiver: (sender, message), in arrival order.
+    inbox: Vec<VecDeque<(Rank, Msg<P>)>>,
+    /// Everything sent, in order: (sender, receiver, message).
+    sent: VecDeque<(Rank, Rank, Msg<P>)>,
+    /// Messages a receiver's channel holds before sends are refused.
+    capacity: usize,
+    failed: Vec<bool>,
+    epoch: u64,
+    peers: Vec<PeerView>,
+}
+
+/// The network of a memory team: channels, clock, failures. Cheap to clone
+/// (a shared handle).
+#[derive(Debug)]
+pub struct MemoryNet<P>(Rc<RefCell<Net<P>>>);
+
+impl<P> Clone for MemoryNet<P> {
+    fn clone(&self) -> Self {
+        MemoryNet(Rc::clone(&self.0))
+    }
+}
+
+impl<P: Copy + Send + 'static> MemoryNet<P> {
+    /// A network of `procs` ranks whose clock starts at 0 and advances by
+    /// `step` ticks on every read; channels hold `capacity` messages.
+    pub fn new(procs: u32, step: Tick, capacity: usize) -> Self {
+        MemoryNet(Rc::new(RefCell::new(Net {
+            procs,
+            clock: 0,
+            step,
+            inbox: (0..procs).map(|_| VecDeque::new()).collect(),
+            sent: VecDeque::new(),
+            capacity: capacity.max(1),
+            failed: vec![false; procs as usize],
+            epoch: 0,
+            peers: vec![PeerView::UNKNOWN; procs as usize],
+        })))
+    }
+
+    /// The transport of `rank`.
+    pub fn transport(&self, rank: Rank) -> MemoryTransport<P> {
+        assert!(rank < self.0.borrow().procs, "rank {rank} out of range");
+        MemoryTransport {
+            net: self.clone(),
+            rank,
+        }
+    }
+
+    /// Delivers `msg` from `from` to `to` (bypassing the capacity).
+    pub fn inject(&self, from: Rank, to: Rank, msg: Msg<P>) {
+        self.0.borrow_mut().inbox[to as usize].push_back((from, msg));
+    }
+
+    /// Takes everything sent so far: (sender, receiver, message), in order.
+    pub fn take_sent(&self) -> Vec<(Rank, Rank, Msg<P>)> {
+        self.0.borrow_mut().sent.drain(..).collect()
+    }
+
+    /// Takes `rank`'s pending received messages out of its channel (a test
+    /// playing that rank reads them).
+    pub fn take_inbox(&self, rank: Rank) -> Vec<(Rank, Msg<P>)> {
+        self.0.borrow_mut().inbox[rank as usize].drain(..).collect()
+    }
+
+    /// Marks `rank` failed (news for every driver).
+    pub fn fail(&self, rank: Rank) {
+        let mut net = self.0.borrow_mut();
+        if !net.failed[rank as usize] {
+            net.failed[rank as usize] = true;
+            net.epoch += 1;
+        }
+    }
+
+    /// Sets what the detector sees of `rank`.
+    pub fn set_peer(&self, rank: Rank, view: PeerView) {
+        self.0.borrow_mut().peers[rank as usize] = view;
+    }
+
+    /// The virtual clock.
+    pub fn clock(&self) -> Tick {
+        self.0.borrow().clock
+    }
+}
+
+/// One rank's end of a [`MemoryNet`].
+#[derive(Debug)]
+pub struct MemoryTransport<P> {
+    net: MemoryNet<P>,
+    rank: Rank,
+}
+
+impl<P: Copy + Send + 'static> Transport for MemoryTransport<P> {
+    type Payload = P;
+
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    fn procs(&self) -> u32 {
+        self.net.0.borrow().procs
+    }
+
+    fn now(&self) -> Tick {
+        let mut net = self.net.0.borrow_mut();
+        net.clock += net.step;
+        net.clock
+    }
+
+    fn send(&mut self, to: Rank, msg: Msg<P>) -> Result<(), Msg<P>> {
+        let mut net = self.net.0.borrow_mut();
+        if net.inbox[to as usize].len() >= net.capacity {
+            return Err(msg);
+        }
+        net.inbox[to as usize].push_back((self.rank, msg));
+        net.sent.push_back((self.rank, to, msg));
+        Ok(())
+    }
+
+    fn try_recv(&mut self) -> Option<(Rank, Msg<P>)> {
+        self.net.0.borrow_mut().inbox[self.rank as usize].pop_front()
+    }
+
+    fn spin(&mut self) -> bool {
+        !self.net.0.borrow().inbox[self.rank as usize].is_empty()
+    }
+
+    fn block(&mut self, until: Tick) {
+        let mut net = self.net.0.borrow_mut();
+        if net.inbox[self.rank as usize].is_empty() {
+            net.clock = net.clock.max(until);
+        }
+    }
+
+    fn failure_epoch(&self) -> u64 {
+        self.net.0.borrow().epoch
+    }
+
+    fn failed(&self) -> Vec<Rank> {
+        let net = self.net.0.borrow();
+        (0..net.procs).filter(|&r| net.failed[r as usize]).collect()
+    }
+
+    fn is_failed(&self, rank: Rank) -> bool {
+        self.net.0.borrow().failed[rank as usize]
+    }
+
+    fn declare_failed(&self, rank: Rank) {
+        self.net.fail(rank);
+    }
+
+    fn peer(&self, peer: Rank) -> PeerView {
+        self.net.0.borrow().peers[peer as usize]
+    }
+
+    fn publish_entered(&self, op: OpId) {
+        self.net.0.borrow_mut().peers[self.rank as usize].entered = op + 1;
+    }
+
+    fn publish_awaiting(&self, peer: Option<Rank>) {
+        self.net.0.borrow_mut().peers[self.rank as usize].awaiting = peer;
+    }
+}

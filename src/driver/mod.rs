@@ -1,0 +1,742 @@
+//! The one drive loop: runs any protocol core over any [`Transport`].
+//!
+//! Everything between a core and a transport lives here once: operation
+//! fencing, lingering cores, the outbox and flow control, the timeout
+//! detector, failure news, quiescence at the end of a program, and the
+//! per-operation records. The thread runtime's `Comm` is a thin public API
+//! over a `Driver` on SPSC mailboxes; the MPI engine will be the same API
+//! over another transport.
+//!
+//! Operation fencing: every message carries its operation number, kind and
+//! root. A message of the current operation goes to its core; one of an
+//! older operation goes to that operation's core if the rank still keeps it
+//! (see *lingering* below) and is dropped otherwise; one of a later
+//! operation waits in the fence until the rank gets there. A message of the
+//! current operation that the core's [`Header`] does not accept ends the
+//! call with [`Error::Mismatch`] instead of a hang.
+//!
+//! A call returns once the core has its output and
+//! [`Protocol::may_return`] says so. Its core may still have work that
+//! depends on messages yet to come (a tree message after an early
+//! correction, a stop reply of delayed correction, an allreduce round
+//! started because a root died), so it *lingers*: it is served whenever
+//! the rank is inside a later call or has finished its program, until it is
+//! [finished](Protocol::is_finished), [retired](Protocol::retired_by) or
+//! [`DriverConfig::linger`] newer cores push it out.
+//!
+//! Failure detection: the transport's registry tells every core of every
+//! failure ([`Event::PeerFailed`]) as soon as it is marked. A rank that is
+//! alive but silent inside an operation is caught by the timeout detector:
+//! a core that has waited on the same peer for the failure timeout, while
+//! that peer is inside the same operation and not itself waiting, marks it
+//! failed for everyone. A rank so marked is failed for good: its next step
+//! returns [`Error::Failed`]. A rank whose program has ended counts as
+//! failed for every operation it never entered.
+//!
+//! Time: the driver reads the transport's clock when a call starts (if it
+//! keeps records), after every wait, and, for a core that
+//! [uses time](Protocol::uses_time), before every step and between
+//! consecutive sends, as the [`Protocol`] contract promises.
+
+mod detector;
+pub(crate) mod fence;
+mod lingering;
+pub mod memory;
+mod transport;
+
+pub use transport::{Carries, PeerView, Transport};
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::protocol::{Event, Header, Leave, Msg, Protocol};
+use crate::types::{OpId, Rank, Tick};
+use detector::Suspicion;
+use fence::{Fence, Route};
+use lingering::Lingering;
+
+/// How a driver behaves: timeouts, the grace period, bounds. All times in
+/// the transport's ticks (nanoseconds on threads).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DriverConfig {
+    /// How long a call waits for its output before [`Error::Timeout`],
+    /// counted from its start if known, else from its first wait.
+    pub op_timeout: Tick,
+    /// How long a core waits on one peer inside the same operation before
+    /// the detector declares it failed.
+    pub failure_timeout: Tick,
+    /// How long a call whose core says [`Leave::AfterGrace`] waits before
+    /// it returns anyway.
+    pub grace: Tick,
+    /// The longest one wait lasts before the driver looks again (a wake-up
+    /// that never comes costs this, not the timeout).
+    pub max_sleep: Tick,
+    /// Cores of past operations kept at most.
+    pub linger: usize,
+    /// Sends kept for full channels before the rank holds back from
+    /// starting another operation.
+    pub outbox_limit: usize,
+    /// Keep a record of each operation (its sends and its time).
+    pub op_records: bool,
+}
+
+/// Cores of past operations a rank keeps serving at most, by default.
+pub const LINGER: usize = 32;
+
+impl Default for DriverConfig {
+    /// 10 s operation timeout, 1 s failure timeout, 50 ms grace, 1 ms
+    /// longest sleep, 32 lingering cores, 64 kept sends, no records.
+    fn default() -> Self {
+        DriverConfig {
+            op_timeout: nanos(Duration::from_secs(10)),
+            failure_timeout: nanos(Duration::from_secs(1)),
+            grace: nanos(Duration::from_millis(50)),
+            max_sleep: nanos(Duration::from_millis(1)),
+            linger: LINGER,
+            outbox_limit: 64,
+            op_records: false,
+        }
+    }
+}
+
+/// A duration as nanosecond ticks (saturating).
+pub fn nanos(d: Duration) -> Tick {
+    u64::try_from(d.as_nanos()).unwrap_or(Tick::MAX)
+}
+
+/// One operation as one rank saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpRecord {
+    /// The operation number.
+    pub op: OpId,
+    /// Messages this rank sent for it (late ones included).
+    pub sends: u64,
+    /// Time inside the call in ticks, if the call succeeded.
+    pub latency: Option<Tick>,
+}
+
+/// Whether the rank still takes part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RankState {
+    /// Alive.
+    Alive,
+    /// Failed (killed, died after its sends, or declared failed).
+    Failed,
+    /// Alive but silent for good (fault emulation).
+    Hung,
+}
+
+/// One rank's driver: its transport, the fence, lingering cores, outbox,
+/// failure knowledge and records.
+pub struct Driver<'t, T: Transport> {
+    transport: T,
+    config: DriverConfig,
+    state: RankState,
+    /// The operation this rank is in, and messages of later ones.
+    fence: Fence<Msg<T::Payload>>,
+    lingering: VecDeque<Box<dyn Lingering<T::Payload> + 't>>,
+    /// Sends a full channel refused, in order; retried before any new send.
+    outbox: VecDeque<(Rank, Msg<T::Payload>)>,
+    /// The registry's epoch whose failures every core has been told.
+    seen_epoch: u64,
+    /// The failed ranks as of `seen_epoch`.
+    known_failed: Vec<Rank>,
+    records: Vec<OpRecord>,
+    /// Sends left before an emulated death in the current operation.
+    send_budget: Option<u32>,
+}
+
+impl<'t, T: Transport> Driver<'t, T> {
+    /// A driver for one rank over `transport`.
+    pub fn new(transport: T, config: DriverConfig) -> Self {
+        Driver {
+            transport,
+            config,
+            state: RankState::Alive,
+            fence: Fence::new(),
+            lingering: VecDeque::new(),
+            outbox: VecDeque::new(),
+            seen_epoch: u64::MAX,
+            known_failed: Vec::new(),
+            records: Vec::new(),
+            send_budget: None,
+        }
+    }
+
+    /// The transport.
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+
+    /// The transport, mutably (fault emulation drains it while hung).
+    pub fn transport_mut(&mut self) -> &mut T {
+        &mut self.transport
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &DriverConfig {
+        &self.config
+    }
+
+    /// Whether the rank takes part.
+    pub fn state(&self) -> RankState {
+        self.state
+    }
+
+    /// The records kept so far (empty unless
+    /// [`DriverConfig::op_records`]).
+    pub fn records(&self) -> &[OpRecord] {
+        &self.records
+    }
+
+    /// The records, consuming the driver.
+    pub fn into_records(self) -> Vec<OpRecord> {
+        self.records
+    }
+
+    /// How many cores of past operations are kept.
+    pub fn lingering(&self) -> usize {
+        self.lingering.len()
+    }
+
+    /// True while the rank is alive and not declared failed.
+    pub fn is_alive(&self) -> bool {
+        self.state == RankState::Alive && !self.transport.is_failed(self.transport.rank())
+    }
+
+    /// Fails if this rank has failed, hung, or been declared failed.
+    pub fn check_alive(&mut self) -> Result<(), Error> {
+        let me = self.transport.rank();
+        if self.state == RankState::Alive && self.transport.is_failed(me) {
+            // Declared failed by another rank's timeout detector.
+            self.state = RankState::Failed;
+        }
+        match self.state {
+            RankState::Failed => Err(Error::Failed(me)),
+            RankState::Hung => Err(Error::Hung(me)),
+            RankState::Alive => Ok(()),
+        }
+    }
+
+    /// Numbers the next operation: checks the rank is alive, holds back
+    /// while the outbox is long (flow control), publishes the entry and
+    /// starts its record. The caller applies any emulated fault next.
+    pub fn enter(&mut self) -> Result<OpId, Error> {
+        self.check_alive()?;
+        self.backpressure();
+        let op = self.fence.enter();
+        self.transport.publish_entered(op);
+        if self.config.op_records {
+            self.records.push(OpRecord {
+                op,
+                sends: 0,
+                latency: None,
+            });
+        }
+        self.send_budget = None;
+        Ok(op)
+    }
+
+    /// Fail-stop emulation: this rank dies right after its `n`-th send in
+    /// the current operation (`n > 0`).
+    pub fn die_after_sends(&mut self, n: u32) {
+        self.send_budget = Some(n);
+    }
+
+    /// Fail-stop: this rank fails now, and the registry is told.
+    pub fn die(&mut self) {
+        self.state = RankState::Failed;
+        self.transport.declare_failed(self.transport.rank());
+    }
+
+    /// This rank hangs from now on: it takes part in nothing. Nobody is told.
+    pub fn hang(&mut self) {
+        self.state = RankState::Hung;
+    }
+
+    /// When the call started, if the driver keeps records (for their
+    /// latency); otherwise the clock is read only if the call waits.
+    pub fn call_started(&self) -> Option<Tick> {
+        self.config.op_records.then(|| self.transport.now())
+    }
+
+    /// Records the latency of the call that started at `started`.
+    pub fn record_latency(&mut self, started: Option<Tick>) {
+        if let (Some(rec), Some(started)) = (self.records.last_mut(), started) {
+            rec.latency = Some(self.transport.now().saturating_sub(started));
+        }
+    }
+
+    /// Runs `core` (operation `op`) until it has its output and may return,
+    /// or fails. `started` is when the call began, if known: the operation
+    /// times out [`DriverConfig::op_timeout`] after it (or after the call
+    /// first waits).
+    ///
+    /// On success the caller may [`keep`](Driver::keep) the core.
+    pub fn drive<C>(
+        &mut self,
+        op: OpId,
+        started: Option<Tick>,
+        core: &mut C,
+    ) -> Result<C::Output, Error>
+    where
+        C: Protocol,
+        T::Payload: Carries<C::Payload>,
+    {
+        let result = self.drive_loop(op, started, core);
+        self.transport.publish_awaiting(None);
+        if result.is_ok() {
+            let done = core.header();
+            self.lingering.retain(|c| !c.retired_by(&done));
+        }
+        result
+    }
+
+    /// Keeps a core after its call, unless it is finished: it is served
+    /// from then on (see the module's *lingering*).
+    pub fn keep<C>(&mut self, core: C)
+    where
+        C: Protocol + 't,
+        T::Payload: Carries<C::Payload>,
+    {
+        if core.is_finished() {
+            return;
+        }
+        if self.lingering.len() == self.config.linger {
+            self.lingering.pop_front();
+        }
+        self.lingering.push_back(Box::new(core));
+    }
+
+    fn drive_loop<C>(
+        &mut self,
+        op: OpId,
+        started: Option<Tick>,
+        core: &mut C,
+    ) -> Result<C::Output, Error>
+    where
+        C: Protocol,
+        T::Payload: Carries<C::Payload>,
+    {
+        let uses_time = core.uses_time();
+        // The cores' clock, read again only after this rank waited (or for
+        // a core that uses time): between waits a rank runs for
+        // nanoseconds, and each read costs tens.
+        let mut tick = match started {
+            Some(started) => started,
+            None if uses_time => self.transport.now(),
+            // Ignored by the core.
+            None => 0,
+        };
+        core.handle(tick, Event::Start);
+        // Hand the core what came early, then every failure known so far
+        // (the messages a failed rank sent were all taken before its failure
+        // entered `known_failed`, see `learn_failures`).
+        for (from, msg) in self.fence.release(op) {
+            hand(core, op, tick, from, msg)?;
+        }
+        let me = self.transport.rank();
+        for &r in self.known_failed.iter().filter(|&&r| r != me) {
+            core.handle(tick, Event::PeerFailed(r));
+        }
+        let mut deadline = started.map(|s| s.saturating_add(self.config.op_timeout));
+        let mut output = None;
+        // When the call could have returned but for the core's grace.
+        let mut ready_at: Option<Tick> = None;
+        let mut suspect = Suspicion::default();
+        loop {
+            if uses_time {
+                // A core that acts on time sees it move between waits too.
+                tick = tick.max(self.transport.now());
+            }
+            self.check_alive()?;
+            self.learn_failures(core, op, &mut tick)?;
+            self.flush_outbox();
+            while let Some(tx) = core.poll_transmit(tick) {
+                let correction = tx.msg.tag.is_correction();
+                self.transmit(op, tx.to, tx.msg.map(<T::Payload>::wrap))?;
+                if correction {
+                    // What arrived meanwhile may stop a checked sweep: look
+                    // before the next send (never wait with a send pending:
+                    // a park or yield costs a scheduling round, milliseconds
+                    // with many ranks per core).
+                    while let Some((from, msg)) = self.transport.try_recv() {
+                        self.take(core, op, tick, from, msg)?;
+                    }
+                }
+                if uses_time {
+                    // The contract: time advances between sends, so a core
+                    // that sends until a time stops.
+                    tick = tick.max(self.transport.now());
+                }
+            }
+            if output.is_none() {
+                output = core.take_output();
+            }
+            if output.is_some() && self.may_return(core, &mut ready_at) {
+                break;
+            }
+            if let Some((from, msg)) = self.transport.try_recv() {
+                self.take(core, op, tick, from, msg)?;
+                suspect = Suspicion::default();
+                continue;
+            }
+            self.serve_lingering()?;
+            // Spin first, without the clock: a message due within a
+            // microsecond or two skips all that follows.
+            if self.transport.spin() {
+                continue;
+            }
+            let now = self.transport.now();
+            let deadline = *deadline.get_or_insert(now.saturating_add(self.config.op_timeout));
+            let awaiting = core.awaiting();
+            self.transport.publish_awaiting(awaiting);
+            if let Some(p) = awaiting.filter(|&p| {
+                let view = self.transport.peer(p);
+                view.left && view.entered <= op
+            }) {
+                // Its program ended without calling this operation: it will
+                // never take part, which for this operation is failure.
+                core.handle(tick.max(now), Event::PeerFailed(p));
+                continue;
+            }
+            if let Some(peer) =
+                suspect.watch(awaiting, now, &self.transport, op, self.config.failure_timeout)
+            {
+                self.transport.declare_failed(peer);
+                continue;
+            }
+            if now >= deadline {
+                return Err(Error::Timeout {
+                    op,
+                    waited: Duration::from_nanos(self.config.op_timeout),
+                });
+            }
+            // Bounded even without a deadline: a wake-up that never comes
+            // (a bug anywhere below) costs `max_sleep`, not the timeout.
+            let mut wake_at = deadline.min(now.saturating_add(self.config.max_sleep));
+            if let Some(t) = core.poll_deadline() {
+                wake_at = wake_at.min(t);
+            }
+            if output.is_some() {
+                if let Some(ready) = ready_at {
+                    wake_at = wake_at.min(ready.saturating_add(self.config.grace));
+                }
+            }
+            self.transport.block(wake_at);
+            tick = tick.max(self.transport.now());
+            if core.poll_deadline().is_some_and(|t| t <= tick) {
+                core.handle(tick, Event::Timer);
+            }
+        }
+        Ok(output.expect("loop ends with output"))
+    }
+
+    /// Whether the call may return, given the core's answer and, for
+    /// [`Leave::AfterGrace`], how long it has been ready (the clock is read
+    /// only then).
+    fn may_return<C: Protocol>(&self, core: &C, ready_at: &mut Option<Tick>) -> bool {
+        match core.may_return() {
+            Leave::Now => true,
+            Leave::Not => false,
+            Leave::AfterGrace => {
+                let now = self.transport.now();
+                let since = *ready_at.get_or_insert(now);
+                now.saturating_sub(since) >= self.config.grace
+            }
+        }
+    }
+
+    /// Hands a received message to the current core, a lingering one, or the
+    /// fence. Counted handled at once: the sends it causes come within this
+    /// call, before this rank's program can end.
+    fn take<C>(
+        &mut self,
+        core: &mut C,
+        op: OpId,
+        tick: Tick,
+        from: Rank,
+        msg: Msg<T::Payload>,
+    ) -> Result<(), Error>
+    where
+        C: Protocol,
+        T::Payload: Carries<C::Payload>,
+    {
+        self.transport.count_handled();
+        match self.fence.route(msg.op) {
+            Route::Current => {
+                debug_assert_eq!(msg.op, op);
+                hand(core, op, tick, from, msg)
+            }
+            _ => {
+                self.route_other(from, msg);
+                Ok(())
+            }
+        }
+    }
+
+    /// When the registry has news, hands the current core and the lingering
+    /// ones every failure it lists, after the messages already in the
+    /// channels: a rank marks itself failed after its last send, so what it
+    /// sent before it failed is taken before its failure is reported (as
+    /// over FIFO channels with a perfect detector). A pair exchange relies
+    /// on it: a peer that sent its input and then died in a later operation
+    /// must not be left out of the one it completed. Without news it is one
+    /// load: the list is kept (`known_failed`) and handed to each new core
+    /// at its start.
+    fn learn_failures<C>(&mut self, core: &mut C, op: OpId, tick: &mut Tick) -> Result<(), Error>
+    where
+        C: Protocol,
+        T::Payload: Carries<C::Payload>,
+    {
+        if !self.failure_news() {
+            return Ok(());
+        }
+        let now = (*tick).max(self.transport.now());
+        *tick = now;
+        while let Some((from, msg)) = self.transport.try_recv() {
+            self.take(core, op, now, from, msg)?;
+        }
+        let me = self.transport.rank();
+        for &r in self.known_failed.iter().filter(|&&r| r != me) {
+            core.handle(now, Event::PeerFailed(r));
+        }
+        self.tell_lingering_failures(now);
+        Ok(())
+    }
+
+    /// Whether the registry moved since `seen_epoch`; if so, takes its new
+    /// list into `known_failed`.
+    fn failure_news(&mut self) -> bool {
+        let epoch = self.transport.failure_epoch();
+        if epoch == self.seen_epoch {
+            return false;
+        }
+        self.seen_epoch = epoch;
+        self.known_failed = self.transport.failed();
+        true
+    }
+
+    /// Hands the lingering cores every failure in `known_failed`.
+    fn tell_lingering_failures(&mut self, now: Tick) {
+        let me = self.transport.rank();
+        for &r in self.known_failed.iter().filter(|&&r| r != me) {
+            for l in &mut self.lingering {
+                l.handle(now, Event::PeerFailed(r));
+            }
+        }
+    }
+
+    /// A message of another operation than the current one (or any message
+    /// while the rank is between operations).
+    fn route_other(&mut self, from: Rank, msg: Msg<T::Payload>) {
+        if self.fence.route(msg.op) == Route::Early {
+            self.fence.hold(from, msg.op, msg);
+            return;
+        }
+        let now = self.transport.now();
+        if let Some(core) = self.lingering.iter_mut().find(|c| c.header().op == msg.op) {
+            core.handle(now, Event::Message { from, msg });
+        }
+    }
+
+    /// Lets lingering cores send what they have.
+    fn serve_lingering(&mut self) -> Result<(), Error> {
+        if self.lingering.is_empty() {
+            return Ok(());
+        }
+        let now = self.transport.now();
+        let mut i = 0;
+        while i < self.lingering.len() {
+            while let Some(tx) = self.lingering[i].poll_transmit(now) {
+                let op = self.lingering[i].header().op;
+                self.transmit(op, tx.to, tx.msg)?;
+            }
+            if self.lingering[i].is_finished() {
+                self.lingering.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends one message, or keeps it in the outbox if the channel is full.
+    /// Messages to failed ranks vanish, as fail-stop says.
+    fn transmit(&mut self, op: OpId, to: Rank, msg: Msg<T::Payload>) -> Result<(), Error> {
+        if self.state != RankState::Alive {
+            // Fail-stop: a rank that died (say, by its send budget while a
+            // lingering core was sending) sends nothing more.
+            return Err(Error::Failed(self.transport.rank()));
+        }
+        if let Some(rec) = self.records.get_mut(op as usize) {
+            rec.sends += 1;
+        }
+        if !self.transport.is_failed(to) {
+            // Counted in flight from here, even while it waits in the outbox.
+            self.transport.count_sent();
+            if self.outbox.is_empty() {
+                if let Err(msg) = self.transport.send(to, msg) {
+                    self.outbox.push_back((to, msg));
+                }
+            } else {
+                self.outbox.push_back((to, msg));
+            }
+        }
+        if let Some(left) = self.send_budget.as_mut() {
+            *left -= 1;
+            if *left == 0 {
+                self.flush_outbox();
+                self.die();
+                return Err(Error::Failed(self.transport.rank()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Fail-stop for the sends a full channel held back: a rank that failed
+    /// or hung never sends them. They were counted in flight when queued,
+    /// so they are counted handled here; otherwise the team would never be
+    /// quiet.
+    fn drop_outbox(&mut self) {
+        for _ in self.outbox.drain(..) {
+            self.transport.count_handled();
+        }
+    }
+
+    fn flush_outbox(&mut self) {
+        while let Some((to, msg)) = self.outbox.pop_front() {
+            if let Err(msg) = self.transport.send(to, msg) {
+                self.outbox.push_front((to, msg));
+                return;
+            }
+        }
+    }
+
+    /// Takes the next message, if any, counting it handled once `handle`
+    /// is done.
+    fn receive_with(&mut self, handle: impl FnOnce(&mut Self, Rank, Msg<T::Payload>)) -> bool {
+        match self.transport.try_recv() {
+            Some((from, msg)) => {
+                handle(self, from, msg);
+                self.transport.count_handled();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Takes what has arrived and drops it (a hung rank's channels must
+    /// drain for the team to be quiet).
+    pub fn drain_and_drop(&mut self) {
+        while self.receive_with(|_, _, _| {}) {}
+    }
+
+    /// Flow control: a rank whose channels are full (its receivers are far
+    /// behind, e.g. a root broadcasting in a loop) does not start another
+    /// operation until its outbox is short again. Meanwhile it keeps taking
+    /// messages, so two ranks waiting on each other's channels both drain.
+    fn backpressure(&mut self) {
+        if self.outbox.len() <= self.config.outbox_limit {
+            return;
+        }
+        let deadline = self.transport.now().saturating_add(self.config.op_timeout);
+        while self.outbox.len() > self.config.outbox_limit && self.transport.now() < deadline {
+            self.flush_outbox();
+            while self.receive_with(|d, from, msg| d.route_other(from, msg)) {}
+            let _ = self.serve_lingering();
+            if self.outbox.len() > self.config.outbox_limit {
+                let until = self.transport.now().saturating_add(50_000);
+                self.transport.wait(until);
+            }
+        }
+    }
+
+    /// After the program: keep serving late messages until the whole team
+    /// is quiet. Failed and hung ranks only take messages out of their
+    /// channels (and drop them), so that the count of messages in flight
+    /// reaches zero.
+    pub fn finish(&mut self) {
+        self.transport.leave(self.state == RankState::Hung);
+        let mut idle_rounds = 0u32;
+        loop {
+            let serving = self.is_alive();
+            let mut busy = false;
+            if serving {
+                self.learn_failures_lingering();
+                self.flush_outbox();
+                let _ = self.serve_lingering();
+            } else {
+                self.drop_outbox();
+            }
+            // A failure can make a lingering core send with no message to
+            // answer: the team is quiet only once every serving rank has
+            // handled every failure (the sends come first, then this store).
+            let seen = if serving { self.seen_epoch } else { u64::MAX };
+            self.transport.publish_served_epoch(seen);
+            while self.receive_with(|d, from, msg| {
+                if serving && d.state == RankState::Alive {
+                    d.route_other(from, msg);
+                    let _ = d.serve_lingering();
+                }
+            }) {
+                busy = true;
+            }
+            if !busy && self.outbox.is_empty() && self.transport.team_quiet() {
+                return;
+            }
+            idle_rounds = if busy { 0 } else { idle_rounds + 1 };
+            let pause = if idle_rounds < 10 { 20_000 } else { 500_000 };
+            let until = self.transport.now().saturating_add(pause);
+            self.transport.wait(until);
+        }
+    }
+
+    /// [`Driver::learn_failures`] for the lingering cores alone.
+    fn learn_failures_lingering(&mut self) {
+        if !self.failure_news() {
+            return;
+        }
+        // Messages first, as in `learn_failures`.
+        while self.receive_with(|d, from, msg| d.route_other(from, msg)) {}
+        let now = self.transport.now();
+        self.tell_lingering_failures(now);
+    }
+}
+
+/// Hands a message of the current operation to its core, or reports a
+/// mismatch: a message the core's header does not accept, or whose payload
+/// is another kind of core's.
+fn hand<C, W>(core: &mut C, op: OpId, tick: Tick, from: Rank, msg: Msg<W>) -> Result<(), Error>
+where
+    C: Protocol,
+    W: Carries<C::Payload>,
+{
+    let header = core.header();
+    let payload = header
+        .accepts(&msg)
+        .then(|| msg.payload.unwrap())
+        .flatten();
+    match payload {
+        Some(payload) => {
+            core.handle(
+                tick,
+                Event::Message {
+                    from,
+                    msg: msg.map(|_| payload),
+                },
+            );
+            Ok(())
+        }
+        None => Err(mismatch(op, &header, &msg)),
+    }
+}
+
+fn mismatch<W>(op: OpId, mine: &Header, theirs: &Msg<W>) -> Error {
+    Error::Mismatch {
+        op,
+        mine: mine.to_string(),
+        theirs: theirs.describe(),
+    }
+}

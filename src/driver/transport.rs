@@ -1,0 +1,153 @@
+//! What the driver needs of an engine: moving messages, a clock, waiting,
+//! and the team's knowledge of failures and of its members' progress.
+//!
+//! The thread runtime's SPSC mailboxes are one transport
+//! ([`crate::runtime`]), [`super::memory`] is a deterministic in-memory one
+//! for tests, and the MPI engine will be another. A transport knows nothing
+//! of protocol cores: it carries [`Msg`]s whose payload is its own wire
+//! type, which [`Carries`] the payload of each core it serves.
+
+use crate::protocol::Msg;
+use crate::types::{OpId, Rank, Tick};
+
+/// A wire payload type that can carry a core's payload `P`: the engine's one
+/// message type wraps every core's (an enum of them, or `P` itself).
+pub trait Carries<P>: Copy + Send + 'static {
+    /// Wraps a core's payload for the wire.
+    fn wrap(payload: P) -> Self;
+    /// The core's payload, if this wire value carries one of type `P`
+    /// (`None`: the message is of another kind of core, a mismatch).
+    fn unwrap(self) -> Option<P>;
+}
+
+impl<P: Copy + Send + 'static> Carries<P> for P {
+    #[inline]
+    fn wrap(payload: P) -> Self {
+        payload
+    }
+    #[inline]
+    fn unwrap(self) -> Option<P> {
+        Some(self)
+    }
+}
+
+/// What the timeout detector may know of a peer (see
+/// [`Transport::peer`]). A transport that cannot know it says
+/// [`PeerView::UNKNOWN`], and the detector then never suspects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerView {
+    /// One more than the last operation the peer entered (0: none yet).
+    pub entered: OpId,
+    /// The peer its current call waits on, if any.
+    pub awaiting: Option<Rank>,
+    /// The peer's program has ended: it enters no further operation.
+    pub left: bool,
+}
+
+impl PeerView {
+    /// Nothing known: never entered, waits on nobody, has not left.
+    pub const UNKNOWN: PeerView = PeerView {
+        entered: 0,
+        awaiting: None,
+        left: false,
+    };
+}
+
+/// One rank's connection to its team, as the [driver](super::Driver) uses it.
+///
+/// Messages: [`send`](Transport::send) never blocks (a full channel hands
+/// the message back, and the driver keeps it in its outbox),
+/// [`try_recv`](Transport::try_recv) never blocks, per-sender FIFO. Time:
+/// [`now`](Transport::now) is monotonic, in ticks (nanoseconds on threads).
+/// Failures: a registry every rank reads, whose epoch grows with each new
+/// failure; a rank marks itself failed only after its last send, so a
+/// receiver that drains its channels before it reads the registry has every
+/// message a failed rank sent before it failed (FIFO channels with a perfect
+/// detector).
+pub trait Transport {
+    /// The wire payload: one type for every core this transport serves.
+    type Payload: Copy + Send + 'static;
+
+    /// This rank.
+    fn rank(&self) -> Rank;
+
+    /// The team size.
+    fn procs(&self) -> u32;
+
+    /// The clock, in ticks.
+    fn now(&self) -> Tick;
+
+    /// Sends one message, or hands it back if the channel to `to` is full.
+    fn send(&mut self, to: Rank, msg: Msg<Self::Payload>) -> Result<(), Msg<Self::Payload>>;
+
+    /// Takes one received message, if any.
+    fn try_recv(&mut self) -> Option<(Rank, Msg<Self::Payload>)>;
+
+    /// Waits briefly, without reading the clock, for a message or a wake-up;
+    /// true if one may have come. A cheap first stage before the driver's
+    /// bookkeeping for a longer wait.
+    fn spin(&mut self) -> bool;
+
+    /// Waits until a message may have come, a wake-up (failure news), or
+    /// the clock reaches `until`, without spinning first.
+    fn block(&mut self, until: Tick);
+
+    /// [`spin`](Transport::spin), then [`block`](Transport::block).
+    fn wait(&mut self, until: Tick) {
+        if !self.spin() {
+            self.block(until);
+        }
+    }
+
+    /// The failure registry's epoch: it grows with every new failure.
+    fn failure_epoch(&self) -> u64;
+
+    /// Every rank known failed, in order.
+    fn failed(&self) -> Vec<Rank>;
+
+    /// True if `rank` is known failed.
+    fn is_failed(&self, rank: Rank) -> bool;
+
+    /// Marks `rank` failed for everyone (a timeout detector's verdict, or
+    /// this rank's own death) and wakes them to learn it.
+    fn declare_failed(&self, rank: Rank);
+
+    /// What is known of `peer`'s progress, for the timeout detector.
+    fn peer(&self, peer: Rank) -> PeerView;
+
+    /// Publishes that this rank entered operation `op`.
+    fn publish_entered(&self, op: OpId);
+
+    /// Publishes the peer this rank's current call waits on.
+    fn publish_awaiting(&self, peer: Option<Rank>);
+
+    /// Counts a message as in flight: called once per message the driver
+    /// hands to [`send`](Transport::send) or keeps in its outbox, so that an
+    /// engine can tell when a team is quiet. Default: no counting.
+    fn count_sent(&self) {}
+
+    /// Counts a received message as fully handled, with every send it
+    /// caused (or a kept message as dropped). Default: no counting.
+    fn count_handled(&self) {}
+
+    /// This rank's program has ended. `hung`: the rank hung (emulated), and
+    /// its transport was told so when it did. Default: nothing to tell.
+    fn leave(&self, hung: bool) {
+        let _ = hung;
+    }
+
+    /// Publishes the failure epoch whose failures this rank has handed to
+    /// its lingering cores after its program ended (`u64::MAX`: it serves
+    /// nothing). Default: nothing to tell.
+    fn publish_served_epoch(&self, epoch: u64) {
+        let _ = epoch;
+    }
+
+    /// True when nothing can happen in the team any more: every program has
+    /// ended, every serving rank has handled every failure, and no message
+    /// is in flight or being handled. Default: true (a transport that does
+    /// not count has nothing to wait for).
+    fn team_quiet(&self) -> bool {
+        true
+    }
+}

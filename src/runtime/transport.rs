@@ -1,0 +1,158 @@
+//! The thread runtime's [`Transport`]: a rank's mailbox endpoint (SPSC
+//! lanes, doorbell, spin-yield-park waiting) plus the team's shared state
+//! (liveness registry, per-rank counters, the clock's origin).
+
+use std::time::{Duration, Instant};
+
+use crate::driver::{PeerView, Transport};
+use crate::mailbox::Endpoint;
+use crate::protocol::Msg;
+use crate::runtime::packet::Packet;
+use crate::runtime::team::Shared;
+use crate::sync::Ordering;
+use crate::types::{OpId, Rank, Tick};
+
+/// One rank's mailbox transport.
+pub(crate) struct MailboxTransport<'t> {
+    shared: &'t Shared<'t>,
+    endpoint: Endpoint<'t, Msg<Packet>>,
+    rank: Rank,
+}
+
+impl<'t> MailboxTransport<'t> {
+    pub(crate) fn new(shared: &'t Shared<'t>, endpoint: Endpoint<'t, Msg<Packet>>) -> Self {
+        let rank = endpoint.rank();
+        MailboxTransport {
+            shared,
+            endpoint,
+            rank,
+        }
+    }
+
+    fn counters(&self) -> &crate::runtime::team::Counters {
+        &self.shared.counters[self.rank as usize]
+    }
+
+    fn instant(&self, tick: Tick) -> Instant {
+        self.shared
+            .started
+            .checked_add(Duration::from_nanos(tick))
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600))
+    }
+
+    /// Waits up to `pause` for a message or a wake-up (the hung rank's loop).
+    pub(crate) fn nap(&mut self, pause: Duration) {
+        self.endpoint.wait(Some(Instant::now() + pause));
+    }
+}
+
+impl Transport for MailboxTransport<'_> {
+    type Payload = Packet;
+
+    #[inline]
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    fn procs(&self) -> u32 {
+        self.shared.ranks()
+    }
+
+    #[inline]
+    fn now(&self) -> Tick {
+        self.shared.now()
+    }
+
+    #[inline]
+    fn send(&mut self, to: Rank, msg: Msg<Packet>) -> Result<(), Msg<Packet>> {
+        self.endpoint.send(to, msg)
+    }
+
+    #[inline]
+    fn try_recv(&mut self) -> Option<(Rank, Msg<Packet>)> {
+        self.endpoint.try_recv()
+    }
+
+    #[inline]
+    fn spin(&mut self) -> bool {
+        self.endpoint.spin().is_some()
+    }
+
+    fn block(&mut self, until: Tick) {
+        let at = self.instant(until);
+        self.endpoint.block(Some(at));
+    }
+
+    fn wait(&mut self, until: Tick) {
+        let at = self.instant(until);
+        self.endpoint.wait(Some(at));
+    }
+
+    #[inline]
+    fn failure_epoch(&self) -> u64 {
+        self.shared.liveness.epoch()
+    }
+
+    fn failed(&self) -> Vec<Rank> {
+        self.shared.liveness.failed()
+    }
+
+    #[inline]
+    fn is_failed(&self, rank: Rank) -> bool {
+        self.shared.liveness.is_failed(rank)
+    }
+
+    fn declare_failed(&self, rank: Rank) {
+        self.shared.fail(rank);
+    }
+
+    fn peer(&self, peer: Rank) -> PeerView {
+        let c = &self.shared.counters[peer as usize];
+        let awaiting = c.awaiting.load(Ordering::Acquire);
+        PeerView {
+            entered: c.entered.load(Ordering::Acquire),
+            awaiting: awaiting.checked_sub(1),
+            left: c.left.load(Ordering::Acquire),
+        }
+    }
+
+    fn publish_entered(&self, op: OpId) {
+        self.counters().entered.store(op + 1, Ordering::Release);
+    }
+
+    fn publish_awaiting(&self, peer: Option<Rank>) {
+        self.counters()
+            .awaiting
+            .store(peer.map_or(0, |p| p + 1), Ordering::Release);
+    }
+
+    // The counters have one writer, this rank: a load and a store count
+    // without the locked read-modify-write (two per message otherwise).
+    #[inline]
+    fn count_sent(&self) {
+        let pushed = &self.counters().pushed;
+        pushed.store(pushed.load(Ordering::Relaxed) + 1, Ordering::Release);
+    }
+
+    #[inline]
+    fn count_handled(&self) {
+        let consumed = &self.counters().consumed;
+        consumed.store(consumed.load(Ordering::Relaxed) + 1, Ordering::Release);
+    }
+
+    fn leave(&self, hung: bool) {
+        self.counters().left.store(true, Ordering::Release);
+        // A hung rank was counted finished when it hung.
+        if !hung {
+            self.shared.finished.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    fn publish_served_epoch(&self, epoch: u64) {
+        self.counters().epoch_seen.store(epoch, Ordering::Release);
+    }
+
+    fn team_quiet(&self) -> bool {
+        self.shared.quiet()
+    }
+}
