@@ -15,6 +15,8 @@ pub mod allreduce;
 pub mod bcast;
 pub mod pair;
 pub mod reduce;
+/// A scripted-event harness: drive one core by hand in tests, no engine.
+pub mod script;
 
 pub use message::{Msg, Tag};
 
