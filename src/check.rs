@@ -76,9 +76,18 @@ mod tests {
         let live = input_of(0).wrapping_add(input_of(3));
         assert!(includes_exactly(live, &death));
         assert!(includes_exactly(live.wrapping_add(input_of(1)), &death));
-        assert!(!includes_exactly(live.wrapping_add(input_of(2)), &death), "the dead before");
-        assert!(!includes_exactly(input_of(0), &death), "a live rank missing");
-        assert!(!includes_exactly(live.wrapping_add(input_of(3)), &death), "a duplicate");
+        assert!(
+            !includes_exactly(live.wrapping_add(input_of(2)), &death),
+            "the dead before"
+        );
+        assert!(
+            !includes_exactly(input_of(0), &death),
+            "a live rank missing"
+        );
+        assert!(
+            !includes_exactly(live.wrapping_add(input_of(3)), &death),
+            "a duplicate"
+        );
         assert!(agree(&[7, 7, 7]) && !agree(&[7, 8]) && !agree(&[]));
     }
 }

@@ -401,9 +401,13 @@ impl<'t, T: Transport> Driver<'t, T> {
                 core.handle(tick.max(now), Event::PeerFailed(p));
                 continue;
             }
-            if let Some(peer) =
-                suspect.watch(awaiting, now, &self.transport, op, self.config.failure_timeout)
-            {
+            if let Some(peer) = suspect.watch(
+                awaiting,
+                now,
+                &self.transport,
+                op,
+                self.config.failure_timeout,
+            ) {
                 self.transport.declare_failed(peer);
                 continue;
             }
@@ -714,10 +718,7 @@ where
     W: Carries<C::Payload>,
 {
     let header = core.header();
-    let payload = header
-        .accepts(&msg)
-        .then(|| msg.payload.unwrap())
-        .flatten();
+    let payload = header.accepts(&msg).then(|| msg.payload.unwrap()).flatten();
     match payload {
         Some(payload) => {
             core.handle(

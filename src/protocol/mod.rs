@@ -26,6 +26,7 @@ pub mod correction;
 pub mod pair;
 pub mod random;
 pub mod reduce;
+pub mod script;
 pub mod timer;
 
 pub use message::{Header, Msg, Tag};

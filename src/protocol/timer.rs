@@ -84,7 +84,11 @@ mod tests {
         t.set(KEEPALIVE, 30);
         assert_eq!(t.next(), Some(30));
         assert_eq!(t.take_expired(29), None);
-        assert_eq!(t.take_expired(40), Some(KEEPALIVE), "ties go to the lower index");
+        assert_eq!(
+            t.take_expired(40),
+            Some(KEEPALIVE),
+            "ties go to the lower index"
+        );
         assert_eq!(t.take_expired(40), Some(ACK));
         assert_eq!(t.take_expired(40), None, "DATA is not due yet");
         assert_eq!(t.next(), Some(50));

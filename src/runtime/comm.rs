@@ -263,9 +263,7 @@ impl<'t> Comm<'t> {
         self.driver.hang();
         self.driver.transport().publish_served_epoch(u64::MAX);
         let shared = self.shared;
-        shared
-            .finished
-            .fetch_add(1, crate::sync::Ordering::AcqRel);
+        shared.finished.fetch_add(1, crate::sync::Ordering::AcqRel);
         while !shared.all_finished() {
             self.driver.transport_mut().nap(Duration::from_millis(2));
             self.driver.drain_and_drop();

@@ -3,19 +3,19 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
+use crate::driver::OpRecord;
 use crate::error::Error;
 use crate::mailbox::Mailboxes;
 use crate::protocol::allreduce::AllreducePlan;
 use crate::protocol::bcast::{BcastPlan, Correction};
 use crate::protocol::reduce::{FailureScheme, ReducePlan};
-use crate::driver::OpRecord;
 use crate::protocol::Msg;
 use crate::runtime::comm::Comm;
-use crate::runtime::packet::Packet;
-use crate::runtime::transport::MailboxTransport;
 use crate::runtime::faults::FaultSchedule;
 use crate::runtime::liveness::Liveness;
+use crate::runtime::packet::Packet;
 use crate::runtime::pin::{self, Pinning};
+use crate::runtime::transport::MailboxTransport;
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use crate::topology::{Tree, TreeSpec, MAX_PROCS};
 use crate::types::{LogP, OpId, Rank, Tick};
@@ -464,7 +464,8 @@ impl Team {
                             } else if sharing_cores {
                                 endpoint.set_spins(SHARED_SPINS);
                             }
-                            let mut comm = Comm::new(shared, MailboxTransport::new(shared, endpoint));
+                            let mut comm =
+                                Comm::new(shared, MailboxTransport::new(shared, endpoint));
                             let outcome = match catch_unwind(AssertUnwindSafe(|| f(&mut comm))) {
                                 Ok(r) => RankOutcome::Returned(r),
                                 Err(payload) => {

@@ -1,13 +1,13 @@
 //! Allreduce in the simulator: up-correction reduce, corrected broadcast,
 //! root retry; one run, its metrics and the checks of Section 5.1.
 
+use crate::check::{add, includes_exactly, input_of};
 use crate::error::Error;
 use crate::protocol::allreduce::{AllreduceCore, AllreduceOutput, AllreducePlan};
 use crate::protocol::bcast::{BcastPlan, Correction};
 use crate::protocol::reduce::ReducePlan;
 use crate::sim::engine::{Trace, NEVER};
 use crate::sim::faults::FaultPlan;
-use crate::check::{add, includes_exactly, input_of};
 use crate::sim::reduce::ReduceConfig;
 use crate::sim::runner::{CollectiveRun, Runner};
 use crate::types::{Collective, LogP, Tick};

@@ -221,8 +221,7 @@ pub fn measure<C: Dissemination>(
         }
     }
     let must_deliver = must_deliver && live(ROOT);
-    run.violations =
-        wrong + base.violations + if must_deliver { run.uncolored_live } else { 0 };
+    run.violations = wrong + base.violations + if must_deliver { run.uncolored_live } else { 0 };
     run
 }
 

@@ -109,5 +109,3 @@ pub struct CollectiveRun {
     /// quiescent at the end. Must be 0.
     pub violations: u32,
 }
-
-
