@@ -1041,8 +1041,8 @@ fn reduce_root_with_no_complete_subtree_reports_too_many_failures() {
     assert_eq!(s.core().awaiting(), None);
 }
 
-// BUG (reported, not fixed here): the root's failure information counts a
-// failed rank more than once. Section 4.4 builds the list by concatenation
+// Fixed bug: the root's failure information counted a failed rank more
+// than once. Section 4.4 builds the list by concatenation
 // and says "items in lists that are concatenated always come from disjoint
 // sets", so that the count scheme can track the list's size alone; the
 // crate's own docs say the count scheme lets the root learn how many
@@ -1089,11 +1089,10 @@ fn once(out: Option<ReduceOutput<u64>>, scheme: FailureScheme, rank: Rank, value
     }
 }
 
-/// BUG (see the note above). The paper's Figure 2: P = 7, f = 1, rank 1
+/// Regression (see the note above). The paper's Figure 2: P = 7, f = 1, rank 1
 /// dead. The root finds its child 1 failed; 2, 1's group peer, reports it
 /// too. One rank failed; the root says two.
 #[test]
-#[ignore = "BUG: the root's FailureInfo counts a failed root child twice (reported, not fixed)"]
 fn reduce_root_counts_a_failed_root_child_once() {
     for scheme in [FailureScheme::List, FailureScheme::Count] {
         let plan = rplan_with(7, 1, scheme);
@@ -1106,13 +1105,12 @@ fn reduce_root_counts_a_failed_root_child_once() {
     }
 }
 
-/// BUG (see the note above). P = 9, f = 2: the root's group is {7, 8,
+/// Regression (see the note above). P = 9, f = 2: the root's group is {7, 8,
 /// root}, 7 is dead. The root notes its peer 7; so does 8, in subtree 2 =
 /// {2, 5, 8}, which holds a member of the root's group: the root takes its
 /// result as it is (8's value includes the root's input) and merges its
 /// own notes: 7 twice.
 #[test]
-#[ignore = "BUG: the root's FailureInfo counts a failed group peer twice (reported, not fixed)"]
 fn reduce_root_counts_a_failed_group_peer_once() {
     for scheme in [FailureScheme::List, FailureScheme::Count] {
         let plan = rplan_with(9, 2, scheme);
@@ -1132,11 +1130,10 @@ fn reduce_root_counts_a_failed_group_peer_once() {
     }
 }
 
-/// BUG (see the note above). P = 3, f = 2: one group holds the team; the
+/// Regression (see the note above). P = 3, f = 2: one group holds the team; the
 /// root's group peers are its tree children too, and it notes a failed one
 /// as both.
 #[test]
-#[ignore = "BUG: the root's FailureInfo counts a rank that is peer and child twice (reported, not fixed)"]
 fn reduce_root_of_one_group_counts_a_failed_rank_once() {
     for scheme in [FailureScheme::List, FailureScheme::Count] {
         let plan = rplan_with(3, 2, scheme);
@@ -1152,11 +1149,10 @@ fn reduce_root_of_one_group_counts_a_failed_rank_once() {
     }
 }
 
-/// BUG (see the note above). P = 7, f = 1, ranks 2, 4 and 5 dead: three
+/// Regression (see the note above). P = 7, f = 1, ranks 2, 4 and 5 dead: three
 /// failures; the root's TooManyFailures counts four (2 as its failed child
 /// and as the failed peer 1 reports).
 #[test]
-#[ignore = "BUG: TooManyFailures counts a failed rank twice (reported, not fixed)"]
 fn reduce_too_many_failures_counts_each_failed_rank_once() {
     let plan = rplan_with(7, 1, FailureScheme::Count);
     let mut s = rcore(&plan, 0);

@@ -181,6 +181,8 @@ pub struct Reduce<'p, P, O> {
     children: Vec<(Rank, Slot<Contribution<P>>)>,
     /// Failures seen in up-correction and of children.
     info: FailureInfo,
+    /// Failures seen in up-correction alone (the root's own group peers).
+    peer_info: FailureInfo,
     sent_up: bool,
     output: Option<ReduceOutput<P>>,
     /// The output has been produced (it is given out once).
@@ -222,6 +224,7 @@ impl<'p, P: Copy + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
             next_peer: 0,
             children: plan.tree.children(v).map(|c| (c, Slot::Pending)).collect(),
             info: FailureInfo::default(),
+            peer_info: FailureInfo::default(),
             sent_up: false,
             output: None,
             finished: false,
@@ -259,6 +262,7 @@ impl<'p, P: Copy + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
             peer_decided: self.peer_decided,
             children: self.children,
             info: self.info,
+            peer_info: self.peer_info,
             sent_up: self.sent_up,
             output: self.output,
             finished: self.finished,
@@ -334,7 +338,9 @@ impl<'p, P: Copy + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
         if groups.covers_team() {
             // One group holds every rank: the up-corrected value is complete.
             if self.peers_done() {
-                self.deliver_root(self.up_corrected(), None);
+                // The root's tree children are its group peers here: each
+                // failure is noted once, as a peer.
+                self.deliver_root(self.up_corrected(), self.peer_info, None);
             }
             return;
         }
@@ -347,13 +353,34 @@ impl<'p, P: Copy + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
         });
         if let Some((k, c)) = complete {
             let mut acc = c;
+            // The failures the result accounts for, each once (Section 4.4:
+            // merged lists come from disjoint sets): the chosen subtree's,
+            // plus the root's failed group peers when the root adds its own
+            // up-corrected value (otherwise a group member inside the
+            // subtree already noted them). A failed child of the root is in
+            // the root's children's group, so the chosen child noted it.
+            let mut own_notes = FailureInfo::default();
             if k >= a {
                 let own = self.up_corrected();
                 acc.absorb(&own.value, own.decided, &self.op);
+                own_notes = self.peer_info;
             }
-            self.deliver_root(acc, Some(c.info));
+            self.deliver_root(acc, own_notes, Some(c.info));
         } else if self.children.iter().all(|(_, s)| !pending(s)) && self.peers_done() {
-            let mut info = self.info;
+            // Best effort beyond the budget: the root's own notes only where
+            // no delivered subtree can have them (no child delivered at all,
+            // or none holding a member of the root's group).
+            let delivered = |range: std::ops::Range<Rank>| {
+                self.children
+                    .iter()
+                    .any(|&(k, s)| range.contains(&k) && matches!(s, Slot::Got(_)))
+            };
+            let mut info = FailureInfo::default();
+            if !delivered(0..Rank::MAX) {
+                info = self.info;
+            } else if !delivered(0..a) {
+                info = self.peer_info;
+            }
             for (_, s) in &self.children {
                 if let Slot::Got(c) = s {
                     info.merge(&c.info);
@@ -363,8 +390,13 @@ impl<'p, P: Copy + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
         }
     }
 
-    fn deliver_root(&mut self, acc: Contribution<P>, chosen: Option<FailureInfo>) {
-        let mut info = self.info;
+    fn deliver_root(
+        &mut self,
+        acc: Contribution<P>,
+        own_notes: FailureInfo,
+        chosen: Option<FailureInfo>,
+    ) {
+        let mut info = own_notes;
         info.subtree_failed = false;
         if let Some(c) = chosen {
             info.merge(&c);
@@ -383,6 +415,7 @@ impl<'p, P: Copy + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
             if pending(s) {
                 *s = Slot::Failed;
                 self.info.note_failed(real, false, scheme);
+                self.peer_info.note_failed(real, false, scheme);
             }
         }
         if let Some((_, s)) = self.children.iter_mut().find(|(c, _)| *c == v) {
