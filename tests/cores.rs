@@ -1331,3 +1331,44 @@ fn allreduce_decided_rank_recontributes_its_result() {
     s.deliver(5, 1, rmsg(1, Collective::Allreduce, Tag::Tree, again));
     assert_eq!(s.output(), None);
 }
+
+// ---------------------------------------------------------------------------
+// Regressions of issue 11's bugs 1 and 2.
+// ---------------------------------------------------------------------------
+
+/// Bug 1: an allreduce handed its inner cores `now = 0` for the messages it
+/// routed and the rounds it entered, so time ran backwards for them
+/// (harmless to untimed cores, fatal to a timed one). Every inner core now
+/// sees the latest time the allreduce was handed.
+#[test]
+fn allreduce_hands_its_inner_cores_the_time_it_was_handed() {
+    let plan = aplan();
+    let mut s = acore(&plan, 3);
+    s.start(100);
+    assert_eq!(s.core().reduce_phase().now(), 100);
+    s.sends(100);
+    // A message routed to the reduce phase at 250.
+    s.deliver(250, 4, aup(0, Contribution::input(input(4))));
+    assert_eq!(s.core().reduce_phase().now(), 250, "a routed message");
+    // Root 0 fails at 400: round 1's fresh reduce core starts at 400, not 0.
+    s.fail(400, 0);
+    assert_eq!(s.core().root(), 1);
+    assert_eq!(s.core().reduce_phase().now(), 400, "a new round");
+    s.sends(400);
+    assert_eq!(s.core().reduce_phase().now(), 400);
+}
+
+/// Bug 2: `Bcast::new` named the virtual rank (always 0) in `NoRootValue`;
+/// it names the root.
+#[test]
+fn a_root_without_a_value_is_named_by_its_rank() {
+    let plan = bplan(BINOMIAL, 8, Correction::Checked, 0);
+    for root in [0, 3, 7] {
+        let err = Bcast::<u64>::new(&plan, root, root, 0, None).unwrap_err();
+        assert_eq!(err, corrected::Error::NoRootValue(root));
+    }
+    assert!(
+        Bcast::<u64>::new(&plan, 3, 5, 0, None).is_ok(),
+        "a non-root passes none"
+    );
+}

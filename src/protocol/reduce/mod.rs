@@ -184,6 +184,8 @@ pub struct Reduce<'p, P, O> {
     /// Failures seen in up-correction alone (the root's own group peers).
     peer_info: FailureInfo,
     sent_up: bool,
+    /// The latest time handed in (see [`Reduce::now`]).
+    now: Tick,
     output: Option<ReduceOutput<P>>,
     /// The output has been produced (it is given out once).
     finished: bool,
@@ -226,6 +228,7 @@ impl<'p, P: Copy + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
             info: FailureInfo::default(),
             peer_info: FailureInfo::default(),
             sent_up: false,
+            now: 0,
             output: None,
             finished: false,
         })
@@ -264,6 +267,7 @@ impl<'p, P: Copy + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
             info: self.info,
             peer_info: self.peer_info,
             sent_up: self.sent_up,
+            now: self.now,
             output: self.output,
             finished: self.finished,
         }
@@ -272,6 +276,13 @@ impl<'p, P: Copy + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
     /// The root.
     pub fn root(&self) -> Rank {
         self.root
+    }
+
+    /// The latest `now` this core was handed. A reduce does not act on
+    /// time; the value lets a test check that a core embedding it (an
+    /// allreduce round) never hands it a time earlier than before.
+    pub fn now(&self) -> Tick {
+        self.now
     }
 
     fn real(&self, v: Rank) -> Rank {
@@ -442,7 +453,9 @@ impl<P: Copy + Send + 'static, O: Combine<P>> Protocol for Reduce<'_, P, O> {
     type Payload = Contribution<P>;
     type Output = ReduceOutput<P>;
 
-    fn handle(&mut self, _now: Tick, event: Event<Msg<Contribution<P>>>) {
+    fn handle(&mut self, now: Tick, event: Event<Msg<Contribution<P>>>) {
+        debug_assert!(now >= self.now, "time ran backwards: {now} < {}", self.now);
+        self.now = now;
         match event {
             Event::Start | Event::Timer => {}
             Event::Message { from, msg } => {
@@ -477,7 +490,9 @@ impl<P: Copy + Send + 'static, O: Combine<P>> Protocol for Reduce<'_, P, O> {
         }
     }
 
-    fn poll_transmit(&mut self, _now: Tick) -> Option<Transmit<Msg<Contribution<P>>>> {
+    fn poll_transmit(&mut self, now: Tick) -> Option<Transmit<Msg<Contribution<P>>>> {
+        debug_assert!(now >= self.now, "time ran backwards: {now} < {}", self.now);
+        self.now = now;
         if let Some(&(p, _)) = self.peers.get(self.next_peer) {
             self.next_peer += 1;
             let tx = Transmit {

@@ -1,0 +1,216 @@
+//! The engine-neutral driver, tested alone over the deterministic in-memory
+//! transport (`driver::memory`): one rank driven, the others played by the
+//! test, time virtual (it moves only when the driver reads or waits).
+
+use corrected::driver::memory::MemoryNet;
+use corrected::driver::{Driver, DriverConfig};
+use corrected::protocol::bcast::{Bcast, BcastPlan, Correction};
+use corrected::protocol::{Event, Header, Leave, Msg, Protocol, Tag, Transmit};
+use corrected::topology::Tree;
+use corrected::types::{Collective, LogP, Rank, Tick};
+use corrected::Error;
+
+/// A core with a timed phase, like gossip: from its start it sends to rank
+/// 1 until time `until`, one message per poll; its output is the number of
+/// messages it sent. It stops at a cap so that a driver that breaks the
+/// contract fails the test instead of hanging it.
+struct SendUntil {
+    until: Tick,
+    cap: u32,
+    sent: u32,
+    times: Vec<Tick>,
+    done: bool,
+}
+
+impl SendUntil {
+    fn new(until: Tick) -> Self {
+        SendUntil {
+            until,
+            cap: 1_000_000,
+            sent: 0,
+            times: Vec::new(),
+            done: false,
+        }
+    }
+}
+
+impl Protocol for SendUntil {
+    type Payload = u64;
+    type Output = u32;
+
+    fn handle(&mut self, _now: Tick, _event: Event<Msg<u64>>) {}
+
+    fn poll_transmit(&mut self, now: Tick) -> Option<Transmit<Msg<u64>>> {
+        if self.done || now >= self.until || self.sent == self.cap {
+            self.done = true;
+            return None;
+        }
+        self.sent += 1;
+        if self.times.len() < 4096 {
+            self.times.push(now);
+        }
+        Some(Transmit {
+            to: 1,
+            msg: Msg {
+                op: 0,
+                kind: Collective::Broadcast,
+                root: 0,
+                tag: Tag::Tree,
+                payload: now,
+            },
+        })
+    }
+
+    fn poll_deadline(&self) -> Option<Tick> {
+        None
+    }
+
+    fn take_output(&mut self) -> Option<u32> {
+        self.done.then_some(self.sent)
+    }
+
+    fn is_quiescent(&self) -> bool {
+        self.done
+    }
+
+    fn header(&self) -> Header {
+        Header {
+            op: 0,
+            kind: Collective::Broadcast,
+            root: Some(0),
+        }
+    }
+
+    fn may_return(&self) -> Leave {
+        if self.done {
+            Leave::Now
+        } else {
+            Leave::Not
+        }
+    }
+
+    fn is_finished(&self) -> bool {
+        self.done
+    }
+
+    fn uses_time(&self) -> bool {
+        true
+    }
+}
+
+/// Issue 11, bug 3: the driver must advance `now` between the sends of a
+/// core that uses time, so a core that sends "until time T" stops. Before
+/// the fix it drained such a core at one fixed `now`: it stopped only at
+/// its cap of 10^6 sends.
+#[test]
+fn a_core_that_sends_until_a_time_stops_at_that_time() {
+    let net = MemoryNet::<u64>::new(2, 1, 1 << 21);
+    let mut driver = Driver::new(net.transport(0), DriverConfig::default());
+    let op = driver.enter().unwrap();
+    let mut core = SendUntil::new(1_000);
+    let sent = driver.drive(op, None, &mut core).unwrap();
+    assert!(
+        (1..2_000).contains(&sent),
+        "{sent} sends: time did not advance between them"
+    );
+    assert!(
+        core.times.windows(2).all(|w| w[0] < w[1]),
+        "each send sees a later now"
+    );
+    assert_eq!(net.take_sent().len(), sent as usize);
+}
+
+fn plan(procs: u32) -> BcastPlan {
+    let tree = Tree::build("binomial".parse().unwrap(), procs, LogP::PAPER).unwrap();
+    BcastPlan::new(tree, Correction::Checked, 0)
+}
+
+fn msg(op: u32, kind: Collective, root: Rank, tag: Tag, payload: u64) -> Msg<u64> {
+    Msg {
+        op,
+        kind,
+        root,
+        tag,
+        payload,
+    }
+}
+
+/// A message of the current operation from another collective ends the
+/// call with a mismatch that names both calls; it does not wait for the
+/// timeout.
+#[test]
+fn a_message_of_another_collective_is_a_mismatch() {
+    let net = MemoryNet::<u64>::new(4, 1, 64);
+    let plan = plan(4);
+    let mut driver = Driver::new(net.transport(2), DriverConfig::default());
+    let op = driver.enter().unwrap();
+    net.inject(1, 2, msg(op, Collective::Reduce, 1, Tag::Upward, 7));
+    let mut core = Bcast::new(&plan, 1, 2, op, None).unwrap();
+    let err = driver.drive(op, None, &mut core).unwrap_err();
+    match err {
+        Error::Mismatch {
+            op: 0,
+            mine,
+            theirs,
+        } => {
+            assert_eq!(mine, "broadcast from 1");
+            assert_eq!(theirs, "reduce to 1");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(net.clock() < 1_000_000, "at once, not after a timeout");
+}
+
+/// Nobody plays the root: the call times out after the operation timeout
+/// of virtual time, never hangs.
+#[test]
+fn a_silent_root_times_out() {
+    let net = MemoryNet::<u64>::new(4, 1, 64);
+    let plan = plan(4);
+    let config = DriverConfig {
+        op_timeout: 5_000_000,
+        ..DriverConfig::default()
+    };
+    let mut driver = Driver::new(net.transport(3), config);
+    let op = driver.enter().unwrap();
+    let mut core = Bcast::<u64>::new(&plan, 0, 3, op, None).unwrap();
+    let err = driver.drive(op, None, &mut core).unwrap_err();
+    assert!(matches!(err, Error::Timeout { op: 0, .. }), "{err:?}");
+    assert!(net.clock() >= 5_000_000, "waited the whole timeout");
+}
+
+/// Fencing: a message of the next operation that comes early waits until
+/// the rank gets there; an old operation's message goes to its lingering
+/// core, here a root that still has correction to send.
+#[test]
+fn early_messages_wait_and_kept_cores_are_served() {
+    let net = MemoryNet::<u64>::new(4, 1, 64);
+    let plan = plan(4);
+    let mut driver = Driver::new(net.transport(1), DriverConfig::default());
+    // Operation 1's tree message from root 0 comes during operation 0.
+    net.inject(0, 1, msg(1, Collective::Broadcast, 0, Tag::Tree, 11));
+    let op0 = driver.enter().unwrap();
+    let mut root = Bcast::new(&plan, 1, 1, op0, Some(10)).unwrap();
+    assert_eq!(driver.drive(op0, None, &mut root), Ok(10));
+    let sent: Vec<_> = net
+        .take_sent()
+        .into_iter()
+        .map(|(_, to, m)| (to, m.tag))
+        .collect();
+    assert!(sent.contains(&(2, Tag::Tree)), "{sent:?}");
+    driver.keep(root);
+    let op1 = driver.enter().unwrap();
+    let mut core = Bcast::<u64>::new(&plan, 0, 1, op1, None).unwrap();
+    assert_eq!(
+        driver.drive(op1, None, &mut core),
+        Ok(11),
+        "the held message"
+    );
+    // Rank 2's correction to the root of operation 0 reaches its kept core
+    // without a mismatch in operation 1.
+    net.inject(2, 1, msg(op0, Collective::Broadcast, 1, Tag::Leftward, 10));
+    let op2 = driver.enter().unwrap();
+    net.inject(0, 1, msg(op2, Collective::Broadcast, 0, Tag::Tree, 12));
+    let mut core = Bcast::<u64>::new(&plan, 0, 1, op2, None).unwrap();
+    assert_eq!(driver.drive(op2, None, &mut core), Ok(12));
+}
