@@ -414,7 +414,7 @@ fn delayed_tree_colored_rank_replies_stop_and_others_stay_silent() {
 /// # Why a third stop reply may be dropped
 ///
 /// A [`Bcast`] core under delayed correction keeps at most two pending
-/// `Stop` replies (`REPLIES = 2` in `protocol/bcast/correction.rs`); a
+/// `Stop` replies (`REPLIES = 2` in `protocol/correction.rs`); a
 /// `Rightward` message that arrives while two are pending gets none. The
 /// paper's rule says to reply to every one ("immediately replies to stop
 /// the sender"), so this is a deviation. It is safe.
