@@ -1,15 +1,52 @@
-//! The one error type of the crate. Every message says what to change.
+//! The crate's two error types.
+//!
+//! * [`ConfigError`]: a configuration or a description that cannot be used,
+//!   found before anything runs. Parsers (`FromStr::Err` of
+//!   [`TreeSpec`](crate::topology::TreeSpec),
+//!   [`Correction`](crate::protocol::bcast::Correction),
+//!   [`FailureScheme`](crate::protocol::reduce::FailureScheme),
+//!   [`Policy`](crate::placement::Policy),
+//!   [`DomainRef`](crate::placement::DomainRef) and
+//!   [`Level`](crate::placement::Level)), [`LogP::new`](crate::types::LogP::new),
+//!   tree and plan constructors ([`Tree::build`](crate::topology::Tree::build),
+//!   [`BcastPlan::for_logp`](crate::protocol::bcast::BcastPlan::for_logp),
+//!   [`ReducePlan::new`](crate::protocol::reduce::ReducePlan::new),
+//!   [`AllreducePlan::new`](crate::protocol::allreduce::AllreducePlan::new)),
+//!   [`TeamBuilder::build`](crate::runtime::TeamBuilder::build), the
+//!   simulator's scenario constructors and fault plans, and the machine,
+//!   placement and domain-fault functions of [`placement`](crate::placement)
+//!   return `Result<_, ConfigError>`. Fix the input and try again; nothing
+//!   has started.
+//! * [`Error`]: what a collective call returns: the outcome of the
+//!   operation when it did not deliver ([`Error::Failed`],
+//!   [`Error::Timeout`], [`Error::RootFailed`], [`Error::Mismatch`], ...)
+//!   and the errors of the call's own arguments ([`Error::RankOutOfRange`],
+//!   [`Error::PayloadTooLarge`], ...). The [`Collectives`](crate::Collectives)
+//!   methods, the protocol cores' constructors, the driver,
+//!   [`wire::encode`](crate::wire::encode) and
+//!   [`Operation::check`](crate::op::Operation::check) return
+//!   `Result<_, Error>`.
+//!
+//! `Error::Config` wraps a [`ConfigError`] (`From` is implemented), so a
+//! program's `fn main() -> Result<(), corrected::Error>` can `?` both.
+//!
+//! Messages say what is wrong and which values are valid; they name no
+//! command-line option (the `corrected` binary adds its own hints).
 
-use crate::types::{OpId, Rank};
+use std::time::Duration;
 
-/// Everything a caller of `corrected` can get wrong, or that can go wrong in
-/// an operation. No public function panics on bad input; it returns one of these.
+use crate::types::{OpId, Rank, Tick};
+
+/// A configuration or description that cannot be used: a team, plan, tree,
+/// simulation, fault plan, machine or placement. Returned before anything
+/// runs; no public function panics on bad input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Error {
-    /// A team or simulation was asked for with no ranks.
-    #[error("a team needs at least one rank; got 0 (pass --procs/--ranks >= 1)")]
+pub enum ConfigError {
+    /// A team, plan, tree, simulation or placement was asked for with no ranks.
+    #[error("a team needs at least one rank; got 0")]
     ZeroRanks,
-    /// More ranks than the implementation can number.
+    /// More ranks than the implementation can number (or, for a thread
+    /// team, than it runs).
     #[error("{procs} ranks is more than the supported maximum of {max}")]
     TooManyRanks {
         /// What was asked for.
@@ -17,23 +54,18 @@ pub enum Error {
         /// The limit.
         max: u64,
     },
-    /// A root (or another rank argument) is not a member of the team.
-    #[error("rank {rank} is out of range for a team of {procs} ranks (valid: 0..={})", procs.saturating_sub(1))]
-    RankOutOfRange {
-        /// The offending rank.
+    /// The root of a broadcast was listed as dead before the operation: the
+    /// papers assume it alive, since it initiates the operation.
+    #[error("rank {0} is the root and must be alive when the operation starts")]
+    DeadRoot(Rank),
+    /// A fault plan or schedule names a rank that is not a member of the team.
+    #[error("the faults name rank {rank}, which is out of range for a team of {procs} ranks (valid: 0..={})", procs.saturating_sub(1))]
+    FaultRank {
+        /// The rank named.
         rank: Rank,
         /// The team size.
         procs: u32,
     },
-    /// The root of a broadcast was listed as dead: the papers assume it alive,
-    /// since it initiates the operation.
-    #[error(
-        "rank {0} is the root and cannot be dead before the operation; pick other ranks to kill"
-    )]
-    DeadRoot(Rank),
-    /// The root of a broadcast did not pass the value to broadcast.
-    #[error("rank {0} is the root of the broadcast and must pass the value to send")]
-    NoRootValue(Rank),
     /// A tree description could not be parsed or has a bad parameter.
     #[error("bad tree '{spec}': {why} (expected binomial, lame:K, kary:K or optimal, optionally prefixed with inorder-)")]
     BadTree {
@@ -42,13 +74,20 @@ pub enum Error {
         /// What is wrong with it.
         why: String,
     },
-    /// A correction description could not be parsed or has a bad parameter.
+    /// A correction description could not be parsed or has a bad parameter,
+    /// or the correction does not suit the collective.
     #[error("bad correction '{spec}': {why} (expected none, opportunistic:D, optimized:D, relaying:D, forwarding:D, checked, checked-sync or delayed:DELAY)")]
     BadCorrection {
         /// The text given.
         spec: String,
         /// What is wrong with it.
         why: String,
+    },
+    /// A failure-information scheme of reduce could not be parsed.
+    #[error("unknown failure information '{spec}' (expected list, count or bit)")]
+    BadFailureScheme {
+        /// The text given.
+        spec: String,
     },
     /// The fault budget f leaves no rank to survive.
     #[error("a fault budget of f={f} is too large for {procs} ranks: f must be at most {} (at least one rank must survive)", procs.saturating_sub(1))]
@@ -58,17 +97,8 @@ pub enum Error {
         /// The team size.
         procs: u32,
     },
-    /// More ranks failed during a reduce than its fault budget covers: the
-    /// root found no subtree with a complete result.
-    #[error("operation {op}: more than f={f} ranks failed, no complete result reached the root; raise f (TeamBuilder::fault_budget / --f)")]
-    TooManyFailures {
-        /// The operation number.
-        op: OpId,
-        /// The fault budget.
-        f: u32,
-    },
     /// An allreduce was given reduce and broadcast plans for different teams.
-    #[error("the reduce plan is for {reduce} ranks but the broadcast plan for {bcast}; build both for one team")]
+    #[error("the reduce plan is for {reduce} ranks but the broadcast plan for {bcast}; both must be for one team")]
     PlanSizes {
         /// Ranks of the reduce plan.
         reduce: u32,
@@ -76,16 +106,19 @@ pub enum Error {
         bcast: u32,
     },
     /// A LogP parameter is out of its domain.
-    #[error("bad LogP parameter: {0}")]
-    BadLogP(String),
-    /// A fault description is out of its domain.
+    #[error("bad LogP parameters L={latency}, o={overhead}: both must be at least one tick")]
+    BadLogP {
+        /// The latency L given.
+        latency: Tick,
+        /// The overhead o given.
+        overhead: Tick,
+    },
+    /// A fault plan is out of its domain (a fault rate outside [0, 1), a
+    /// domain fault that leaves no rank alive).
     #[error("bad fault plan: {0}")]
     BadFaults(String),
-    /// A feature asked for is not available (yet).
-    #[error("{0}")]
-    Unsupported(String),
     /// A topology could not be read or is inconsistent (sysfs, hwloc).
-    #[error("bad topology: {0} (use --synthetic DESC to plan for a machine described by hand)")]
+    #[error("bad topology: {0}")]
     BadTopology(String),
     /// A synthetic machine description could not be parsed.
     #[error("bad synthetic machine '{spec}': {why} (expected levels outermost first with counts, e.g. 'package:2 l3:4 core:8 pu:2'; a count list such as l3:4,3 is cycled over the parents)")]
@@ -104,7 +137,9 @@ pub enum Error {
         why: String,
     },
     /// A placement was asked for more ranks than the machine has PUs.
-    #[error("{ranks} ranks do not fit on {pus} processing units (one rank per PU); pass --ranks <= {pus} or a larger machine")]
+    #[error(
+        "{ranks} ranks do not fit on {pus} processing units (one rank per PU): at most {pus} ranks"
+    )]
     NotEnoughPus {
         /// Ranks asked for.
         ranks: u32,
@@ -115,32 +150,42 @@ pub enum Error {
     #[error("bad placement '{0}' (expected compact, scatter or separated)")]
     BadPlacement(String),
     /// A placed pinning does not have one cpu per rank.
-    #[error("the placement has {placed} cpus but the team has {ranks} ranks; place exactly as many ranks as the team has")]
+    #[error("the placement has {placed} cpus but the team has {ranks} ranks; a placement needs exactly one cpu per rank")]
     PlacementSize {
         /// Cpus in the placement.
         placed: usize,
         /// Ranks in the team.
         ranks: u32,
     },
-    /// A value does not fit in one message.
-    #[error(
-        "a value of {words} words does not fit in a message of {max} words; send it in pieces"
-    )]
-    PayloadTooLarge {
-        /// Words the value needs.
-        words: usize,
-        /// Words a message carries.
-        max: usize,
+    /// Something asked for needs a cargo feature this build of `corrected`
+    /// was compiled without.
+    #[error("this build of corrected lacks the '{feature}' feature")]
+    FeatureNotBuilt {
+        /// The cargo feature.
+        feature: &'static str,
     },
+}
+
+/// What a collective call returns when it does not deliver: the outcome of
+/// the operation, or an error in the call's own arguments. A configuration
+/// error arrives as [`Error::Config`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
     /// This rank has failed (killed by the fault plan, or died after a
-    /// number of sends); it takes part in no more collectives.
+    /// number of sends), in this call or before it; it takes part in no
+    /// more collectives. Every later call returns this again: the rank's
+    /// program should stop calling collectives and end.
     #[error("rank {0} has failed and takes part in no more collectives")]
     Failed(Rank),
-    /// This rank hung (alive but silent) by the fault plan.
+    /// This rank hung (alive but silent) by the fault plan; the rest of the
+    /// team has finished without it. Like [`Error::Failed`], the rank takes
+    /// part in no more collectives: its program should end.
     #[error("rank {0} hung and took no part while the rest of the team ran")]
     Hung(Rank),
     /// Ranks called different collectives (or the same with different roots)
-    /// as the same operation.
+    /// as the same operation. A bug in the calling program: every rank must
+    /// call the same collectives in the same order with the same roots. The
+    /// team's operation numbers no longer line up, so stop using it.
     #[error("operation {op}: this rank called {mine} but another rank called {theirs}; every rank must call the same collectives in the same order")]
     Mismatch {
         /// The operation number.
@@ -150,7 +195,9 @@ pub enum Error {
         /// What a message from another rank says it called.
         theirs: String,
     },
-    /// The root of a broadcast failed before this rank got the value.
+    /// The root of a broadcast (or reduce) failed before this rank got its
+    /// value. The operation has no result; the caller may pick a live rank
+    /// as root and repeat the operation.
     #[error("operation {op}: the root {root} failed before this rank got its value")]
     RootFailed {
         /// The operation number.
@@ -158,12 +205,165 @@ pub enum Error {
         /// The root.
         root: Rank,
     },
-    /// Nothing completed the operation within the team's timeout.
+    /// Nothing completed the operation within the team's operation timeout:
+    /// a rank may hang, or ranks called different collectives. The caller
+    /// may treat the team as broken, or raise the timeout
+    /// ([`TeamBuilder::op_timeout`](crate::runtime::TeamBuilder::op_timeout))
+    /// if the machine is only slow.
     #[error("operation {op}: no result after {waited:?}; a rank may hang, or ranks called different collectives")]
     Timeout {
         /// The operation number.
         op: OpId,
         /// How long the rank waited.
-        waited: std::time::Duration,
+        waited: Duration,
     },
+    /// More ranks failed during a reduce (or allreduce, barrier) than its
+    /// fault budget f covers: no complete result reached the root. The
+    /// caller may repeat the operation among the survivors, or build the
+    /// team with a larger fault budget
+    /// ([`TeamBuilder::fault_budget`](crate::runtime::TeamBuilder::fault_budget)).
+    #[error(
+        "operation {op}: more than f={f} ranks failed, so no complete result reached the root"
+    )]
+    TooManyFailures {
+        /// The operation number.
+        op: OpId,
+        /// The fault budget.
+        f: u32,
+    },
+    /// A rank argument of the call (a root, or the calling rank of a
+    /// protocol core) is not a member of the team. Nothing was sent.
+    #[error("rank {rank} is out of range for a team of {procs} ranks (valid: 0..={})", procs.saturating_sub(1))]
+    RankOutOfRange {
+        /// The offending rank.
+        rank: Rank,
+        /// The team size.
+        procs: u32,
+    },
+    /// The root of a broadcast did not pass the value to broadcast (a
+    /// protocol core built without it). Nothing was sent.
+    #[error("rank {0} is the root of the broadcast and must pass the value to send")]
+    NoRootValue(Rank),
+    /// A value does not fit in one message. Nothing was sent; the caller
+    /// may send the value in pieces.
+    #[error("a value of {words} words does not fit in a message of {max} words")]
+    PayloadTooLarge {
+        /// Words the value needs.
+        words: usize,
+        /// Words a message carries.
+        max: usize,
+    },
+    /// A reduction operation does not apply to the values' type (e.g. a
+    /// bitwise operation on floats). Every rank checks the same before the
+    /// operation starts, so all fail alike and nothing was sent; the caller
+    /// may use a type the operation applies to, or pass a closure.
+    #[error("the reduction operation {op} does not apply to values of type {ty}")]
+    OperationType {
+        /// The operation's name.
+        op: &'static str,
+        /// The values' type.
+        ty: &'static str,
+    },
+    /// The team, plan or another configuration the call needs is unusable.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every message, one value per variant.
+    fn messages() -> Vec<String> {
+        let s = || "x".to_string();
+        let config = [
+            ConfigError::ZeroRanks,
+            ConfigError::TooManyRanks { procs: 9, max: 8 },
+            ConfigError::DeadRoot(0),
+            ConfigError::FaultRank { rank: 4, procs: 4 },
+            ConfigError::BadTree {
+                spec: s(),
+                why: s(),
+            },
+            ConfigError::BadCorrection {
+                spec: s(),
+                why: s(),
+            },
+            ConfigError::BadFailureScheme { spec: s() },
+            ConfigError::FaultBudget { f: 4, procs: 4 },
+            ConfigError::PlanSizes {
+                reduce: 2,
+                bcast: 3,
+            },
+            ConfigError::BadLogP {
+                latency: 0,
+                overhead: 1,
+            },
+            ConfigError::BadFaults(s()),
+            ConfigError::BadTopology(s()),
+            ConfigError::BadSynthetic {
+                spec: s(),
+                why: s(),
+            },
+            ConfigError::UnknownDomain {
+                domain: s(),
+                why: s(),
+            },
+            ConfigError::NotEnoughPus { ranks: 5, pus: 4 },
+            ConfigError::BadPlacement(s()),
+            ConfigError::PlacementSize {
+                placed: 4,
+                ranks: 5,
+            },
+            ConfigError::FeatureNotBuilt { feature: "hwloc" },
+        ];
+        let outcomes = [
+            Error::Failed(1),
+            Error::Hung(1),
+            Error::Mismatch {
+                op: 0,
+                mine: s(),
+                theirs: s(),
+            },
+            Error::RootFailed { op: 0, root: 0 },
+            Error::Timeout {
+                op: 0,
+                waited: Duration::from_secs(1),
+            },
+            Error::TooManyFailures { op: 0, f: 1 },
+            Error::RankOutOfRange { rank: 4, procs: 4 },
+            Error::NoRootValue(0),
+            Error::PayloadTooLarge { words: 9, max: 8 },
+            Error::OperationType {
+                op: "bitwise_and",
+                ty: "f64",
+            },
+        ];
+        config
+            .iter()
+            .map(ToString::to_string)
+            .chain(outcomes.iter().map(ToString::to_string))
+            .collect()
+    }
+
+    #[test]
+    fn messages_name_no_command_line_option() {
+        for m in messages() {
+            assert!(!m.contains("--"), "{m}");
+            assert!(!m.contains("TeamBuilder"), "{m}");
+        }
+    }
+
+    #[test]
+    fn a_config_error_keeps_its_message_inside_error() {
+        let e: Error = ConfigError::FaultBudget { f: 4, procs: 4 }.into();
+        assert_eq!(
+            e.to_string(),
+            ConfigError::FaultBudget { f: 4, procs: 4 }.to_string()
+        );
+        fn main_like() -> Result<(), Error> {
+            Err(ConfigError::ZeroRanks)?
+        }
+        assert_eq!(main_like(), Err(Error::Config(ConfigError::ZeroRanks)));
+    }
 }

@@ -19,7 +19,9 @@
 //! * [`placement`]: the machine's failure domains (sysfs, hwloc, synthetic)
 //!   and ring layouts that keep them apart.
 //!
-//! Everything a caller can get wrong is reported through [`Error`].
+//! Everything a caller can get wrong is reported through [`ConfigError`]
+//! (a configuration, found before anything runs) or [`Error`] (what a
+//! collective call returns; it wraps a [`ConfigError`] too).
 
 pub mod check;
 pub mod collectives;
@@ -38,5 +40,5 @@ pub mod types;
 pub mod wire;
 
 pub use collectives::Collectives;
-pub use error::Error;
+pub use error::{ConfigError, Error};
 pub use types::{Rank, Tick};

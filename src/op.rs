@@ -54,6 +54,19 @@ pub enum SystemOperation {
 }
 
 impl SystemOperation {
+    /// The operation's name, as its constructor's (`sum`, `bitwise_and`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            SystemOperation::Sum => "sum",
+            SystemOperation::Product => "product",
+            SystemOperation::Min => "min",
+            SystemOperation::Max => "max",
+            SystemOperation::BitwiseAnd => "bitwise_and",
+            SystemOperation::BitwiseOr => "bitwise_or",
+            SystemOperation::BitwiseXor => "bitwise_xor",
+        }
+    }
+
     /// Sum.
     pub fn sum() -> Self {
         SystemOperation::Sum
@@ -105,10 +118,10 @@ impl<T: Reducible> Operation<T> for SystemOperation {
             SystemOperation::BitwiseAnd | SystemOperation::BitwiseOr | SystemOperation::BitwiseXor
         );
         if bitwise && !T::BITWISE {
-            return Err(Error::Unsupported(format!(
-                "{self:?} does not apply to {}: use it on integers or bool, or pass a closure",
-                std::any::type_name::<T>()
-            )));
+            return Err(Error::OperationType {
+                op: self.name(),
+                ty: std::any::type_name::<T>(),
+            });
         }
         Ok(())
     }

@@ -2,7 +2,7 @@
 //! `use corrected::prelude::*;`.
 
 pub use crate::collectives::Collectives;
-pub use crate::error::Error;
+pub use crate::error::{ConfigError, Error};
 pub use crate::op::{Operation, SystemOperation};
 pub use crate::runtime::{Comm, FaultSchedule, Team, TeamBuilder, TeamReport};
 pub use crate::types::Rank;

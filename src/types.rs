@@ -57,11 +57,9 @@ impl LogP {
     };
 
     /// A model with both parameters checked to be at least one tick.
-    pub fn new(latency: Tick, overhead: Tick) -> Result<LogP, crate::Error> {
+    pub fn new(latency: Tick, overhead: Tick) -> Result<LogP, crate::error::ConfigError> {
         if latency == 0 || overhead == 0 {
-            return Err(crate::Error::BadLogP(format!(
-                "L and o must be positive whole numbers of ticks (got L={latency}, o={overhead})"
-            )));
+            return Err(crate::error::ConfigError::BadLogP { latency, overhead });
         }
         Ok(LogP { latency, overhead })
     }

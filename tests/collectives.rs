@@ -13,7 +13,7 @@ use corrected::runtime::{Fault, FaultSchedule, RankOutcome, SystemOperation, Tea
 use corrected::sim::engine::NEVER;
 use corrected::sim::reduce::{includes_exactly, input_of};
 use corrected::types::{LogP, Rank, Tick};
-use corrected::Error;
+use corrected::{ConfigError, Error};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -341,7 +341,7 @@ fn mismatched_collectives_and_bad_input_are_typed_errors() {
     let _s = serial();
     assert!(matches!(
         Team::builder().ranks(4).fault_budget(4).build(),
-        Err(Error::FaultBudget { f: 4, procs: 4 })
+        Err(ConfigError::FaultBudget { f: 4, procs: 4 })
     ));
     let t = Team::builder()
         .ranks(6)
@@ -367,7 +367,13 @@ fn mismatched_collectives_and_bad_input_are_typed_errors() {
             bad_root,
             Err(Error::RankOutOfRange { rank: 9, .. })
         ));
-        assert!(matches!(bad_op, Err(Error::Unsupported(_))));
+        assert_eq!(
+            *bad_op,
+            Err(Error::OperationType {
+                op: "bitwise_and",
+                ty: "f64"
+            })
+        );
         assert!(matches!(too_big, Err(Error::PayloadTooLarge { .. })));
         // Where a message shows the other collective: Mismatch. Elsewhere the
         // mismatched ranks have left the operation and the timeout detector

@@ -14,7 +14,7 @@ use corrected::placement::{
 };
 use corrected::runtime::{RankOutcome, Team};
 use corrected::types::LogP;
-use corrected::Error;
+use corrected::{ConfigError, Error};
 
 const BALANCED: &str = "package:2 l3:4 core:8 pu:2";
 /// Packages of 22 and 14 PUs: package 0 holds more than half the ranks.
@@ -194,7 +194,7 @@ fn simulated_correction_after_a_domain_kill() {
             correction,
             LogP::PAPER
         ),
-        Err(Error::BadFaults(_))
+        Err(ConfigError::BadFaults(_))
     ));
 }
 
@@ -246,7 +246,7 @@ fn threads_deliver_after_a_domain_kill() {
         .unwrap_err();
     assert!(matches!(
         err,
-        Error::PlacementSize {
+        ConfigError::PlacementSize {
             placed: 16,
             ranks: 8
         }
@@ -326,11 +326,11 @@ fn sysfs_fixtures() {
     assert_eq!(m.shape(), "package:1 core:6 pu:1");
     assert!(matches!(
         m.domain("l3:0".parse().unwrap()),
-        Err(Error::UnknownDomain { .. })
+        Err(ConfigError::UnknownDomain { .. })
     ));
     assert!(matches!(
         from_sysfs_root("/nonexistent/sysfs"),
-        Err(Error::BadTopology(_))
+        Err(ConfigError::BadTopology(_))
     ));
 }
 
@@ -357,7 +357,7 @@ fn sysfs_of_this_machine() {
 fn bad_input_is_a_typed_error() {
     assert!(matches!(
         synthetic("package:2 core:0"),
-        Err(Error::BadSynthetic { .. })
+        Err(ConfigError::BadSynthetic { .. })
     ));
     let m = synthetic(BALANCED).unwrap();
     let p = Policy::Separated.place(&m, 128).unwrap();
@@ -365,15 +365,15 @@ fn bad_input_is_a_typed_error() {
     assert!(e.to_string().contains("l3:0..l3:7"), "{e}");
     assert!(matches!(
         p.max_gap("numa:0".parse().unwrap()),
-        Err(Error::UnknownDomain { .. })
+        Err(ConfigError::UnknownDomain { .. })
     ));
     assert!(matches!(
         "l9:0".parse::<DomainRef>(),
-        Err(Error::UnknownDomain { .. })
+        Err(ConfigError::UnknownDomain { .. })
     ));
     assert!(matches!(
         Policy::Separated.place(&m, 129),
-        Err(Error::NotEnoughPus {
+        Err(ConfigError::NotEnoughPus {
             ranks: 129,
             pus: 128
         })
@@ -399,7 +399,7 @@ mod hwloc {
         }
         assert!(matches!(
             from_hwloc_synthetic("package:x"),
-            Err(Error::BadSynthetic { .. })
+            Err(ConfigError::BadSynthetic { .. })
         ));
     }
 

@@ -9,7 +9,7 @@ use corrected::runtime::{Fault, FaultSchedule, Pinning, RankOutcome, Team};
 use corrected::sim::{BcastScenario, BcastSim, FaultPlan};
 use corrected::topology::TreeSpec;
 use corrected::types::{LogP, Rank};
-use corrected::Error;
+use corrected::{ConfigError, Error};
 
 /// Teams of up to 64 threads each: run one test at a time on this 2-core
 /// machine rather than hundreds of threads at once.
@@ -313,14 +313,23 @@ fn bad_input_is_a_typed_error() {
     let _serial = serial();
     assert_eq!(
         Team::builder().ranks(0).build().unwrap_err(),
-        Error::ZeroRanks
+        ConfigError::ZeroRanks
     );
-    assert!(Team::builder().ranks(100_000).build().is_err());
-    assert!(Team::builder()
-        .ranks(4)
-        .faults(FaultSchedule::none().kill(4, 0))
-        .build()
-        .is_err());
+    assert_eq!(
+        Team::builder().ranks(100_000).build().unwrap_err(),
+        ConfigError::TooManyRanks {
+            procs: 100_000,
+            max: corrected::runtime::MAX_RANKS as u64
+        }
+    );
+    assert_eq!(
+        Team::builder()
+            .ranks(4)
+            .faults(FaultSchedule::none().kill(4, 0))
+            .build()
+            .unwrap_err(),
+        ConfigError::FaultRank { rank: 4, procs: 4 }
+    );
     let t = Team::builder().ranks(4).build().unwrap();
     let report = t.run(|comm| {
         let mut v = 1u8;

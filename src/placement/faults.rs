@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::error::Error;
+use crate::error::ConfigError;
 use crate::placement::layout::{gap_lower_bound, Placement};
 use crate::placement::machine::DomainRef;
 use crate::protocol::bcast::Correction;
@@ -19,7 +19,7 @@ pub fn kill_domain(
     placement: &Placement,
     domain: DomainRef,
     op: OpId,
-) -> Result<FaultSchedule, Error> {
+) -> Result<FaultSchedule, ConfigError> {
     Ok(FaultSchedule::none().kill_group(placement.ranks_in(domain)?, op))
 }
 
@@ -54,14 +54,14 @@ pub fn predict(
     tree: TreeSpec,
     correction: Correction,
     logp: LogP,
-) -> Result<DomainPrediction, Error> {
+) -> Result<DomainPrediction, ConfigError> {
     let procs = placement.ranks();
     let dead = placement.ranks_in(domain)?;
     let root = (0..procs)
         .find(|r| dead.binary_search(r).is_err())
         .ok_or_else(|| {
-            Error::BadFaults(format!(
-                "{domain} holds all {procs} ranks; kill a smaller domain or place more ranks"
+            ConfigError::BadFaults(format!(
+                "domain {domain} holds all {procs} ranks, so none would survive"
             ))
         })?;
     let rotated = dead.iter().map(|&d| (d + procs - root) % procs);

@@ -11,17 +11,17 @@ use hwlocality::object::types::ObjectType;
 use hwlocality::object::TopologyObject;
 use hwlocality::Topology;
 
-use crate::error::Error;
+use crate::error::ConfigError;
 use crate::placement::machine::{KeyedPu, Level, Machine};
 
-fn hwloc_error(what: &str, e: impl std::fmt::Display) -> Error {
-    Error::BadTopology(format!("hwloc {what}: {e}"))
+fn hwloc_error(what: &str, e: impl std::fmt::Display) -> ConfigError {
+    ConfigError::BadTopology(format!("hwloc {what}: {e}"))
 }
 
 /// This machine, as hwloc discovers it, restricted to the cpus this process
 /// may run on (hwloc already leaves out cpus a cgroup forbids; the affinity
 /// mask of `taskset` is applied on top).
-pub fn from_hwloc() -> Result<Machine, Error> {
+pub fn from_hwloc() -> Result<Machine, ConfigError> {
     let topology = Topology::new().map_err(|e| hwloc_error("discovery", e))?;
     machine_of(&topology, "hwloc")?.restrict_to_affinity()
 }
@@ -30,10 +30,10 @@ pub fn from_hwloc() -> Result<Machine, Error> {
 /// synthetic format, e.g. `package:2 l3:4 core:8 pu:2`): to check that
 /// [`super::synthetic()`] and hwloc read the same descriptions alike. Errors
 /// on descriptions hwloc rejects.
-pub fn from_hwloc_synthetic(description: &str) -> Result<Machine, Error> {
+pub fn from_hwloc_synthetic(description: &str) -> Result<Machine, ConfigError> {
     let topology = Topology::builder()
         .from_synthetic(description)
-        .map_err(|e| Error::BadSynthetic {
+        .map_err(|e| ConfigError::BadSynthetic {
             spec: description.to_string(),
             why: format!("hwloc rejects it: {e}"),
         })?
@@ -48,7 +48,7 @@ fn ancestor(pu: &TopologyObject, ty: ObjectType) -> u64 {
         .map_or(u64::MAX, |o| o.logical_index() as u64)
 }
 
-fn machine_of(topology: &Topology, source: &str) -> Result<Machine, Error> {
+fn machine_of(topology: &Topology, source: &str) -> Result<Machine, ConfigError> {
     let count = |ty| topology.objects_with_type(ty).len();
     let numas: Vec<&TopologyObject> = topology.objects_with_type(ObjectType::NUMANode).collect();
     let mut levels = Vec::new();

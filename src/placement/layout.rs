@@ -8,7 +8,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::error::Error;
+use crate::error::ConfigError;
 use crate::placement::machine::{DomainRef, Machine};
 use crate::placement::policy::Policy;
 use crate::runtime::Pinning;
@@ -68,7 +68,7 @@ impl Placement {
 
     /// The ranks that sit in `domain`, in increasing order; errors if the
     /// machine has no such domain.
-    pub fn ranks_in(&self, domain: DomainRef) -> Result<Vec<Rank>, Error> {
+    pub fn ranks_in(&self, domain: DomainRef) -> Result<Vec<Rank>, ConfigError> {
         let span = self.machine.domain(domain)?;
         Ok(self.ranks_in_span(&span))
     }
@@ -82,7 +82,7 @@ impl Placement {
     /// The longest run of consecutive ring ranks inside `domain`: the gap
     /// that killing the domain leaves on the correction ring
     /// ([`ring::max_gap`] with the domain's ranks dead).
-    pub fn max_gap(&self, domain: DomainRef) -> Result<u32, Error> {
+    pub fn max_gap(&self, domain: DomainRef) -> Result<u32, ConfigError> {
         let span = self.machine.domain(domain)?;
         Ok(ring::max_gap(self.ranks(), |r| {
             !span.contains(&self.leaves[r as usize])

@@ -10,7 +10,7 @@ use std::fmt;
 use std::ops::Range;
 use std::str::FromStr;
 
-use crate::error::Error;
+use crate::error::ConfigError;
 
 /// A kind of failure domain. Levels nest in this order, outermost first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -56,11 +56,11 @@ impl fmt::Display for Level {
 }
 
 impl FromStr for Level {
-    type Err = Error;
+    type Err = ConfigError;
 
     /// Accepts the names of [`Level::name`] and the aliases `socket`, `pack`,
     /// `node`, `numanode`, `l3cache`, `thread`, case-insensitively.
-    fn from_str(s: &str) -> Result<Self, Error> {
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
         Ok(match s.trim().to_ascii_lowercase().as_str() {
             "package" | "pack" | "socket" => Level::Package,
             "numa" | "node" | "numanode" => Level::Numa,
@@ -68,7 +68,7 @@ impl FromStr for Level {
             "core" => Level::Core,
             "pu" | "thread" => Level::Pu,
             other => {
-                return Err(Error::UnknownDomain {
+                return Err(ConfigError::UnknownDomain {
                     domain: s.to_string(),
                     why: format!("no level named '{other}'; use package, numa, l3, core or pu"),
                 })
@@ -93,11 +93,11 @@ impl fmt::Display for DomainRef {
 }
 
 impl FromStr for DomainRef {
-    type Err = Error;
+    type Err = ConfigError;
 
     /// Parses `LEVEL:INDEX`, e.g. `l3:0` or `package:1`.
-    fn from_str(s: &str) -> Result<Self, Error> {
-        let bad = |why: &str| Error::UnknownDomain {
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        let bad = |why: &str| ConfigError::UnknownDomain {
             domain: s.to_string(),
             why: why.to_string(),
         };
@@ -143,10 +143,10 @@ impl Machine {
         source: impl Into<String>,
         levels: Vec<Level>,
         mut pus: Vec<KeyedPu>,
-    ) -> Result<Machine, Error> {
+    ) -> Result<Machine, ConfigError> {
         let source = source.into();
         if pus.is_empty() {
-            return Err(Error::BadTopology(format!(
+            return Err(ConfigError::BadTopology(format!(
                 "{source}: no processing unit found (or none this process may use)"
             )));
         }
@@ -157,7 +157,7 @@ impl Machine {
         let mut sorted = cpus.clone();
         sorted.sort_unstable();
         if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
-            return Err(Error::BadTopology(format!(
+            return Err(ConfigError::BadTopology(format!(
                 "{source}: cpu {} appears twice",
                 w[0]
             )));
@@ -216,9 +216,9 @@ impl Machine {
 
     /// The PU positions (tree order) of one domain, or a typed error naming
     /// the domains that exist.
-    pub fn domain(&self, domain: DomainRef) -> Result<Range<usize>, Error> {
+    pub fn domain(&self, domain: DomainRef) -> Result<Range<usize>, ConfigError> {
         let Some(depth) = self.depth(domain.level) else {
-            return Err(Error::UnknownDomain {
+            return Err(ConfigError::UnknownDomain {
                 domain: domain.to_string(),
                 why: format!(
                     "this machine has no {} level; its levels are {}",
@@ -230,7 +230,7 @@ impl Machine {
         let all = &self.domains[depth];
         all.get(domain.index)
             .cloned()
-            .ok_or_else(|| Error::UnknownDomain {
+            .ok_or_else(|| ConfigError::UnknownDomain {
                 domain: domain.to_string(),
                 why: format!(
                     "this machine has {} {l} domains ({l}:0..{l}:{})",
@@ -257,7 +257,7 @@ impl Machine {
     /// The same machine with only the PUs whose OS cpu id `allowed` accepts
     /// (a `taskset` or cgroup cpuset); domains left empty disappear and the
     /// others are renumbered. Errors if no PU is left.
-    pub fn restrict(&self, allowed: impl Fn(u32) -> bool) -> Result<Machine, Error> {
+    pub fn restrict(&self, allowed: impl Fn(u32) -> bool) -> Result<Machine, ConfigError> {
         let pus = (0..self.pus())
             .filter(|&i| allowed(self.cpus[i]))
             .map(|i| {
@@ -279,7 +279,7 @@ impl Machine {
     /// The machine restricted to the cpus this process may run on (its
     /// affinity mask, as `core_affinity` reports it); unchanged if the mask
     /// cannot be read.
-    pub fn restrict_to_affinity(&self) -> Result<Machine, Error> {
+    pub fn restrict_to_affinity(&self) -> Result<Machine, ConfigError> {
         match core_affinity::get_core_ids() {
             Some(ids) if !ids.is_empty() => {
                 let allowed: Vec<u32> = ids.iter().map(|c| c.id as u32).collect();
@@ -367,7 +367,10 @@ mod tests {
         assert!("l3".parse::<DomainRef>().is_err());
         assert!("l3:x".parse::<DomainRef>().is_err());
         let m = Machine::from_keys("t", vec![Level::Pu], keyed(&[(&[0], 0)])).unwrap();
-        assert!(matches!(m.domain(d), Err(Error::UnknownDomain { .. })));
+        assert!(matches!(
+            m.domain(d),
+            Err(ConfigError::UnknownDomain { .. })
+        ));
         assert_eq!(m.domain("pu:0".parse().unwrap()).unwrap(), 0..1);
         assert!(m.domain("pu:1".parse().unwrap()).is_err());
     }

@@ -19,7 +19,7 @@
 //! assert_eq!(placement.max_gap("l3:3".parse()?)?, 1);
 //! let compact = Policy::Compact.place(&machine, 128)?;
 //! assert_eq!(compact.max_gap("l3:3".parse()?)?, 16);
-//! # Ok::<(), corrected::Error>(())
+//! # Ok::<(), corrected::ConfigError>(())
 //! ```
 
 pub mod faults;

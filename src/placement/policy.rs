@@ -18,7 +18,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::error::Error;
+use crate::error::ConfigError;
 use crate::placement::layout::Placement;
 use crate::placement::machine::Machine;
 
@@ -41,14 +41,14 @@ impl Policy {
     pub const ALL: [Policy; 3] = [Policy::Compact, Policy::Scatter, Policy::Separated];
 
     /// Places `ranks` ranks on `machine`, one per PU. Errors with
-    /// [`Error::ZeroRanks`] or [`Error::NotEnoughPus`]; never panics.
-    pub fn place(self, machine: &Machine, ranks: u32) -> Result<Placement, Error> {
+    /// [`ConfigError::ZeroRanks`] or [`ConfigError::NotEnoughPus`]; never panics.
+    pub fn place(self, machine: &Machine, ranks: u32) -> Result<Placement, ConfigError> {
         if ranks == 0 {
-            return Err(Error::ZeroRanks);
+            return Err(ConfigError::ZeroRanks);
         }
         let p = ranks as usize;
         if p > machine.pus() {
-            return Err(Error::NotEnoughPus {
+            return Err(ConfigError::NotEnoughPus {
                 ranks,
                 pus: machine.pus(),
             });
@@ -73,15 +73,15 @@ impl fmt::Display for Policy {
 }
 
 impl FromStr for Policy {
-    type Err = Error;
+    type Err = ConfigError;
 
     /// `compact`, `scatter` or `separated`.
-    fn from_str(s: &str) -> Result<Self, Error> {
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
         match s.trim() {
             "compact" => Ok(Policy::Compact),
             "scatter" => Ok(Policy::Scatter),
             "separated" => Ok(Policy::Separated),
-            _ => Err(Error::BadPlacement(s.to_string())),
+            _ => Err(ConfigError::BadPlacement(s.to_string())),
         }
     }
 }
@@ -242,11 +242,11 @@ mod tests {
         );
         assert!(matches!(
             Policy::Compact.place(&m, 7),
-            Err(Error::NotEnoughPus { ranks: 7, pus: 6 })
+            Err(ConfigError::NotEnoughPus { ranks: 7, pus: 6 })
         ));
         assert!(matches!(
             Policy::Compact.place(&m, 0),
-            Err(Error::ZeroRanks)
+            Err(ConfigError::ZeroRanks)
         ));
         assert!("spread".parse::<Policy>().is_err());
     }

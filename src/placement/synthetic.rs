@@ -9,7 +9,7 @@
 //! A missing `pu` level means one PU per core. OS cpu ids are numbered
 //! 0, 1, ... in tree order, as hwloc numbers synthetic PUs.
 
-use crate::error::Error;
+use crate::error::ConfigError;
 use crate::placement::machine::{KeyedPu, Level, Machine};
 
 /// The largest synthetic machine, in PUs.
@@ -18,8 +18,8 @@ pub const MAX_SYNTHETIC_PUS: usize = 1 << 20;
 /// Parses a synthetic description into a [`Machine`]. Errors (never panics)
 /// on unknown or repeated levels, levels out of order, zero or unparsable
 /// counts, and machines over [`MAX_SYNTHETIC_PUS`] PUs.
-pub fn synthetic(spec: &str) -> Result<Machine, Error> {
-    let bad = |why: String| Error::BadSynthetic {
+pub fn synthetic(spec: &str) -> Result<Machine, ConfigError> {
+    let bad = |why: String| ConfigError::BadSynthetic {
         spec: spec.to_string(),
         why,
     };
@@ -125,7 +125,7 @@ mod tests {
             "package:1024 core:1024 pu:1024",
         ] {
             assert!(
-                matches!(synthetic(spec), Err(Error::BadSynthetic { .. })),
+                matches!(synthetic(spec), Err(ConfigError::BadSynthetic { .. })),
                 "{spec}"
             );
         }

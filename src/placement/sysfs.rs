@@ -16,7 +16,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::error::Error;
+use crate::error::ConfigError;
 use crate::placement::machine::{KeyedPu, Level, Machine};
 
 /// Where Linux puts the cpu and node directories.
@@ -24,8 +24,8 @@ pub const SYSFS_ROOT: &str = "/sys/devices/system";
 
 /// Parses a Linux cpu list such as `0-3,8,10-11` into ids; the empty list is
 /// empty. Errors name the text.
-pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>, Error> {
-    let bad = || Error::BadTopology(format!("'{}' is not a cpu list", text.trim()));
+pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>, ConfigError> {
+    let bad = || ConfigError::BadTopology(format!("'{}' is not a cpu list", text.trim()));
     let mut out = Vec::new();
     for part in text.trim().split(',').filter(|p| !p.is_empty()) {
         let (lo, hi) = part.split_once('-').unwrap_or((part, part));
@@ -49,24 +49,25 @@ fn read_num(path: &Path) -> Option<i64> {
     read(path)?.trim().parse().ok()
 }
 
-fn read_list(path: &Path) -> Result<Option<Vec<u32>>, Error> {
+fn read_list(path: &Path) -> Result<Option<Vec<u32>>, ConfigError> {
     read(path)
         .map(|t| {
-            parse_cpu_list(&t).map_err(|e| Error::BadTopology(format!("{}: {e}", path.display())))
+            parse_cpu_list(&t)
+                .map_err(|e| ConfigError::BadTopology(format!("{}: {e}", path.display())))
         })
         .transpose()
 }
 
 /// The PUs of the tree under `root`: `online`, else `present`, else every
 /// `cpuN` directory.
-fn cpu_ids(cpu_dir: &Path) -> Result<Vec<u32>, Error> {
+fn cpu_ids(cpu_dir: &Path) -> Result<Vec<u32>, ConfigError> {
     for list in ["online", "present"] {
         if let Some(ids) = read_list(&cpu_dir.join(list))? {
             return Ok(ids);
         }
     }
     let entries = fs::read_dir(cpu_dir)
-        .map_err(|e| Error::BadTopology(format!("cannot read {}: {e}", cpu_dir.display())))?;
+        .map_err(|e| ConfigError::BadTopology(format!("cannot read {}: {e}", cpu_dir.display())))?;
     let mut ids: Vec<u32> = entries
         .filter_map(|e| {
             e.ok()?
@@ -83,7 +84,7 @@ fn cpu_ids(cpu_dir: &Path) -> Result<Vec<u32>, Error> {
 
 /// The NUMA node of every cpu, from `node/nodeM/cpulist`; `None` if the
 /// tree has no NUMA nodes.
-fn numa_nodes(node_dir: &Path) -> Result<Option<Vec<(u32, u64)>>, Error> {
+fn numa_nodes(node_dir: &Path) -> Result<Option<Vec<(u32, u64)>>, ConfigError> {
     let Ok(entries) = fs::read_dir(node_dir) else {
         return Ok(None);
     };
@@ -104,7 +105,7 @@ fn numa_nodes(node_dir: &Path) -> Result<Option<Vec<(u32, u64)>>, Error> {
 }
 
 /// The lowest cpu sharing `cpu`'s L3 cache, if sysfs describes one.
-fn l3_key(cpu_path: &Path) -> Result<Option<u64>, Error> {
+fn l3_key(cpu_path: &Path) -> Result<Option<u64>, ConfigError> {
     let Ok(entries) = fs::read_dir(cpu_path.join("cache")) else {
         return Ok(None);
     };
@@ -124,7 +125,7 @@ fn l3_key(cpu_path: &Path) -> Result<Option<u64>, Error> {
 }
 
 /// The key of `cpu`'s core: the lowest cpu of its core, or (die, core id).
-fn core_key(topo: &Path, cpu: u32) -> Result<u64, Error> {
+fn core_key(topo: &Path, cpu: u32) -> Result<u64, ConfigError> {
     for list in ["core_cpus_list", "thread_siblings_list"] {
         if let Some(cpus) = read_list(&topo.join(list))? {
             if let Some(&min) = cpus.iter().min() {
@@ -146,7 +147,7 @@ fn core_key(topo: &Path, cpu: u32) -> Result<u64, Error> {
 /// holding `cpu/` and, optionally, `node/`), with every PU it lists; see the
 /// module documentation for the files read. Errors if there is no cpu
 /// directory, a list cannot be parsed, or no PU is found.
-pub fn from_sysfs_root(root: impl AsRef<Path>) -> Result<Machine, Error> {
+pub fn from_sysfs_root(root: impl AsRef<Path>) -> Result<Machine, ConfigError> {
     let root = root.as_ref();
     let cpu_dir: PathBuf = root.join("cpu");
     let ids = cpu_ids(&cpu_dir)?;
@@ -188,7 +189,7 @@ pub fn from_sysfs_root(root: impl AsRef<Path>) -> Result<Machine, Error> {
 
 /// This machine, from `/sys`, restricted to the cpus this process may run on
 /// (so `taskset` and cgroup cpusets are respected).
-pub fn from_sysfs() -> Result<Machine, Error> {
+pub fn from_sysfs() -> Result<Machine, ConfigError> {
     from_sysfs_root(SYSFS_ROOT)?.restrict_to_affinity()
 }
 

@@ -23,7 +23,7 @@
 //! exactly once; all deliver the same value; it includes every live rank's
 //! input, and each failed rank's input either everywhere or nowhere.
 
-use crate::error::Error;
+use crate::error::{ConfigError, Error};
 use crate::protocol::bcast::{Bcast, BcastPlan};
 use crate::protocol::pair::PairAllreduce;
 use crate::protocol::reduce::{Combine, Contribution, Reduce, ReduceOutput, ReducePlan};
@@ -41,15 +41,15 @@ pub struct AllreducePlan {
 impl AllreducePlan {
     /// Combines the plans; errors if their team sizes differ or the
     /// broadcast's correction does not guarantee delivery.
-    pub fn new(reduce: ReducePlan, bcast: BcastPlan) -> Result<Self, Error> {
+    pub fn new(reduce: ReducePlan, bcast: BcastPlan) -> Result<Self, ConfigError> {
         if reduce.procs() != bcast.procs() {
-            return Err(Error::PlanSizes {
+            return Err(ConfigError::PlanSizes {
                 reduce: reduce.procs(),
                 bcast: bcast.procs(),
             });
         }
         if !bcast.correction().guarantees_delivery() {
-            return Err(Error::BadCorrection {
+            return Err(ConfigError::BadCorrection {
                 spec: bcast.correction().to_string(),
                 why: "allreduce needs a correction that guarantees delivery".into(),
             });

@@ -15,7 +15,7 @@
 
 pub use crate::protocol::correction::Correction;
 
-use crate::error::Error;
+use crate::error::{ConfigError, Error};
 use crate::protocol::correction::{Dissemination, Sweep};
 use crate::protocol::{Event, Header, Leave, Msg, Protocol, Tag, Transmit};
 use crate::topology::{ring, Tree, TreeSpec};
@@ -70,7 +70,7 @@ impl BcastPlan {
         procs: u32,
         correction: Correction,
         logp: LogP,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, ConfigError> {
         let tree = Tree::build(spec, procs, logp)?;
         let start = tree.dissemination_time(logp);
         Ok(BcastPlan::new(tree, correction, start))

@@ -20,7 +20,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::error::Error;
+use crate::error::ConfigError;
 use crate::protocol::Tag;
 use crate::types::Tick;
 
@@ -116,10 +116,10 @@ impl Correction {
 }
 
 impl FromStr for Correction {
-    type Err = Error;
+    type Err = ConfigError;
 
-    fn from_str(text: &str) -> Result<Self, Error> {
-        let bad = |why: &str| Error::BadCorrection {
+    fn from_str(text: &str) -> Result<Self, ConfigError> {
+        let bad = |why: &str| ConfigError::BadCorrection {
             spec: text.to_string(),
             why: why.to_string(),
         };
@@ -128,7 +128,7 @@ impl FromStr for Correction {
             Some((n, a)) => (n, Some(a)),
             None => (lower.as_str(), None),
         };
-        let number = |min: u64| -> Result<u64, Error> {
+        let number = |min: u64| -> Result<u64, ConfigError> {
             let a = arg.ok_or_else(|| bad("this correction needs a parameter after ':'"))?;
             let n: u64 = a
                 .parse()
@@ -142,7 +142,7 @@ impl FromStr for Correction {
             Some(_) => Err(bad("this correction takes no parameter")),
             None => Ok(c),
         };
-        let distance = || -> Result<u32, Error> {
+        let distance = || -> Result<u32, ConfigError> {
             u32::try_from(number(1)?).map_err(|_| bad("the distance does not fit in 32 bits"))
         };
         match name {

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::error::Error;
+use crate::error::ConfigError;
 
 /// Where rank threads run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -25,12 +25,14 @@ pub enum Pinning {
 impl Pinning {
     /// Checks the pinning fits a team of `ranks`: a placed pinning needs
     /// exactly one cpu per rank.
-    pub fn check(&self, ranks: u32) -> Result<(), Error> {
+    pub fn check(&self, ranks: u32) -> Result<(), ConfigError> {
         match self {
-            Pinning::Placed(cpus) if cpus.len() != ranks as usize => Err(Error::PlacementSize {
-                placed: cpus.len(),
-                ranks,
-            }),
+            Pinning::Placed(cpus) if cpus.len() != ranks as usize => {
+                Err(ConfigError::PlacementSize {
+                    placed: cpus.len(),
+                    ranks,
+                })
+            }
             _ => Ok(()),
         }
     }
@@ -92,7 +94,7 @@ mod tests {
         assert!(placed.check(4).is_ok());
         assert!(matches!(
             placed.check(5),
-            Err(Error::PlacementSize {
+            Err(ConfigError::PlacementSize {
                 placed: 4,
                 ranks: 5
             })

@@ -4,7 +4,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use crate::driver::OpRecord;
-use crate::error::Error;
+use crate::error::ConfigError;
 use crate::mailbox::Mailboxes;
 use crate::protocol::allreduce::AllreducePlan;
 use crate::protocol::bcast::{BcastPlan, Correction};
@@ -143,8 +143,11 @@ impl TeamBuilder {
     }
 
     /// How long a rank waits inside one collective before it gives up with
-    /// [`Error::Timeout`] (or [`Error::RootFailed`]). Only a silent root or a
-    /// mismatch makes a broadcast wait this long.
+    /// [`Error::Timeout`] (or [`Error::RootFailed`]). Only a silent root or
+    /// a mismatch makes a broadcast wait this long.
+    ///
+    /// [`Error::Timeout`]: crate::Error::Timeout
+    /// [`Error::RootFailed`]: crate::Error::RootFailed
     pub fn op_timeout(mut self, timeout: Duration) -> Self {
         self.op_timeout = timeout;
         self
@@ -179,13 +182,16 @@ impl TeamBuilder {
         self
     }
 
-    /// Checks the settings and builds the team.
-    pub fn build(self) -> Result<Team, Error> {
+    /// Checks the settings and builds the team. Errors (never panics) on no
+    /// ranks or too many, a placement of another size, faults naming a rank
+    /// outside the team, a bad tree, or a fault budget that leaves no rank
+    /// to survive.
+    pub fn build(self) -> Result<Team, ConfigError> {
         if self.ranks == 0 {
-            return Err(Error::ZeroRanks);
+            return Err(ConfigError::ZeroRanks);
         }
         if self.ranks > MAX_RANKS.min(MAX_PROCS) {
-            return Err(Error::TooManyRanks {
+            return Err(ConfigError::TooManyRanks {
                 procs: self.ranks as u64,
                 max: MAX_RANKS as u64,
             });
@@ -193,7 +199,7 @@ impl TeamBuilder {
         self.pinning.check(self.ranks)?;
         for r in self.faults.ranks() {
             if r >= self.ranks {
-                return Err(Error::RankOutOfRange {
+                return Err(ConfigError::FaultRank {
                     rank: r,
                     procs: self.ranks,
                 });

@@ -2,7 +2,7 @@
 //! root retry; one run, its metrics and the checks of Section 5.1.
 
 use crate::check::{add, includes_exactly, input_of};
-use crate::error::Error;
+use crate::error::ConfigError;
 use crate::protocol::allreduce::{AllreduceCore, AllreduceOutput, AllreducePlan};
 use crate::protocol::bcast::{BcastPlan, Correction};
 use crate::protocol::reduce::ReducePlan;
@@ -25,7 +25,7 @@ impl AllreduceScenario {
     /// An allreduce as `config` says, its broadcast corrected by
     /// `correction` (which must guarantee delivery). Any rank may fail,
     /// including the first roots.
-    pub fn new(config: ReduceConfig, correction: Correction) -> Result<Self, Error> {
+    pub fn new(config: ReduceConfig, correction: Correction) -> Result<Self, ConfigError> {
         let c = config;
         LogP::new(c.logp.latency, c.logp.overhead)?;
         let reduce = ReducePlan::new(c.tree, c.procs, c.f, c.scheme, c.logp)?;

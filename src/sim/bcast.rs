@@ -5,7 +5,7 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Serialize;
 
-use crate::error::Error;
+use crate::error::ConfigError;
 use crate::protocol::bcast::{Bcast, BcastPlan, Correction};
 use crate::protocol::correction::Dissemination;
 use crate::protocol::Tag;
@@ -50,7 +50,7 @@ impl BcastScenario {
         correction: Correction,
         logp: LogP,
         faults: FaultPlan,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, ConfigError> {
         LogP::new(logp.latency, logp.overhead)?;
         let plan = BcastPlan::for_logp(spec, procs, correction, logp)?;
         faults.validate(procs, ROOT)?;

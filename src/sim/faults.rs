@@ -4,7 +4,7 @@
 use rand::seq::index;
 use rand::Rng;
 
-use crate::error::Error;
+use crate::error::ConfigError;
 use crate::sim::engine::NEVER;
 use crate::types::{Rank, Tick};
 
@@ -45,17 +45,17 @@ impl FaultPlan {
     }
 
     /// Checks the plan against a team of `procs` with root `root`.
-    pub fn validate(&self, procs: u32, root: Rank) -> Result<(), Error> {
+    pub fn validate(&self, procs: u32, root: Rank) -> Result<(), ConfigError> {
         for &r in self.dead.iter().chain(self.die_at.iter().map(|(r, _)| r)) {
             if r >= procs {
-                return Err(Error::RankOutOfRange { rank: r, procs });
+                return Err(ConfigError::FaultRank { rank: r, procs });
             }
         }
         if self.dead.contains(&root) {
-            return Err(Error::DeadRoot(root));
+            return Err(ConfigError::DeadRoot(root));
         }
         if !(0.0..1.0).contains(&self.rate) {
-            return Err(Error::BadFaults(format!(
+            return Err(ConfigError::BadFaults(format!(
                 "the fault rate must be at least 0 and below 1 (a fraction: 0.01 is 1 %); got {}",
                 self.rate
             )));

@@ -6,7 +6,7 @@
 //! result is right (the same checks serve the thread runtime's tests and
 //! CLI).
 
-use crate::error::Error;
+use crate::error::ConfigError;
 use crate::protocol::reduce::{Contribution, FailureScheme, Reduce, ReduceOutput, ReducePlan};
 use crate::sim::engine::{Trace, NEVER, UNLIMITED};
 use crate::sim::faults::FaultPlan;
@@ -67,7 +67,7 @@ pub struct ReduceScenario {
 impl ReduceScenario {
     /// A reduce to root 0 as `config` says. Errors on bad parameters (the
     /// root may not be dead before the operation).
-    pub fn new(config: ReduceConfig) -> Result<Self, Error> {
+    pub fn new(config: ReduceConfig) -> Result<Self, ConfigError> {
         let c = config;
         LogP::new(c.logp.latency, c.logp.overhead)?;
         let plan = ReducePlan::new(c.tree, c.procs, c.f, c.scheme, c.logp)?;

@@ -9,7 +9,7 @@
 //! root's child `k`. With fewer than f + 2 ranks the root has P - 1 children,
 //! each a subtree of one.
 
-use crate::error::Error;
+use crate::error::ConfigError;
 use crate::topology::{Tree, TreeSpec};
 use crate::types::{LogP, Rank};
 
@@ -28,9 +28,9 @@ pub struct IfTree {
 
 impl IfTree {
     /// The I(f)-tree for `procs >= 1` ranks, with subtrees shaped as `spec`.
-    pub fn build(spec: TreeSpec, procs: u32, f: u32, logp: LogP) -> Result<Self, Error> {
+    pub fn build(spec: TreeSpec, procs: u32, f: u32, logp: LogP) -> Result<Self, ConfigError> {
         if procs == 0 {
-            return Err(Error::ZeroRanks);
+            return Err(ConfigError::ZeroRanks);
         }
         let width = f + 1;
         let below = procs - 1;

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::error::Error;
+use crate::error::ConfigError;
 
 /// The shape of a dissemination tree (Corrected Trees, Section 3.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -59,10 +59,10 @@ impl TreeSpec {
 }
 
 impl FromStr for TreeSpec {
-    type Err = Error;
+    type Err = ConfigError;
 
-    fn from_str(text: &str) -> Result<Self, Error> {
-        let bad = |why: &str| Error::BadTree {
+    fn from_str(text: &str) -> Result<Self, ConfigError> {
+        let bad = |why: &str| ConfigError::BadTree {
             spec: text.to_string(),
             why: why.to_string(),
         };
@@ -75,7 +75,7 @@ impl FromStr for TreeSpec {
             Some((n, a)) => (n, Some(a)),
             None => (rest, None),
         };
-        let param = |min: u32| -> Result<u32, Error> {
+        let param = |min: u32| -> Result<u32, ConfigError> {
             let a = arg.ok_or_else(|| bad("this tree needs a parameter after ':'"))?;
             let k: u32 = a
                 .parse()

@@ -1,6 +1,6 @@
 //! A built tree: parent and children of every rank, in send order.
 
-use crate::error::Error;
+use crate::error::ConfigError;
 use crate::topology::spec::{Numbering, Shape, TreeSpec};
 use crate::topology::{binomial, interleave, kary, timed::ReadySequence};
 use crate::types::{LogP, Rank, Tick};
@@ -57,17 +57,17 @@ pub fn interleaved_parent(shape: Shape, rank: Rank, procs: u32, logp: LogP) -> O
 impl Tree {
     /// Builds the tree `spec` over `procs` ranks. `logp` matters only for the
     /// optimal tree. Errors on zero ranks, too many ranks or a bad parameter.
-    pub fn build(spec: TreeSpec, procs: u32, logp: LogP) -> Result<Tree, Error> {
+    pub fn build(spec: TreeSpec, procs: u32, logp: LogP) -> Result<Tree, ConfigError> {
         if procs == 0 {
-            return Err(Error::ZeroRanks);
+            return Err(ConfigError::ZeroRanks);
         }
         if procs > MAX_PROCS {
-            return Err(Error::TooManyRanks {
+            return Err(ConfigError::TooManyRanks {
                 procs: procs as u64,
                 max: MAX_PROCS as u64,
             });
         }
-        let bad = |why: &str| Error::BadTree {
+        let bad = |why: &str| ConfigError::BadTree {
             spec: spec.to_string(),
             why: why.to_string(),
         };

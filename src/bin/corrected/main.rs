@@ -32,6 +32,7 @@ fn parse_rank_pair<N: std::str::FromStr>(
     ))
 }
 
+mod error;
 mod model;
 mod run;
 mod sim;
@@ -57,15 +58,18 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Sim(args) => sim::run(args),
-        Command::Run(args) => run::run(args),
-        Command::Topo(args) => topo::run(args),
+    let (result, cmd) = match cli.command {
+        Command::Sim(args) => (sim::run(args), error::Subcommand::Sim),
+        Command::Run(args) => (run::run(args), error::Subcommand::Run),
+        Command::Topo(args) => (topo::run(args), error::Subcommand::Topo),
     };
     match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e}");
+            if let Some(hint) = e.hint(cmd) {
+                eprintln!("hint: {hint}");
+            }
             ExitCode::from(2)
         }
     }

@@ -6,7 +6,7 @@ use clap::Args;
 use corrected::protocol::bcast::Correction;
 use corrected::topology::TreeSpec;
 use corrected::types::{LogP, Tick};
-use corrected::Error;
+use corrected::ConfigError;
 
 /// Tree, correction and LogP model of a simulated broadcast.
 #[derive(Args, Debug)]
@@ -27,7 +27,7 @@ pub struct BcastModelArgs {
 
 impl BcastModelArgs {
     /// The parsed tree, correction and model; typed errors on bad input.
-    pub fn parse(&self) -> Result<(TreeSpec, Correction, LogP), Error> {
+    pub fn parse(&self) -> Result<(TreeSpec, Correction, LogP), ConfigError> {
         Ok((
             self.tree.parse()?,
             self.correction.parse()?,

@@ -13,7 +13,9 @@ use corrected::sim::reduce::{includes_exactly, input_of};
 use corrected::sim::Stats;
 use corrected::topology::TreeSpec;
 use corrected::types::{Rank, Tick};
-use corrected::Error;
+use corrected::{ConfigError, Error};
+
+use crate::error::CliError;
 
 /// Options of `corrected run`.
 #[derive(Args, Debug)]
@@ -86,16 +88,17 @@ enum Op {
 }
 
 impl Op {
-    fn parse(s: &str) -> Result<Op, Error> {
+    fn parse(s: &str) -> Result<Op, CliError> {
         Ok(match s {
             "bcast" | "broadcast" => Op::Bcast,
             "reduce" => Op::Reduce,
             "allreduce" => Op::Allreduce,
             "barrier" => Op::Barrier,
             _ => {
-                return Err(Error::Unsupported(format!(
-                    "unknown --op '{s}': expected bcast, reduce, allreduce or barrier"
-                )))
+                return Err(CliError::UnknownOp {
+                    op: s.to_string(),
+                    expected: "bcast, reduce, allreduce or barrier",
+                })
             }
         })
     }
@@ -146,7 +149,7 @@ fn wrapping_sum(a: &u64, b: &u64) -> u64 {
 /// where the algorithm guarantees it. Reduce and allreduce sum
 /// pseudo-random 64-bit inputs (wrapping), so a missing, doubled or partial
 /// input shows in the result.
-pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
+pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let op = Op::parse(&args.op)?;
     let tree: TreeSpec = args.tree.parse()?;
     let correction: Correction = args.correction.parse()?;
@@ -174,7 +177,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
         builder = builder.fault_budget(f);
     }
     if op == Op::Bcast && (args.kill.contains(&args.root) || args.hang.contains(&args.root)) {
-        return Err(Error::DeadRoot(args.root));
+        return Err(ConfigError::DeadRoot(args.root).into());
     }
     let mut faults = FaultSchedule::none().kill_group(args.kill.iter().copied(), 0);
     for &(r, n) in &args.kill_after_sends {
@@ -189,14 +192,16 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
         return Err(Error::RankOutOfRange {
             rank: args.root,
             procs: ranks,
-        });
+        }
+        .into());
     }
     for &r in &args.panic {
         if r >= ranks {
             return Err(Error::RankOutOfRange {
                 rank: r,
                 procs: ranks,
-            });
+            }
+            .into());
         }
     }
     let (iters, root, panics) = (args.iters, args.root, &args.panic);

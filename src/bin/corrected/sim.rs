@@ -12,7 +12,9 @@ use corrected::sim::{
     ReduceConfig, ReduceScenario, ReduceSim, Stats,
 };
 use corrected::types::{Rank, Tick};
-use corrected::Error;
+use corrected::ConfigError;
+
+use crate::error::CliError;
 
 /// Options of `corrected sim`.
 #[derive(Args, Debug)]
@@ -58,9 +60,9 @@ pub struct SimArgs {
 }
 
 /// Runs `corrected sim`. Exit code 1 if any semantic check failed.
-pub fn run(args: SimArgs) -> Result<ExitCode, Error> {
+pub fn run(args: SimArgs) -> Result<ExitCode, CliError> {
     if args.procs == 0 {
-        return Err(Error::ZeroRanks);
+        return Err(ConfigError::ZeroRanks.into());
     }
     let (spec, correction, logp) = args.model.parse()?;
     let faults = FaultPlan {
@@ -72,9 +74,10 @@ pub fn run(args: SimArgs) -> Result<ExitCode, Error> {
         "bcast" | "broadcast" => {}
         "reduce" | "allreduce" => return run_collective(&args, faults),
         other => {
-            return Err(Error::Unsupported(format!(
-                "unknown --op '{other}': expected bcast, reduce or allreduce"
-            )))
+            return Err(CliError::UnknownOp {
+                op: other.to_string(),
+                expected: "bcast, reduce or allreduce",
+            })
         }
     }
     let scenario = BcastScenario::new(spec, args.procs, correction, logp, faults)?;
@@ -185,7 +188,7 @@ fn monte_carlo<S, R: Send>(
 }
 
 /// `corrected sim --op reduce|allreduce`: Monte Carlo over the fault plan.
-fn run_collective(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, Error> {
+fn run_collective(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
     let (spec, correction, logp) = args.model.parse()?;
     let scheme: FailureScheme = args.failure_scheme.parse()?;
     let config = ReduceConfig {

@@ -12,7 +12,9 @@ use corrected::placement::{
 use corrected::protocol::bcast::Correction;
 use corrected::topology::TreeSpec;
 use corrected::types::LogP;
-use corrected::Error;
+use corrected::ConfigError;
+
+use crate::error::CliError;
 
 /// Options of `corrected topo`.
 #[derive(Args, Debug)]
@@ -46,7 +48,7 @@ pub struct TopoArgs {
     json: bool,
 }
 
-fn machine(args: &TopoArgs) -> Result<Machine, Error> {
+fn machine(args: &TopoArgs) -> Result<Machine, ConfigError> {
     if let Some(spec) = &args.synthetic {
         return synthetic(spec);
     }
@@ -57,9 +59,7 @@ fn machine(args: &TopoArgs) -> Result<Machine, Error> {
         #[cfg(feature = "hwloc")]
         return corrected::placement::hwloc::from_hwloc();
         #[cfg(not(feature = "hwloc"))]
-        return Err(Error::Unsupported(
-            "--hwloc needs the hwloc feature: build with `cargo build --features hwloc` (and libhwloc-dev installed)".into(),
-        ));
+        return Err(ConfigError::FeatureNotBuilt { feature: "hwloc" });
     }
     from_sysfs()
 }
@@ -72,14 +72,14 @@ struct SimSettings {
 }
 
 impl SimSettings {
-    fn predict(&self, p: &Placement, d: DomainRef) -> Result<DomainPrediction, Error> {
+    fn predict(&self, p: &Placement, d: DomainRef) -> Result<DomainPrediction, ConfigError> {
         predict(p, d, self.tree, self.correction, self.logp)
     }
 }
 
 /// Runs `corrected topo`. Exit code 1 if a simulated broadcast broke a
 /// semantic check.
-pub fn run(args: TopoArgs) -> Result<ExitCode, Error> {
+pub fn run(args: TopoArgs) -> Result<ExitCode, CliError> {
     let machine = machine(&args)?;
     let policy: Policy = args.placement.parse()?;
     let ranks = args.ranks.unwrap_or(machine.pus() as u32);
@@ -230,7 +230,7 @@ struct Row {
     violations: u32,
 }
 
-fn table(m: &Machine, ranks: u32, sim: &SimSettings) -> Result<Vec<Row>, Error> {
+fn table(m: &Machine, ranks: u32, sim: &SimSettings) -> Result<Vec<Row>, ConfigError> {
     let placements = Policy::ALL
         .iter()
         .map(|p| p.place(m, ranks))

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::error::Error;
+use crate::error::ConfigError;
 use crate::types::Rank;
 
 /// Which failure information travels with a partial result. All three let the
@@ -24,15 +24,15 @@ pub enum FailureScheme {
 }
 
 impl FromStr for FailureScheme {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self, Error> {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
         match s {
             "list" => Ok(FailureScheme::List),
             "count" => Ok(FailureScheme::Count),
             "bit" => Ok(FailureScheme::Bit),
-            _ => Err(Error::Unsupported(format!(
-                "unknown failure information '{s}': expected list, count or bit"
-            ))),
+            _ => Err(ConfigError::BadFailureScheme {
+                spec: s.to_string(),
+            }),
         }
     }
 }

@@ -23,7 +23,7 @@ mod op;
 pub use failure::{FailureInfo, FailureScheme, LIST_CAPACITY};
 pub use op::Combine;
 
-use crate::error::Error;
+use crate::error::{ConfigError, Error};
 use crate::protocol::{Event, Header, Msg, Protocol, Tag, Transmit};
 use crate::topology::{ring, Groups, IfTree, TreeSpec};
 use crate::types::{Collective, LogP, OpId, Rank, Tick};
@@ -87,12 +87,12 @@ impl ReducePlan {
         f: u32,
         scheme: FailureScheme,
         logp: LogP,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, ConfigError> {
         if procs == 0 {
-            return Err(Error::ZeroRanks);
+            return Err(ConfigError::ZeroRanks);
         }
         if f >= procs {
-            return Err(Error::FaultBudget { f, procs });
+            return Err(ConfigError::FaultBudget { f, procs });
         }
         Ok(ReducePlan {
             tree: IfTree::build(spec, procs, f, logp)?,
