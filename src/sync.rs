@@ -1,5 +1,5 @@
-//! The loom switch: the one place the crate takes its atomics, cells, `Arc`,
-//! mutex, thread parking and spin hint from (the shape of tokio's `src/loom/`).
+//! The loom switch: the one place the crate takes its atomics, fences, cells,
+//! thread parking and spin hint from (the shape of tokio's `src/loom/`).
 //!
 //! Built with `RUSTFLAGS="--cfg loom"` these are loom's instrumented types, so
 //! the loom models in `loom-tests/` explore every interleaving (and every
@@ -17,10 +17,9 @@
 //!   modelled fully), so a protocol that loom is to check should build its
 //!   store-load (Dekker) orderings from read-modify-writes or fences, not from
 //!   SeqCst loads and stores.
-//! * [`lock`] takes a [`Mutex`] and ignores poisoning (a panic while holding
-//!   one of our locks leaves nothing half-updated).
-
-#![allow(dead_code, unused_imports)]
+//!
+//! Only what the crate uses is re-exported here, in both builds: add an item
+//! when code needs it (to both halves, so that the loom build checks it).
 
 #[cfg(loom)]
 mod imp {
@@ -29,7 +28,6 @@ mod imp {
     pub(crate) use loom::sync::atomic::{
         fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
     };
-    pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
 
     /// Threads as loom models them (no `park_timeout`).
     pub(crate) mod thread {
@@ -43,7 +41,6 @@ mod imp {
     pub(crate) use std::sync::atomic::{
         fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
     };
-    pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
 
     /// std's threads.
     pub(crate) mod thread {
@@ -61,12 +58,6 @@ mod imp {
         #[inline(always)]
         pub(crate) const fn new(value: T) -> UnsafeCell<T> {
             UnsafeCell(std::cell::UnsafeCell::new(value))
-        }
-
-        /// The value, consuming the cell.
-        #[inline(always)]
-        pub(crate) fn into_inner(self) -> T {
-            self.0.into_inner()
         }
     }
 
@@ -86,13 +77,3 @@ mod imp {
 }
 
 pub(crate) use imp::*;
-
-/// Locks `mutex`, ignoring poisoning: the data behind our mutexes is always
-/// left consistent (single assignments), so a panic elsewhere while it was
-/// held does not make it unusable.
-#[inline]
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}

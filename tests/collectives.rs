@@ -343,10 +343,12 @@ fn mismatched_collectives_and_bad_input_are_typed_errors() {
         Team::builder().ranks(4).fault_budget(4).build(),
         Err(ConfigError::FaultBudget { f: 4, procs: 4 })
     ));
+    // Above the failure timeout (1 s) with room to spare: the ranks that go
+    // on without rank 0 finish after the detector excludes it.
     let t = Team::builder()
         .ranks(6)
         .fault_budget(1)
-        .op_timeout(Duration::from_secs(2))
+        .op_timeout(Duration::from_secs(3))
         .build()
         .unwrap();
     let report = t.run(|comm| {
@@ -355,38 +357,85 @@ fn mismatched_collectives_and_bad_input_are_typed_errors() {
         let bad_op = comm.all_reduce_into(&1.0, &mut out, SystemOperation::bitwise_and());
         let too_big = comm.all_reduce_into(&[0u64; 9], &mut [0u64; 9], SystemOperation::sum());
         // Rank 0 reduces while the others allreduce: an error, not a hang.
+        // (The calls above fail before they number an operation: this is
+        // operation 0 everywhere.)
         let mismatch = if comm.rank() == 0 {
             comm.reduce_into(0, &1.0, &mut out, SystemOperation::sum())
         } else {
             comm.all_reduce_into(&1.0, &mut out, SystemOperation::sum())
         };
-        (bad_root, bad_op, too_big, mismatch)
+        (bad_root, bad_op, too_big, mismatch.map(|()| out))
     });
-    for (r, (bad_root, bad_op, too_big, mismatch)) in report.returned() {
-        assert!(matches!(
-            bad_root,
-            Err(Error::RankOutOfRange { rank: 9, .. })
-        ));
+    for (r, (bad_root, bad_op, too_big, _)) in report.returned() {
+        assert!(
+            matches!(bad_root, Err(Error::RankOutOfRange { rank: 9, .. })),
+            "rank {r}"
+        );
         assert_eq!(
             *bad_op,
             Err(Error::OperationType {
                 op: "bitwise_and",
                 ty: "f64"
-            })
+            }),
+            "rank {r}"
         );
-        assert!(matches!(too_big, Err(Error::PayloadTooLarge { .. })));
-        // Where a message shows the other collective: Mismatch. Elsewhere the
-        // mismatched ranks have left the operation and the timeout detector
-        // excludes them: the others end in another typed error or, if few
-        // enough were excluded, complete the allreduce without them.
-        if r == 0 {
-            assert!(mismatch.is_err(), "rank {r}: {mismatch:?}");
-        }
+        assert!(
+            matches!(too_big, Err(Error::PayloadTooLarge { .. })),
+            "rank {r}"
+        );
     }
-    // At least the ranks that heard the other kind say so.
-    assert!(report
-        .returned()
-        .any(|(_, o)| matches!(o.3, Err(Error::Mismatch { .. }))));
+    // A rank gets `Mismatch` when a message of its current operation is of
+    // another kind (or root) than its call. With 6 ranks and f = 1 the
+    // reduce's up-correction groups are {1, 2}, {3, 4} and {5, 0} (the root
+    // joins the short last group), and the I(f)-tree's subtrees are
+    // {1, 3, 5} and {2, 4}. So:
+    // * rank 0 must see it: subtree {2, 4} sends rank 2's partial result
+    //   (an allreduce message) up to rank 0 without waiting on rank 0 or 5,
+    //   and rank 0 cannot end its reduce before a child's result comes;
+    // * the only reduce message is rank 0's up-correction to rank 5 (a root
+    //   sends nothing else), so ranks 1 to 4 never see it;
+    // * rank 5 sees it if rank 0 sent that up-correction. Rank 0 sends it
+    //   first thing, unless rank 5's up-correction (or rank 2's result) is
+    //   already waiting when rank 0 starts: then rank 0 takes that one first,
+    //   ends its call, and sends nothing at all.
+    let mismatch = |r: usize| &report.outcomes[r].returned().expect("no panics").3;
+    let is_mismatch = |r: usize| matches!(mismatch(r), Err(Error::Mismatch { op: 0, .. }));
+    assert!(is_mismatch(0), "rank 0: {:?}", mismatch(0));
+    for r in 1..=4 {
+        assert!(
+            !matches!(mismatch(r), Err(Error::Mismatch { .. })),
+            "rank {r} never gets a reduce message: {:?}",
+            mismatch(r)
+        );
+    }
+    if is_mismatch(5) {
+        // Ranks 0 and 5 left the allreduce: more than f = 1 ranks missing,
+        // so no promise of a result. The detector excludes ranks 0 and 5,
+        // and then maybe more (a rank waiting on a root that has given up is
+        // in the operation and awaits nobody): each of ranks 1 to 4 ends in
+        // a typed error, or with a result that holds the inputs of ranks 1 to
+        // 4 only (neither 0's nor 5's input ever reached them).
+        for r in 1..=4u32 {
+            let got = mismatch(r as usize);
+            assert!(
+                match got {
+                    Ok(v) => *v == 4.0,
+                    Err(Error::Timeout { op: 0, .. }) => true,
+                    Err(Error::TooManyFailures { op: 0, .. }) => true,
+                    Err(Error::Failed(failed)) => *failed == r,
+                    Err(_) => false,
+                },
+                "rank {r}: {got:?}"
+            );
+        }
+    } else {
+        // Rank 0 sent nothing: the timeout detector excludes it (one
+        // failure, within f) and ranks 1 to 5 all deliver their 5 inputs.
+        for r in 1..=5 {
+            assert_eq!(*mismatch(r), Ok(5.0), "rank {r}");
+        }
+        assert_eq!(report.failed, vec![0]);
+    }
 }
 
 #[test]

@@ -277,9 +277,20 @@ fn dying_mid_operation_and_hanging_leave_the_others_delivering() {
 fn mismatched_collectives_are_an_error_not_a_hang() {
     let _serial = serial();
     // Rank 3 believes operation 1 is a broadcast from 2, the others from 0.
+    // Who must see the mismatch: a rank gets `Mismatch` when a message of its
+    // current operation names another collective or root than its own call.
+    // Every message of operation 1 is sent by a rank that calls it from 0
+    // (rank 3, not being its own root, sends only once it has a value, and
+    // no rank ever sends it one from 2): so only rank 3 can get `Mismatch`,
+    // and it must, when the tree message of its parent 1 comes. The others
+    // must deliver: rank 3's silence in operation 1 is that of a dead rank
+    // to checked correction, whose sweeps reach rank 3's child 7 (which then
+    // waits for its tree message only briefly) without any timeout. In
+    // operation 2 all agree again. The timeout only ends a call that hangs:
+    // generous, so that a slow scheduler cannot turn the mismatch into one.
     let t = Team::builder()
         .ranks(8)
-        .op_timeout(Duration::from_millis(500))
+        .op_timeout(Duration::from_secs(20))
         .build()
         .unwrap();
     let report = t.run(|comm| {
@@ -295,17 +306,21 @@ fn mismatched_collectives_are_an_error_not_a_hang() {
         }
         results
     });
-    let mut errors = 0;
-    for outcome in &report.outcomes {
+    for (rank, outcome) in report.outcomes.iter().enumerate() {
         let got = outcome.returned().unwrap();
-        assert_eq!(got[0], Ok(value(0, 0)));
-        match &got[1] {
-            Ok(v) => assert_eq!(*v, value(0, 1)),
-            Err(Error::Mismatch { .. }) | Err(Error::Timeout { .. }) => errors += 1,
-            Err(e) => panic!("unexpected {e}"),
+        assert_eq!(got[0], Ok(value(0, 0)), "rank {rank}");
+        if rank == 3 {
+            assert!(
+                matches!(got[1], Err(Error::Mismatch { op: 1, .. })),
+                "rank 3 called another broadcast than the others: {:?}",
+                got[1]
+            );
+        } else {
+            assert_eq!(got[1], Ok(value(0, 1)), "rank {rank}");
         }
+        assert_eq!(got[2], Ok(value(0, 2)), "rank {rank}");
     }
-    assert!(errors >= 1, "rank 3 at least must see the mismatch");
+    assert!(report.failed.is_empty(), "{:?}", report.failed);
 }
 
 #[test]
@@ -427,11 +442,13 @@ fn unpinned_teams_work_too() {
 #[test]
 fn a_rank_dying_with_queued_sends_lets_the_team_end() {
     let _serial = serial();
+    const OPS: u32 = 20;
+    const DIES_IN: u32 = 12;
     let t = Team::builder()
         .ranks(3)
         .lane_capacity(2)
         .correction("none".parse().unwrap())
-        .faults(FaultSchedule::none().at(0, 12, Fault::DieAfterSends(1)))
+        .faults(FaultSchedule::none().at(0, DIES_IN, Fault::DieAfterSends(1)))
         // The others' broadcasts from the dead root end by this timeout.
         .op_timeout(Duration::from_millis(300))
         .build()
@@ -439,21 +456,75 @@ fn a_rank_dying_with_queued_sends_lets_the_team_end() {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let report = t.run(|comm| {
-            if comm.rank() == 2 {
-                // Fill rank 0's lane to rank 2, so its sends queue up.
-                std::thread::sleep(Duration::from_millis(200));
-            }
-            (0..20)
+            // Rank 2 takes nothing before rank 0 has died: rank 0, the root
+            // of every broadcast, sends to rank 2 (one of its two children)
+            // in each operation without waiting for anyone, so the lane
+            // 0 -> 2 holds the first 2 messages and the sends after them
+            // (to rank 1 as well) queue in rank 0's outbox until it dies.
+            let waited_for_death = comm.rank() != 2 || {
+                let t = std::time::Instant::now();
+                while !comm.failed_ranks().contains(&0) && t.elapsed() < Duration::from_secs(20) {
+                    std::thread::yield_now();
+                }
+                comm.failed_ranks().contains(&0)
+            };
+            let got = (0..OPS)
                 .map(|i| {
                     let mut v = if comm.rank() == 0 { i } else { 0 };
                     comm.broadcast_into(0, &mut v).map(|()| v)
                 })
-                .collect::<Vec<_>>()
+                .collect::<Vec<_>>();
+            (waited_for_death, got)
         });
-        let _ = tx.send(report.failed);
+        let _ = tx.send(report);
     });
-    let failed = rx
+    let report = rx
         .recv_timeout(Duration::from_secs(30))
         .expect("the team must end after rank 0 died with queued sends");
-    assert_eq!(failed, vec![0]);
+    assert_eq!(report.failed, vec![0]);
+    let outcome = |r: usize| report.outcomes[r].returned().expect("no panics");
+    let (_, root) = outcome(0);
+    for (i, got) in root.iter().enumerate() {
+        if (i as u32) < DIES_IN {
+            assert_eq!(*got, Ok(i as u32), "rank 0 op {i}");
+        } else {
+            assert_eq!(*got, Err(Error::Failed(0)), "rank 0 op {i}");
+        }
+    }
+    let (waited, got) = outcome(2);
+    assert!(waited, "rank 0 never died");
+    // Exactly what the full lane held arrived; the queued sends never did.
+    for (i, got) in got.iter().enumerate() {
+        if i < 2 {
+            assert_eq!(*got, Ok(i as u32), "rank 2 op {i}");
+        } else {
+            assert_eq!(
+                *got,
+                Err(Error::RootFailed {
+                    op: i as u32,
+                    root: 0
+                }),
+                "rank 2 op {i}"
+            );
+        }
+    }
+    // Rank 1 took its messages all along, but behind the first send queued
+    // to rank 2 its own queued too: the first 2 values (3 if it had taken
+    // one before rank 0's third operation), then nothing. (A timeout that
+    // came before rank 0 died is a timeout, not a failed root.)
+    let (_, got) = outcome(1);
+    let delivered = got.iter().take_while(|g| g.is_ok()).count();
+    assert!((2..=3).contains(&delivered), "rank 1: {got:?}");
+    for (i, got) in got.iter().enumerate() {
+        let op = i as u32;
+        match got {
+            Ok(v) => assert_eq!(*v, op, "rank 1 op {i}"),
+            Err(e) => assert!(
+                i >= delivered
+                    && (*e == Error::RootFailed { op, root: 0 }
+                        || op < DIES_IN && matches!(e, Error::Timeout { op: o, .. } if *o == op)),
+                "rank 1 op {i}: {e}"
+            ),
+        }
+    }
 }

@@ -128,6 +128,13 @@ struct Header {
     /// Replaced waiters not yet freed because an unparker was active. Touched
     /// only by the rank's endpoint (and by drop).
     retired: UnsafeCell<Vec<*mut Waiter>>,
+    /// Unit tests only: how many times the rank's endpoint has gone to sleep
+    /// in [`Endpoint::park`], each time after a probe that found nothing. A
+    /// test that sees it grow (Acquire) knows the receiver is parked or about
+    /// to call `park` with nothing seen: from then on only an unpark wakes
+    /// it, so the test exercises that path instead of sleeping and hoping.
+    #[cfg(test)]
+    parks: AtomicU32,
 }
 
 /// A registered thread handle.
@@ -155,6 +162,17 @@ impl Waiter {
 }
 
 impl Header {
+    /// Called right before the rank's endpoint parks: counts the park for
+    /// the unit tests (see `parks`); nothing otherwise.
+    #[inline(always)]
+    fn parking(&self) {
+        // Release: the probe that found nothing happens before a test's
+        // Acquire load that sees this count, and so before the test's next
+        // ring or wake, which then reads SLEEPING and unparks.
+        #[cfg(test)]
+        self.parks.fetch_add(1, Ordering::Release);
+    }
+
     /// Makes `me` the thread that unparkers wake. Called only by the rank's
     /// endpoint, before it announces `SLEEPING`.
     #[cold]
@@ -257,6 +275,8 @@ impl<T: Send> Mailboxes<T> {
                         waiter: AtomicPtr::new(ptr::null_mut()),
                         unparkers: AtomicUsize::new(0),
                         retired: UnsafeCell::new(Vec::new()),
+                        #[cfg(test)]
+                        parks: AtomicU32::new(0),
                     })
                 })
                 .collect(),
@@ -721,13 +741,17 @@ impl<'a, T: Send> Endpoint<'a, T> {
                 break woke;
             }
             match deadline {
-                None => thread::park(),
+                None => {
+                    header.parking();
+                    thread::park();
+                }
                 #[cfg(not(loom))]
                 Some(deadline) => {
                     let now = Instant::now();
                     if now >= deadline {
                         break Woke::Timeout;
                     }
+                    header.parking();
                     thread::park_timeout(deadline - now);
                 }
                 #[cfg(loom)]

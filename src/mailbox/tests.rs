@@ -178,25 +178,50 @@ fn wake_before_wait_returns_at_once() {
     assert_eq!(a.wait(Some(t + Duration::from_millis(5))), Woke::Timeout);
 }
 
+/// Polls until `rank`'s endpoint has parked more than `since` times
+/// (`Header::parks`): it has announced SLEEPING, its last probe found
+/// nothing, and from now on only an unpark wakes it. The Acquire load pairs
+/// with the count's Release increment, so the caller's next ring or wake
+/// reads SLEEPING and unparks. False if that has not happened within 20 s.
+fn parked_more_than<T>(boxes: &Mailboxes<T>, rank: Rank, since: u32) -> bool {
+    let parks = &boxes.headers[rank as usize].parks;
+    let t = Instant::now();
+    while parks.load(Ordering::Acquire) <= since {
+        if t.elapsed() > Duration::from_secs(20) {
+            return false;
+        }
+        thread::yield_now();
+    }
+    true
+}
+
+/// How many times `rank`'s endpoint has parked so far.
+fn parks<T>(boxes: &Mailboxes<T>, rank: Rank) -> u32 {
+    boxes.headers[rank as usize].parks.load(Ordering::Acquire)
+}
+
+/// The thread registered as the waiter of `ep`'s rank, if any.
+fn registered_thread<T>(ep: &Endpoint<'_, T>) -> Option<thread::ThreadId> {
+    let waiter = ep.boxes.headers[ep.rank as usize]
+        .waiter
+        .load(Ordering::Acquire);
+    // SAFETY: a registered handle is freed only by its rank's endpoint (in
+    // `register`, after replacing it, which needs `&mut` of the endpoint) or
+    // by dropping the Mailboxes. `ep` is that endpoint, borrowed shared for
+    // this whole function, and it borrows the Mailboxes.
+    (!waiter.is_null()).then(|| unsafe { &*waiter }.thread.id())
+}
+
 #[test]
 fn wake_wakes_a_parked_endpoint() {
     let boxes = Mailboxes::<u8>::new(2, 2);
     thread::scope(|s| {
         let mut a = boxes.endpoint(0).unwrap();
         let waiter = s.spawn(move || a.wait(None));
-        // Wait until the waiter has announced SLEEPING (past spinning and
-        // yielding), then wake it. Wake in any case, so that a failure
+        // Wait until the waiter is parked (past spinning, yielding and its
+        // last probe), then wake it. Wake in any case, so that a failure
         // cannot leave the waiter parked and the test hanging.
-        let t = Instant::now();
-        let parked = loop {
-            if boxes.headers[0].state.load(SeqCst) == SLEEPING {
-                break true;
-            }
-            if t.elapsed() > Duration::from_secs(20) {
-                break false;
-            }
-            thread::sleep(Duration::from_millis(1));
-        };
+        let parked = parked_more_than(&boxes, 0, 0);
         boxes.wake(0);
         assert_eq!(waiter.join().unwrap(), Woke::Notified);
         assert!(parked, "the waiter never parked");
@@ -227,9 +252,13 @@ fn a_message_wakes_a_parked_endpoint() {
             let woke = b.wait(Some(deadline));
             (woke, b.try_recv())
         });
-        thread::sleep(Duration::from_millis(30));
+        // Send only once the receiver is parked: then only the sender's
+        // unpark can wake it before its deadline. Send in any case, so the
+        // receiver does not wait out its deadline when the check fails.
+        let parked = parked_more_than(&boxes, 1, 0);
         boxes.endpoint(0).unwrap().send(1, 5u64).unwrap();
         assert_eq!(receiver.join().unwrap(), (Woke::Message, Some((0, 5))));
+        assert!(parked, "the receiver never parked");
     });
 }
 
@@ -240,22 +269,43 @@ fn endpoint_moves_between_threads() {
     let boxes = Mailboxes::new(2, 4);
     let mut b = boxes.endpoint(1).unwrap();
     thread::scope(|s| {
-        b = s
-            .spawn(move || {
-                let t = Instant::now() + Duration::from_millis(20);
-                assert_eq!(b.wait(Some(t)), Woke::Timeout);
-                b
+        let first;
+        (b, first) = s
+            .spawn(|| {
+                // Short waits until one of them has parked (a thread
+                // descheduled past the deadline times out before it parks).
+                let t = Instant::now();
+                while parks(&boxes, 1) == 0 && t.elapsed() < Duration::from_secs(20) {
+                    let deadline = Instant::now() + Duration::from_millis(20);
+                    assert_eq!(b.wait(Some(deadline)), Woke::Timeout);
+                }
+                (b, thread::current().id())
             })
             .join()
             .unwrap();
+        let parked_first = parks(&boxes, 1);
+        assert!(parked_first > 0, "the first thread never parked");
+        assert_eq!(registered_thread(&b), Some(first));
         let receiver = s.spawn(move || {
             let woke = b.wait(None);
-            (woke, b.try_recv())
+            (
+                woke,
+                b.try_recv(),
+                registered_thread(&b),
+                thread::current().id(),
+            )
         });
-        thread::sleep(Duration::from_millis(30));
+        // Send once the endpoint has parked on its new thread (it registers
+        // that thread before it announces SLEEPING), and in any case: a
+        // receiver left parked would hang the test.
+        let parked = parked_more_than(&boxes, 1, parked_first);
         let mut a = boxes.endpoint(0).unwrap();
         a.send(1, 9u32).unwrap();
-        assert_eq!(receiver.join().unwrap(), (Woke::Message, Some((0, 9))));
+        let (woke, got, registered, second) = receiver.join().unwrap();
+        assert_eq!((woke, got), (Woke::Message, Some((0, 9))));
+        assert!(parked, "the endpoint never parked on its second thread");
+        assert_ne!(first, second);
+        assert_eq!(registered, Some(second), "the new thread is the waiter");
     });
 }
 
