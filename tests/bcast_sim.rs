@@ -404,6 +404,49 @@ fn delayed_correction_sends_one_message_per_process_fault_free() {
     }
 }
 
+/// Bug 4 of issue 11: a delay of 10^14 ticks made the simulator allocate a
+/// bucket per tick and abort. Far in the future, the runs are those of a
+/// delay just past the simulator's window, shifted in time.
+#[test]
+fn a_delay_of_10_to_the_14_ticks_runs_like_a_short_one_shifted() {
+    let logp = LogP::PAPER;
+    let (near, far) = (5_000, 100_000_000_000_000);
+    // A time, as (after the delay?, ticks since the delay or the start).
+    let shift = |t: Tick, delay: Tick| if t >= delay { (1, t - delay) } else { (0, t) };
+    for tree in ["binomial", "lame:2"] {
+        let runs = |delay| {
+            let sc = scenario(
+                tree,
+                1000,
+                Correction::Delayed { delay },
+                logp,
+                FaultPlan::rate(0.05),
+            );
+            let mut sim = BcastSim::new(&sc);
+            (0..4)
+                .map(|seed| {
+                    let run = sim.run(seed);
+                    assert_eq!(run.violations, 0, "{tree}, delay {delay}");
+                    assert_eq!(run.uncolored_live, 0, "{tree}, delay {delay}");
+                    (
+                        shift(run.coloring_latency, delay),
+                        shift(run.quiescence_latency, delay),
+                        run.messages_per_process,
+                        run.correction_messages_per_process,
+                        run.dead,
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let far_runs = runs(far);
+        assert_eq!(far_runs, runs(near), "{tree}");
+        assert!(
+            far_runs.iter().any(|r| r.1 .0 == 1),
+            "{tree}: the delay matters"
+        );
+    }
+}
+
 #[test]
 fn deaths_during_the_operation_never_hang_or_corrupt() {
     for correction in [

@@ -357,3 +357,102 @@ impl<O> Default for Trace<O> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Collective;
+
+    /// A deadline a million ticks beyond a million ticks.
+    const FAR: Tick = 1_000_000_000_000;
+
+    /// Rank 0 sleeps until `FAR`, then sends to rank 1; every rank notes
+    /// the failures it is told of.
+    #[derive(Default)]
+    struct Sleeper {
+        me: Rank,
+        deadline: Option<Tick>,
+        send: Option<Rank>,
+        output: Option<Tick>,
+        told: Vec<(Tick, Rank)>,
+    }
+
+    impl Protocol for Sleeper {
+        type Payload = Tick;
+        type Output = Tick;
+
+        fn handle(&mut self, now: Tick, event: Event<Msg<Tick>>) {
+            match event {
+                Event::Start if self.me == 0 => self.deadline = Some(FAR),
+                Event::Start => {}
+                Event::Timer => {
+                    assert_eq!(self.deadline.take(), Some(now), "the timer fires on time");
+                    self.output = Some(now);
+                    self.send = Some(1);
+                }
+                Event::Message { from, msg } => {
+                    assert_eq!((from, msg.payload), (0, FAR));
+                    self.output = Some(msg.payload);
+                }
+                Event::PeerFailed(r) => self.told.push((now, r)),
+            }
+        }
+
+        fn poll_transmit(&mut self, now: Tick) -> Option<Transmit<Msg<Tick>>> {
+            let to = self.send.take()?;
+            let msg = Msg {
+                op: 0,
+                kind: Collective::Broadcast,
+                root: 0,
+                tag: Tag::Tree,
+                payload: now,
+            };
+            Some(Transmit { to, msg })
+        }
+
+        fn poll_deadline(&self) -> Option<Tick> {
+            self.deadline
+        }
+
+        fn take_output(&mut self) -> Option<Tick> {
+            self.output.take()
+        }
+
+        fn is_quiescent(&self) -> bool {
+            self.deadline.is_none() && self.send.is_none()
+        }
+    }
+
+    /// Bug 4 of issue 11: a far deadline (and a slow detector's report) cost
+    /// the engine's queues memory and time in proportion to virtual time.
+    #[test]
+    fn a_far_deadline_fires_on_time_with_bounded_memory() {
+        let logp = LogP::PAPER;
+        let mut engine = Engine::new(logp);
+        engine.set_detector(Some(FAR));
+        for _ in 0..2 {
+            let mut cores: Vec<Sleeper> = (0..3)
+                .map(|me| Sleeper {
+                    me,
+                    ..Sleeper::default()
+                })
+                .collect();
+            let trace = engine.run(&mut cores, &[NEVER, NEVER, 7]);
+            let received = FAR + 2 * logp.overhead + logp.latency;
+            assert_eq!(trace.outputs[0], Some((FAR, FAR)));
+            assert_eq!(trace.outputs[1], Some((received, FAR)));
+            assert_eq!(trace.outputs[2], None);
+            assert_eq!(trace.quiescence, received);
+            assert_eq!(trace.unquiescent, 0);
+            assert_eq!(cores[0].told, vec![(FAR + 7, 2)]);
+            assert_eq!(cores[1].told, vec![(FAR + 7, 2)]);
+            for (name, ticks) in [
+                ("deliveries", engine.deliveries.allocated_ticks()),
+                ("notices", engine.notices.allocated_ticks()),
+                ("wakes", engine.wakes.allocated_ticks()),
+            ] {
+                assert!(ticks <= 8, "{name} hold storage for {ticks} ticks");
+            }
+        }
+    }
+}
