@@ -418,6 +418,18 @@ mod tests {
             self.output.take()
         }
 
+        fn header(&self) -> crate::protocol::Header {
+            crate::protocol::Header {
+                op: 0,
+                kind: Collective::Broadcast,
+                root: Some(0),
+            }
+        }
+
+        fn is_finished(&self) -> bool {
+            self.deadline.is_none() && self.send.is_none()
+        }
+
         fn is_quiescent(&self) -> bool {
             self.deadline.is_none() && self.send.is_none()
         }
