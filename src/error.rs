@@ -218,18 +218,25 @@ pub enum Error {
         waited: Duration,
     },
     /// More ranks failed during a reduce (or allreduce, barrier) than its
-    /// fault budget f covers: no complete result reached the root. The
-    /// caller may repeat the operation among the survivors, or build the
-    /// team with a larger fault budget
+    /// fault budget f covers: no complete result reached the root. In an
+    /// allreduce or barrier every live rank gets this error (the root
+    /// broadcasts its finding); in a reduce, the root. The team's later
+    /// operations fail the same way, promptly, for as long as the failed
+    /// ranks leave some up-correction group without a live member; the
+    /// caller may go on among the survivors with a fresh budget
+    /// ([`Comm::shrink`](crate::runtime::Comm::shrink)), or build the team
+    /// with a larger fault budget
     /// ([`TeamBuilder::fault_budget`](crate::runtime::TeamBuilder::fault_budget)).
     #[error(
-        "operation {op}: more than f={f} ranks failed, so no complete result reached the root"
+        "operation {op}: more than f={f} ranks failed (known failed: {failed:?}), so no complete result reached the root"
     )]
     TooManyFailures {
         /// The operation number.
         op: OpId,
         /// The fault budget.
         f: u32,
+        /// The ranks this rank knew failed when it returned.
+        failed: Vec<Rank>,
     },
     /// A rank argument of the call (a root, or the calling rank of a
     /// protocol core) is not a member of the team. Nothing was sent.
@@ -330,7 +337,11 @@ mod tests {
                 op: 0,
                 waited: Duration::from_secs(1),
             },
-            Error::TooManyFailures { op: 0, f: 1 },
+            Error::TooManyFailures {
+                op: 0,
+                f: 1,
+                failed: vec![3, 4],
+            },
             Error::RankOutOfRange { rank: 4, procs: 4 },
             Error::NoRootValue(0),
             Error::PayloadTooLarge { words: 9, max: 8 },

@@ -1,22 +1,46 @@
-//! The timeout detector: finds a rank that is alive but silent inside an
-//! operation, so that the ranks waiting on it can go on.
+//! The timeout detector: finds a rank that is alive but silent, so that the
+//! ranks waiting on it can go on, and never takes a rank that is itself
+//! waiting for one that is silent.
+//!
+//! The evidence is the peer's heartbeat ([`PeerView::beat`]): the driver
+//! raises it on every turn of its loop and before every wait, so a rank
+//! blocked inside a call (behind a dead or hung rank, or in a grace period)
+//! keeps it moving however long it waits. A wait-for chain is therefore
+//! never evidence of death: only the rank at its end, the one that does not
+//! run, stands still. Silence is measured on the observer's clock, from the
+//! first time it saw the peer's current beat, and remembered across calls:
+//! a hung rank awaited briefly by each of many operations (a broadcast's
+//! grace) is found after one failure timeout in all, not never.
+//!
+//! Whom to suspect, for a core that awaits peer `p` (not yet failed) whose
+//! beat has stood still for the failure timeout:
+//! * `p` is inside a call: it hangs inside the library (or its thread is
+//!   frozen);
+//! * `p` has returned from this operation or a later one: it does not serve
+//!   the core it kept for this operation.
+//!
+//! A `p` that has not reached this operation and is outside the library is
+//! late, not hung: its program computes. Only when this rank's whole
+//! operation timeout has passed, with `p` still outside and silent for the
+//! failure timeout, is `p` declared failed as absent
+//! ([`Suspicion::absent`]): it costs one operation timeout, once, and the
+//! operation goes on without it.
 
 use crate::driver::transport::Transport;
 use crate::types::{OpId, Rank, Tick};
 
-/// The detector's memory: which peer the core waits on, since when.
+/// The detector's memory, kept across calls: the peer last awaited, its
+/// beat then, and since when (this rank's clock) that beat stands.
 #[derive(Debug, Default)]
 pub(crate) struct Suspicion {
     peer: Option<Rank>,
-    since: Option<Tick>,
+    beat: u64,
+    since: Tick,
 }
 
 impl Suspicion {
-    /// The peer to declare failed: the core has waited on it for `timeout`
-    /// while it was inside operation `op` (or later) and not itself waiting
-    /// on another rank. A peer that has not reached `op` yet is late, not
-    /// hung; one waiting on another is blocked, and the rank it waits on is
-    /// the suspect (its own waiters find it).
+    /// Looks at the awaited peer and returns it if it is to be declared
+    /// failed (see the module's rules).
     pub(crate) fn watch<T: Transport>(
         &mut self,
         awaiting: Option<Rank>,
@@ -25,19 +49,34 @@ impl Suspicion {
         op: OpId,
         timeout: Tick,
     ) -> Option<Rank> {
-        let peer = awaiting.filter(|&p| {
-            let view = transport.peer(p);
-            !transport.is_failed(p) && view.entered > op && view.awaiting.is_none()
-        });
-        if peer != self.peer {
-            self.peer = peer;
-            self.since = peer.map(|_| now);
+        let p = awaiting.filter(|&p| !transport.is_failed(p))?;
+        let view = transport.peer(p)?;
+        if self.peer != Some(p) || self.beat != view.beat {
+            *self = Suspicion {
+                peer: Some(p),
+                beat: view.beat,
+                since: now,
+            };
             return None;
         }
-        let since = self.since?;
-        (now.saturating_sub(since) >= timeout).then(|| {
-            self.since = Some(now);
-            peer.expect("since is set only with a peer")
-        })
+        let silent = now.saturating_sub(self.since) >= timeout;
+        (silent && (view.in_call() || view.entered > op)).then_some(p)
+    }
+
+    /// The peer to declare failed once this rank's operation timeout has
+    /// passed: the awaited peer, if it never reached operation `op`, is
+    /// outside the library, and has been silent for `timeout` (the failure
+    /// timeout).
+    pub(crate) fn absent<T: Transport>(
+        &self,
+        now: Tick,
+        transport: &T,
+        op: OpId,
+        timeout: Tick,
+    ) -> Option<Rank> {
+        let p = self.peer.filter(|&p| !transport.is_failed(p))?;
+        let view = transport.peer(p)?;
+        let silent = view.beat == self.beat && now.saturating_sub(self.since) >= timeout;
+        (silent && !view.in_call() && view.entered <= op).then_some(p)
     }
 }

@@ -46,6 +46,11 @@ impl<M> Fence<M> {
         Fence::default()
     }
 
+    /// The number the next [`enter`](Fence::enter) gives.
+    pub fn next(&self) -> OpId {
+        self.next
+    }
+
     /// Enters the next operation and returns its number.
     pub fn enter(&mut self) -> OpId {
         self.next += 1;

@@ -59,7 +59,7 @@ impl<P: Copy + Send + 'static> MemoryNet<P> {
             capacity: capacity.max(1),
             failed: vec![false; procs as usize],
             epoch: 0,
-            peers: vec![PeerView::UNKNOWN; procs as usize],
+            peers: vec![PeerView::START; procs as usize],
         })))
     }
 
@@ -174,15 +174,19 @@ impl<P: Copy + Send + 'static> Transport for MemoryTransport<P> {
         self.net.fail(rank);
     }
 
-    fn peer(&self, peer: Rank) -> PeerView {
-        self.net.0.borrow().peers[peer as usize]
+    fn peer(&self, peer: Rank) -> Option<PeerView> {
+        Some(self.net.0.borrow().peers[peer as usize])
     }
 
     fn publish_entered(&self, op: OpId) {
         self.net.0.borrow_mut().peers[self.rank as usize].entered = op + 1;
     }
 
-    fn publish_awaiting(&self, peer: Option<Rank>) {
-        self.net.0.borrow_mut().peers[self.rank as usize].awaiting = peer;
+    fn publish_returned(&self, op: OpId) {
+        self.net.0.borrow_mut().peers[self.rank as usize].returned = op + 1;
+    }
+
+    fn beat(&mut self) {
+        self.net.0.borrow_mut().peers[self.rank as usize].beat += 1;
     }
 }

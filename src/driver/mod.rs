@@ -50,7 +50,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::error::Error;
-use crate::protocol::{Event, Header, Leave, Msg, Protocol};
+use crate::protocol::{Event, Header, Leave, Msg, Protocol, Tag};
 use crate::types::{OpId, Rank, Tick};
 use detector::Suspicion;
 use fence::{Fence, Route};
@@ -145,6 +145,11 @@ pub struct Driver<'t, T: Transport> {
     records: Vec<OpRecord>,
     /// Sends left before an emulated death in the current operation.
     send_budget: Option<u32>,
+    /// The timeout detector's memory (kept across calls).
+    suspect: Suspicion,
+    /// A message that revealed a mismatch in the current call: the call
+    /// ends, and the driver tells the team to abort the operation.
+    mismatched: Option<Msg<T::Payload>>,
 }
 
 impl<'t, T: Transport> Driver<'t, T> {
@@ -161,6 +166,8 @@ impl<'t, T: Transport> Driver<'t, T> {
             known_failed: Vec::new(),
             records: Vec::new(),
             send_budget: None,
+            suspect: Suspicion::default(),
+            mismatched: None,
         }
     }
 
@@ -219,6 +226,11 @@ impl<'t, T: Transport> Driver<'t, T> {
         }
     }
 
+    /// The number the next [`enter`](Driver::enter) gives.
+    pub fn next_op(&self) -> OpId {
+        self.fence.next()
+    }
+
     /// Numbers the next operation: checks the rank is alive, holds back
     /// while the outbox is long (flow control), publishes the entry and
     /// starts its record. The caller applies any emulated fault next.
@@ -227,6 +239,7 @@ impl<'t, T: Transport> Driver<'t, T> {
         self.backpressure();
         let op = self.fence.enter();
         self.transport.publish_entered(op);
+        self.transport.beat();
         if self.config.op_records {
             self.records.push(OpRecord {
                 op,
@@ -285,12 +298,45 @@ impl<'t, T: Transport> Driver<'t, T> {
         T::Payload: Carries<C::Payload>,
     {
         let result = self.drive_loop(op, started, core);
-        self.transport.publish_awaiting(None);
+        if let Some(msg) = self.mismatched.take() {
+            self.abort_team(op, &core.header(), msg);
+        }
+        self.returned(op);
         if result.is_ok() {
             let done = core.header();
             self.lingering.retain(|c| !c.retired_by(&done));
         }
         result
+    }
+
+    /// Publishes that the call of operation `op` returned (a call that
+    /// fails before its core is driven says so too: a rank inside a call
+    /// whose heartbeat stands still is taken for hung).
+    pub fn returned(&mut self, op: OpId) {
+        self.transport.publish_returned(op);
+        self.transport.beat();
+    }
+
+    /// Tells every other rank that operation `op` is aborted: this rank's
+    /// call (`mine`) met a message of another call (`theirs`). Each ends
+    /// its call of `op` with [`Error::Mismatch`] at once, or on entering
+    /// it, instead of waiting for a result that cannot come; ranks past it
+    /// drop the core they kept for it.
+    fn abort_team(&mut self, op: OpId, mine: &Header, theirs: Msg<T::Payload>) {
+        let me = self.transport.rank();
+        let abort = Msg {
+            op,
+            kind: mine.kind,
+            root: mine.root.unwrap_or(0),
+            tag: Tag::Abort,
+            payload: theirs.payload,
+        };
+        for to in (0..self.transport.procs()).filter(|&r| r != me) {
+            if self.transmit(op, to, abort).is_err() {
+                return;
+            }
+        }
+        self.flush_outbox();
     }
 
     /// Keeps a core after its call, unless it is finished: it is served
@@ -334,7 +380,7 @@ impl<'t, T: Transport> Driver<'t, T> {
         // (the messages a failed rank sent were all taken before its failure
         // entered `known_failed`, see `learn_failures`).
         for (from, msg) in self.fence.release(op) {
-            hand(core, op, tick, from, msg)?;
+            self.hand(core, op, tick, from, msg)?;
         }
         let me = self.transport.rank();
         for &r in self.known_failed.iter().filter(|&&r| r != me) {
@@ -344,8 +390,13 @@ impl<'t, T: Transport> Driver<'t, T> {
         let mut output = None;
         // When the call could have returned but for the core's grace.
         let mut ready_at: Option<Tick> = None;
-        let mut suspect = Suspicion::default();
+        let header = core.header();
+        let root = header.root.filter(|&r| r != me);
+        // When this rank learned that the root failed after entering the
+        // operation (a value may still come from ranks it reached).
+        let mut root_lost_at: Option<Tick> = None;
         loop {
+            self.transport.beat();
             if uses_time {
                 // A core that acts on time sees it move between waits too.
                 tick = tick.max(self.transport.now());
@@ -379,8 +430,20 @@ impl<'t, T: Transport> Driver<'t, T> {
             }
             if let Some((from, msg)) = self.transport.try_recv() {
                 self.take(core, op, tick, from, msg)?;
-                suspect = Suspicion::default();
                 continue;
+            }
+            if core.output_from_root() {
+                if let Some(r) = root.filter(|&r| self.transport.is_failed(r)) {
+                    if self.transport.peer(r).is_some_and(|v| v.entered <= op) {
+                        // It failed before it entered: no value exists.
+                        return Err(Error::RootFailed { op, root: r });
+                    }
+                    let now = self.transport.now();
+                    let lost = *root_lost_at.get_or_insert(now);
+                    if now.saturating_sub(lost) >= self.config.failure_timeout {
+                        return Err(Error::RootFailed { op, root: r });
+                    }
+                }
             }
             self.serve_lingering()?;
             // Spin first, without the clock: a message due within a
@@ -389,29 +452,37 @@ impl<'t, T: Transport> Driver<'t, T> {
                 continue;
             }
             let now = self.transport.now();
-            let deadline = *deadline.get_or_insert(now.saturating_add(self.config.op_timeout));
+            let limit = *deadline.get_or_insert(now.saturating_add(self.config.op_timeout));
             let awaiting = core.awaiting();
-            self.transport.publish_awaiting(awaiting);
             if let Some(p) = awaiting.filter(|&p| {
-                let view = self.transport.peer(p);
-                view.left && view.entered <= op
+                self.transport
+                    .peer(p)
+                    .is_some_and(|view| view.left && view.entered <= op)
             }) {
                 // Its program ended without calling this operation: it will
                 // never take part, which for this operation is failure.
                 core.handle(tick.max(now), Event::PeerFailed(p));
                 continue;
             }
-            if let Some(peer) = suspect.watch(
-                awaiting,
-                now,
-                &self.transport,
-                op,
-                self.config.failure_timeout,
-            ) {
+            let failure_timeout = self.config.failure_timeout;
+            if let Some(peer) =
+                self.suspect
+                    .watch(awaiting, now, &self.transport, op, failure_timeout)
+            {
                 self.transport.declare_failed(peer);
                 continue;
             }
-            if now >= deadline {
+            if now >= limit {
+                if let Some(peer) = self
+                    .suspect
+                    .absent(now, &self.transport, op, failure_timeout)
+                {
+                    // Absent for the whole timeout: declared failed, and the
+                    // operation goes on without it (one more timeout at most).
+                    self.transport.declare_failed(peer);
+                    deadline = Some(now.saturating_add(self.config.op_timeout));
+                    continue;
+                }
                 return Err(Error::Timeout {
                     op,
                     waited: Duration::from_nanos(self.config.op_timeout),
@@ -419,7 +490,7 @@ impl<'t, T: Transport> Driver<'t, T> {
             }
             // Bounded even without a deadline: a wake-up that never comes
             // (a bug anywhere below) costs `max_sleep`, not the timeout.
-            let mut wake_at = deadline.min(now.saturating_add(self.config.max_sleep));
+            let mut wake_at = limit.min(now.saturating_add(self.config.max_sleep));
             if let Some(t) = core.poll_deadline() {
                 wake_at = wake_at.min(t);
             }
@@ -468,14 +539,79 @@ impl<'t, T: Transport> Driver<'t, T> {
         T::Payload: Carries<C::Payload>,
     {
         self.transport.count_handled();
+        if self.sent_by_failed(from) {
+            return Ok(());
+        }
         match self.fence.route(msg.op) {
             Route::Current => {
                 debug_assert_eq!(msg.op, op);
-                hand(core, op, tick, from, msg)
+                self.hand(core, op, tick, from, msg)
             }
             _ => {
                 self.route_other(from, msg);
                 Ok(())
+            }
+        }
+    }
+
+    /// True for a message from a rank whose failure this rank's cores have
+    /// been told: it is dropped. A rank marks itself failed after its last
+    /// send, and the registry is read before the channels are drained, so
+    /// such a message can only come from a rank declared failed while it was
+    /// merely slow (a zombie): fail-stop by decree, nothing it sends from
+    /// then on enters a result. (What a zombie sent before this rank learned
+    /// of its failure is taken, as if it had failed just after sending it.)
+    #[inline]
+    fn sent_by_failed(&self, from: Rank) -> bool {
+        !self.known_failed.is_empty() && self.known_failed.contains(&from)
+    }
+
+    /// Hands a message of the current operation to its core, or ends the
+    /// call with a mismatch: a message the core's header does not accept,
+    /// whose payload is another kind of core's, or another rank's abort of
+    /// the operation.
+    fn hand<C>(
+        &mut self,
+        core: &mut C,
+        op: OpId,
+        tick: Tick,
+        from: Rank,
+        msg: Msg<T::Payload>,
+    ) -> Result<(), Error>
+    where
+        C: Protocol,
+        T::Payload: Carries<C::Payload>,
+    {
+        let header = core.header();
+        if msg.tag == Tag::Abort {
+            return Err(Error::Mismatch {
+                op,
+                mine: header.to_string(),
+                theirs: format!(
+                    "{} (rank {from} met a mismatch and aborted the operation)",
+                    msg.describe()
+                ),
+            });
+        }
+        let payload = header.accepts(&msg).then(|| msg.payload.unwrap()).flatten();
+        match payload {
+            Some(payload) => {
+                core.handle(
+                    tick,
+                    Event::Message {
+                        from,
+                        msg: msg.map(|_| payload),
+                    },
+                );
+                Ok(())
+            }
+            None => {
+                self.mismatched = Some(msg);
+                Err(Error::Mismatch {
+                    op,
+                    mine: header.to_string(),
+                    theirs: msg.describe(),
+                })
             }
         }
     }
@@ -494,14 +630,15 @@ impl<'t, T: Transport> Driver<'t, T> {
         C: Protocol,
         T::Payload: Carries<C::Payload>,
     {
-        if !self.failure_news() {
+        let Some(fresh) = self.failure_news() else {
             return Ok(());
-        }
+        };
         let now = (*tick).max(self.transport.now());
         *tick = now;
         while let Some((from, msg)) = self.transport.try_recv() {
             self.take(core, op, now, from, msg)?;
         }
+        self.known_failed = fresh;
         let me = self.transport.rank();
         for &r in self.known_failed.iter().filter(|&&r| r != me) {
             core.handle(now, Event::PeerFailed(r));
@@ -510,16 +647,17 @@ impl<'t, T: Transport> Driver<'t, T> {
         Ok(())
     }
 
-    /// Whether the registry moved since `seen_epoch`; if so, takes its new
-    /// list into `known_failed`.
-    fn failure_news(&mut self) -> bool {
+    /// The registry's list, if it moved since `seen_epoch`. The caller
+    /// drains the channels, then makes it `known_failed`: the list is read
+    /// first, so every message its ranks sent before they failed is in the
+    /// channels by then, and is taken before their messages are dropped.
+    fn failure_news(&mut self) -> Option<Vec<Rank>> {
         let epoch = self.transport.failure_epoch();
         if epoch == self.seen_epoch {
-            return false;
+            return None;
         }
         self.seen_epoch = epoch;
-        self.known_failed = self.transport.failed();
-        true
+        Some(self.transport.failed())
     }
 
     /// Hands the lingering cores every failure in `known_failed`.
@@ -535,14 +673,24 @@ impl<'t, T: Transport> Driver<'t, T> {
     /// A message of another operation than the current one (or any message
     /// while the rank is between operations).
     fn route_other(&mut self, from: Rank, msg: Msg<T::Payload>) {
+        if self.sent_by_failed(from) {
+            return;
+        }
         if self.fence.route(msg.op) == Route::Early {
             self.fence.hold(from, msg.op, msg);
             return;
         }
-        let now = self.transport.now();
-        if let Some(core) = self.lingering.iter_mut().find(|c| c.header().op == msg.op) {
-            core.handle(now, Event::Message { from, msg });
+        let Some(i) = self.lingering.iter().position(|c| c.header().op == msg.op) else {
+            return;
+        };
+        if msg.tag == Tag::Abort {
+            // The operation was aborted after this rank completed it: its
+            // core has nobody left to serve.
+            self.lingering.remove(i);
+            return;
         }
+        let now = self.transport.now();
+        self.lingering[i].handle(now, Event::Message { from, msg });
     }
 
     /// Lets lingering cores send what they have.
@@ -647,6 +795,7 @@ impl<'t, T: Transport> Driver<'t, T> {
         }
         let deadline = self.transport.now().saturating_add(self.config.op_timeout);
         while self.outbox.len() > self.config.outbox_limit && self.transport.now() < deadline {
+            self.transport.beat();
             self.flush_outbox();
             while self.receive_with(|d, from, msg| d.route_other(from, msg)) {}
             let _ = self.serve_lingering();
@@ -665,6 +814,7 @@ impl<'t, T: Transport> Driver<'t, T> {
         self.transport.leave(self.state == RankState::Hung);
         let mut idle_rounds = 0u32;
         loop {
+            self.transport.beat();
             let serving = self.is_alive();
             let mut busy = false;
             if serving {
@@ -699,45 +849,13 @@ impl<'t, T: Transport> Driver<'t, T> {
 
     /// [`Driver::learn_failures`] for the lingering cores alone.
     fn learn_failures_lingering(&mut self) {
-        if !self.failure_news() {
+        let Some(fresh) = self.failure_news() else {
             return;
-        }
+        };
         // Messages first, as in `learn_failures`.
         while self.receive_with(|d, from, msg| d.route_other(from, msg)) {}
+        self.known_failed = fresh;
         let now = self.transport.now();
         self.tell_lingering_failures(now);
-    }
-}
-
-/// Hands a message of the current operation to its core, or reports a
-/// mismatch: a message the core's header does not accept, or whose payload
-/// is another kind of core's.
-fn hand<C, W>(core: &mut C, op: OpId, tick: Tick, from: Rank, msg: Msg<W>) -> Result<(), Error>
-where
-    C: Protocol,
-    W: Carries<C::Payload>,
-{
-    let header = core.header();
-    let payload = header.accepts(&msg).then(|| msg.payload.unwrap()).flatten();
-    match payload {
-        Some(payload) => {
-            core.handle(
-                tick,
-                Event::Message {
-                    from,
-                    msg: msg.map(|_| payload),
-                },
-            );
-            Ok(())
-        }
-        None => Err(mismatch(op, &header, &msg)),
-    }
-}
-
-fn mismatch<W>(op: OpId, mine: &Header, theirs: &Msg<W>) -> Error {
-    Error::Mismatch {
-        op,
-        mine: mine.to_string(),
-        theirs: theirs.describe(),
     }
 }

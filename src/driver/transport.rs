@@ -31,26 +31,37 @@ impl<P: Copy + Send + 'static> Carries<P> for P {
     }
 }
 
-/// What the timeout detector may know of a peer (see
-/// [`Transport::peer`]). A transport that cannot know it says
-/// [`PeerView::UNKNOWN`], and the detector then never suspects.
+/// What the timeout detector knows of a peer (see [`Transport::peer`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PeerView {
     /// One more than the last operation the peer entered (0: none yet).
     pub entered: OpId,
-    /// The peer its current call waits on, if any.
-    pub awaiting: Option<Rank>,
+    /// One more than the last operation the peer's call returned from.
+    pub returned: OpId,
+    /// The peer's heartbeat: a count it raises whenever it runs inside the
+    /// library (when a call starts and returns, on every turn of its drive
+    /// loop, before every wait, while it serves after its program). A rank
+    /// that waits inside a call keeps it moving; only one whose count
+    /// stands still for the failure timeout can be suspected.
+    pub beat: u64,
     /// The peer's program has ended: it enters no further operation.
     pub left: bool,
 }
 
 impl PeerView {
-    /// Nothing known: never entered, waits on nobody, has not left.
-    pub const UNKNOWN: PeerView = PeerView {
+    /// Never entered, never returned, no beat, has not left.
+    pub const START: PeerView = PeerView {
         entered: 0,
-        awaiting: None,
+        returned: 0,
+        beat: 0,
         left: false,
     };
+
+    /// True while the peer is inside a call: it entered an operation and
+    /// has not returned from it.
+    pub fn in_call(&self) -> bool {
+        self.entered > self.returned
+    }
 }
 
 /// One rank's connection to its team, as the [driver](super::Driver) uses it.
@@ -112,14 +123,20 @@ pub trait Transport {
     /// this rank's own death) and wakes them to learn it.
     fn declare_failed(&self, rank: Rank);
 
-    /// What is known of `peer`'s progress, for the timeout detector.
-    fn peer(&self, peer: Rank) -> PeerView;
+    /// What is known of `peer`'s progress, for the timeout detector;
+    /// `None` if this transport cannot know it (the detector then never
+    /// suspects that peer).
+    fn peer(&self, peer: Rank) -> Option<PeerView>;
 
     /// Publishes that this rank entered operation `op`.
     fn publish_entered(&self, op: OpId);
 
-    /// Publishes the peer this rank's current call waits on.
-    fn publish_awaiting(&self, peer: Option<Rank>);
+    /// Publishes that this rank's call of operation `op` returned.
+    fn publish_returned(&self, op: OpId);
+
+    /// Raises this rank's heartbeat (see [`PeerView::beat`]). Called on
+    /// every turn of the drive loop: it must cost no more than a store.
+    fn beat(&mut self);
 
     /// Counts a message as in flight: called once per message the driver
     /// hands to [`send`](Transport::send) or keeps in its outbox, so that an

@@ -231,8 +231,13 @@ pub struct Allreduce<'p, P, O> {
     held: Vec<(Rank, Msg<Contribution<P>>)>,
     /// Ranks reported failed.
     failed: Vec<Rank>,
-    /// No further round is possible: every root was tried.
+    /// No further round is possible: every root was tried, or a root found
+    /// too many failures.
     exhausted: bool,
+    /// The round's root found too many failures, and its broadcast said
+    /// so: this rank relays that finding (so that every live rank gets it)
+    /// but takes part in no further round.
+    poisoned: bool,
     /// The latest time handed in: the inner cores of a round started in
     /// between calls get it, so their time never runs backwards.
     now: Tick,
@@ -270,6 +275,7 @@ where
             held: Vec::new(),
             failed: Vec::new(),
             exhausted: false,
+            poisoned: false,
             now: 0,
         })
     }
@@ -315,6 +321,7 @@ where
             held: self.held,
             failed: self.failed,
             exhausted: self.exhausted,
+            poisoned: self.poisoned,
             now: self.now,
         }
     }
@@ -453,6 +460,7 @@ where
     fn deliver(&mut self, got: Contribution<P>) {
         if got.info.subtree_failed {
             self.exhausted = true;
+            self.poisoned = true;
             self.output = Some(AllreduceOutput::TooManyFailures { root: self.root });
             return;
         }
@@ -507,7 +515,7 @@ where
             self.take_reduce_output();
             return Some(tx);
         }
-        if self.exhausted && self.decided.is_none() {
+        if self.exhausted && self.decided.is_none() && !self.poisoned {
             return None;
         }
         self.bcast.poll_transmit(now)
@@ -522,7 +530,8 @@ where
     }
 
     fn is_quiescent(&self) -> bool {
-        self.reduce.is_quiescent() && (self.exhausted || self.bcast.is_quiescent())
+        self.reduce.is_quiescent()
+            && ((self.exhausted && !self.poisoned) || self.bcast.is_quiescent())
     }
 
     fn header(&self) -> Header {

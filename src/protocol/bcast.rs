@@ -445,4 +445,22 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
     fn uses_time(&self) -> bool {
         self.plan.uses_time()
     }
+
+    /// Until it holds the value.
+    fn output_from_root(&self) -> bool {
+        self.value.is_none()
+    }
+
+    /// The tree parent, while this rank waits for its tree message: it has
+    /// none, and no ancestor is known to have failed. (Correction messages
+    /// come from whichever neighbours live; only the tree message has one
+    /// sender to wait on.) A hung parent is thereby found by the timeout
+    /// detector once, and from then on the rank is orphaned at the start of
+    /// every broadcast instead of waiting out a grace period in each.
+    fn awaiting(&self) -> Option<Rank> {
+        if self.by_tree || self.orphaned {
+            return None;
+        }
+        self.plan.tree.parent(self.me).map(|p| self.to_actual(p))
+    }
 }

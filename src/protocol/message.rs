@@ -58,11 +58,15 @@ pub enum Tag {
     UpCorrection = 4,
     /// Tree phase of reduce: a partial result from a child to its parent.
     Upward = 5,
+    /// Not a core's: an engine tells the team that the operation is
+    /// aborted, because the sender met a message of another call in it (a
+    /// mismatch). Engines never hand it to a core.
+    Abort = 6,
 }
 
 impl Tag {
     /// Number of tags, for per-tag counters.
-    pub const COUNT: usize = 6;
+    pub const COUNT: usize = 7;
 
     /// Every tag, in the order of its number.
     pub const ALL: [Tag; Tag::COUNT] = [
@@ -72,6 +76,7 @@ impl Tag {
         Tag::Stop,
         Tag::UpCorrection,
         Tag::Upward,
+        Tag::Abort,
     ];
 
     /// True for messages of a broadcast's ring correction phase.

@@ -176,6 +176,18 @@ pub trait Protocol {
         false
     }
 
+    /// True while the core's output can only come from its root (the
+    /// [`Header::root`]), directly or relayed: a broadcast before it has the
+    /// value. An engine that knows the root failed before it entered the
+    /// operation ends the call with [`Error::RootFailed`](crate::Error) at
+    /// once, and one that learns it failed later gives the value a failure
+    /// timeout to arrive from the ranks the root reached. Default: false
+    /// (a reduce's non-root delivers its own part whether the root lives or
+    /// not).
+    fn output_from_root(&self) -> bool {
+        false
+    }
+
     /// A peer this core is blocked on: it cannot finish before that peer's
     /// message or its [`Event::PeerFailed`]. An engine's timeout detector
     /// suspects this rank when nothing comes for too long. `None` (the

@@ -91,7 +91,8 @@ impl<'t> Comm<'t> {
         let op = self.begin_op()?;
         let started = self.driver.call_started();
         let shared = self.shared;
-        let mut core = Bcast::new(&shared.plans.bcast, root, self.rank, op, words)?;
+        let mut core = Bcast::new(&shared.plans.bcast, root, self.rank, op, words)
+            .map_err(|e| self.abandon(op, e))?;
         let got = match self.driver.drive(op, started, &mut core) {
             Ok(got) => got,
             Err(e) => return Err(self.root_failed(e, op, root)),
@@ -137,16 +138,12 @@ impl<'t> Comm<'t> {
             Collective::Reduce,
             input,
             &combine,
-        )?;
+        )
+        .map_err(|e| self.abandon(id, e))?;
         match self.driver.drive(id, started, &mut core) {
             Ok(ReduceOutput::Sent) => {}
             Ok(ReduceOutput::Root { value, .. }) => *recv = T::decode(&value),
-            Ok(ReduceOutput::TooManyFailures { .. }) => {
-                return Err(Error::TooManyFailures {
-                    op: id,
-                    f: shared.plans.reduce.f(),
-                })
-            }
+            Ok(ReduceOutput::TooManyFailures { .. }) => return Err(self.too_many_failures(id)),
             Err(e) => return Err(self.root_failed(e, id, root)),
         }
         // A reduce core is finished once its call returns: nothing to keep.
@@ -199,15 +196,11 @@ impl<'t> Comm<'t> {
         let started = self.driver.call_started();
         let shared = self.shared;
         let mut core =
-            AllreduceCore::new(&shared.plans.allreduce, self.rank, id, kind, input, combine)?;
+            AllreduceCore::new(&shared.plans.allreduce, self.rank, id, kind, input, combine)
+                .map_err(|e| self.abandon(id, e))?;
         let value = match self.driver.drive(id, started, &mut core)? {
             AllreduceOutput::Value { value, .. } => value,
-            AllreduceOutput::TooManyFailures { .. } => {
-                return Err(Error::TooManyFailures {
-                    op: id,
-                    f: shared.plans.reduce.f(),
-                })
-            }
+            AllreduceOutput::TooManyFailures { .. } => return Err(self.too_many_failures(id)),
         };
         // A pair exchange is over once delivered; a rooted core may have to
         // join a later round. Kept, it gets a function of its own: the one
@@ -217,6 +210,21 @@ impl<'t> Comm<'t> {
         }
         self.driver.record_latency(started);
         Ok(value)
+    }
+
+    /// A call that ends before its core is driven still returns: peers
+    /// must not take this rank for hung inside it.
+    fn abandon(&mut self, op: OpId, e: Error) -> Error {
+        self.driver.returned(op);
+        e
+    }
+
+    fn too_many_failures(&self, op: OpId) -> Error {
+        Error::TooManyFailures {
+            op,
+            f: self.shared.plans.reduce.f(),
+            failed: self.failed_ranks(),
+        }
     }
 
     /// A timeout while the root is known failed is the root's failure.
@@ -237,14 +245,21 @@ impl<'t> Comm<'t> {
         Ok(())
     }
 
-    /// Numbers the next operation and applies this rank's planned fault.
+    /// Numbers the next operation and applies this rank's planned fault. A
+    /// rank dead at an operation fails before it enters it (its peers can
+    /// tell it never took part); a hung one hangs inside it.
     fn begin_op(&mut self) -> Result<OpId, Error> {
+        self.driver.check_alive()?;
+        let fault = self
+            .shared
+            .faults()
+            .lookup(self.rank, self.driver.next_op());
+        if let Some(Fault::Dead | Fault::DieAfterSends(0)) = fault {
+            self.driver.die();
+            return Err(Error::Failed(self.rank));
+        }
         let op = self.driver.enter()?;
-        match self.shared.faults().lookup(self.rank, op) {
-            Some(Fault::Dead) | Some(Fault::DieAfterSends(0)) => {
-                self.driver.die();
-                Err(Error::Failed(self.rank))
-            }
+        match fault {
             Some(Fault::Hang) => {
                 self.hang();
                 Err(Error::Hung(self.rank))
@@ -253,7 +268,7 @@ impl<'t> Comm<'t> {
                 self.driver.die_after_sends(n);
                 Ok(op)
             }
-            None => Ok(op),
+            _ => Ok(op),
         }
     }
 

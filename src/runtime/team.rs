@@ -327,9 +327,13 @@ pub(crate) struct Counters {
     pub(crate) consumed: AtomicU64,
     /// One more than the last operation the rank entered (0: none yet).
     pub(crate) entered: AtomicU32,
-    /// One more than the peer the rank's current core waits on (0: none),
-    /// so that a rank blocked behind a hung peer is not taken for hung.
-    pub(crate) awaiting: AtomicU32,
+    /// One more than the last operation the rank's call returned from: the
+    /// rank is inside a call while `entered > returned`.
+    pub(crate) returned: AtomicU32,
+    /// The rank's heartbeat, raised whenever it runs inside the library:
+    /// a rank waiting behind a hung peer keeps it moving, so it is never
+    /// taken for hung.
+    pub(crate) beat: AtomicU64,
     /// After its closure: the liveness epoch whose failures the rank has
     /// handled (`u64::MAX`: it serves nothing, failed or hung).
     pub(crate) epoch_seen: AtomicU64,

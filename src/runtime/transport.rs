@@ -106,24 +106,29 @@ impl Transport for MailboxTransport<'_> {
         self.shared.fail(rank);
     }
 
-    fn peer(&self, peer: Rank) -> PeerView {
+    fn peer(&self, peer: Rank) -> Option<PeerView> {
         let c = &self.shared.counters[peer as usize];
-        let awaiting = c.awaiting.load(Ordering::Acquire);
-        PeerView {
+        Some(PeerView {
             entered: c.entered.load(Ordering::Acquire),
-            awaiting: awaiting.checked_sub(1),
+            returned: c.returned.load(Ordering::Acquire),
+            beat: c.beat.load(Ordering::Acquire),
             left: c.left.load(Ordering::Acquire),
-        }
+        })
     }
 
     fn publish_entered(&self, op: OpId) {
         self.counters().entered.store(op + 1, Ordering::Release);
     }
 
-    fn publish_awaiting(&self, peer: Option<Rank>) {
-        self.counters()
-            .awaiting
-            .store(peer.map_or(0, |p| p + 1), Ordering::Release);
+    fn publish_returned(&self, op: OpId) {
+        self.counters().returned.store(op + 1, Ordering::Release);
+    }
+
+    // One writer, as for the message counters below.
+    #[inline]
+    fn beat(&mut self) {
+        let beat = &self.counters().beat;
+        beat.store(beat.load(Ordering::Relaxed) + 1, Ordering::Release);
     }
 
     // The counters have one writer, this rank: a load and a store count
