@@ -432,19 +432,6 @@ impl<'t, T: Transport> Driver<'t, T> {
                 self.take(core, op, tick, from, msg)?;
                 continue;
             }
-            if core.output_from_root() {
-                if let Some(r) = root.filter(|&r| self.transport.is_failed(r)) {
-                    if self.transport.peer(r).is_some_and(|v| v.entered <= op) {
-                        // It failed before it entered: no value exists.
-                        return Err(Error::RootFailed { op, root: r });
-                    }
-                    let now = self.transport.now();
-                    let lost = *root_lost_at.get_or_insert(now);
-                    if now.saturating_sub(lost) >= self.config.failure_timeout {
-                        return Err(Error::RootFailed { op, root: r });
-                    }
-                }
-            }
             self.serve_lingering()?;
             // Spin first, without the clock: a message due within a
             // microsecond or two skips all that follows.
@@ -453,6 +440,11 @@ impl<'t, T: Transport> Driver<'t, T> {
             }
             let now = self.transport.now();
             let limit = *deadline.get_or_insert(now.saturating_add(self.config.op_timeout));
+            if let Some(r) = root.filter(|_| core.output_from_root()) {
+                if let Some(lost) = self.root_gone(r, op, now, &mut root_lost_at) {
+                    return Err(lost);
+                }
+            }
             let awaiting = core.awaiting();
             if let Some(p) = awaiting.filter(|&p| {
                 self.transport
@@ -506,6 +498,31 @@ impl<'t, T: Transport> Driver<'t, T> {
             }
         }
         Ok(output.expect("loop ends with output"))
+    }
+
+    /// For a core whose output can only come from `root`: the error to end
+    /// the call with, if the root is gone. A root that failed, or whose
+    /// program ended, before it entered operation `op` never sent a value:
+    /// at once. One that failed inside the operation may have reached some
+    /// ranks, whose correction may still bring the value: after the failure
+    /// timeout, counted from when this rank first saw it gone.
+    fn root_gone(
+        &self,
+        root: Rank,
+        op: OpId,
+        now: Tick,
+        lost_at: &mut Option<Tick>,
+    ) -> Option<Error> {
+        let failed = self.transport.is_failed(root);
+        let view = self.transport.peer(root);
+        let never_entered = view.is_some_and(|v| v.entered <= op);
+        let left = view.is_some_and(|v| v.left);
+        if !(failed || left && never_entered) {
+            return None;
+        }
+        let lost = *lost_at.get_or_insert(now);
+        (never_entered || now.saturating_sub(lost) >= self.config.failure_timeout)
+            .then_some(Error::RootFailed { op, root })
     }
 
     /// Whether the call may return, given the core's answer and, for
@@ -717,11 +734,10 @@ impl<'t, T: Transport> Driver<'t, T> {
     /// Sends one message, or keeps it in the outbox if the channel is full.
     /// Messages to failed ranks vanish, as fail-stop says.
     fn transmit(&mut self, op: OpId, to: Rank, msg: Msg<T::Payload>) -> Result<(), Error> {
-        if self.state != RankState::Alive {
-            // Fail-stop: a rank that died (say, by its send budget while a
-            // lingering core was sending) sends nothing more.
-            return Err(Error::Failed(self.transport.rank()));
-        }
+        // Fail-stop: a rank that died (say, by its send budget while a
+        // lingering core was sending), or was declared failed while it was
+        // only slow, sends nothing more.
+        self.check_alive()?;
         if let Some(rec) = self.records.get_mut(op as usize) {
             rec.sends += 1;
         }

@@ -268,6 +268,10 @@ impl<'t> Comm<'t> {
                 self.driver.die_after_sends(n);
                 Ok(op)
             }
+            Some(Fault::Stall(pause)) => {
+                std::thread::sleep(pause);
+                Ok(op)
+            }
             _ => Ok(op),
         }
     }

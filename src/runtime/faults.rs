@@ -15,6 +15,12 @@ pub enum Fault {
     /// nothing, and nobody is told. Its own call returns
     /// [`crate::Error::Hung`] when the rest of the team has finished.
     Hang,
+    /// Stops inside the operation for a while, as a descheduled or frozen
+    /// thread would, then goes on: no heartbeat, no message in between.
+    /// Longer than the failure timeout, the rank is declared failed
+    /// meanwhile (a zombie): it then gets [`crate::Error::Failed`] for this
+    /// and every later operation, and nothing it would send enters a result.
+    Stall(std::time::Duration),
 }
 
 /// What fails where. Operations are numbered from 0 in the order each rank
