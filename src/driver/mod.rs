@@ -252,7 +252,9 @@ impl<'t, T: Transport> Driver<'t, T> {
     }
 
     /// Fail-stop emulation: this rank dies right after its `n`-th send in
-    /// the current operation (`n > 0`).
+    /// the current operation (`n > 0`), or, if it sends fewer, when its
+    /// call ends (after its last send, before it returns): the kill point
+    /// always fires.
     pub fn die_after_sends(&mut self, n: u32) {
         self.send_budget = Some(n);
     }
@@ -297,9 +299,15 @@ impl<'t, T: Transport> Driver<'t, T> {
         C: Protocol,
         T::Payload: Carries<C::Payload>,
     {
-        let result = self.drive_loop(op, started, core);
+        let mut result = self.drive_loop(op, started, core);
         if let Some(msg) = self.mismatched.take() {
             self.abort_team(op, &core.header(), msg);
+        }
+        if self.send_budget.take().is_some() && self.state == RankState::Alive {
+            // Fewer sends than the kill point: it dies at the call's end.
+            self.flush_outbox();
+            self.die();
+            result = Err(Error::Failed(self.transport.rank()));
         }
         self.returned(op);
         if result.is_ok() {
@@ -453,7 +461,8 @@ impl<'t, T: Transport> Driver<'t, T> {
             }) {
                 // Its program ended without calling this operation: it will
                 // never take part, which for this operation is failure.
-                core.handle(tick.max(now), Event::PeerFailed(p));
+                tick = tick.max(now);
+                core.handle(tick, Event::PeerFailed(p));
                 continue;
             }
             let failure_timeout = self.config.failure_timeout;

@@ -9,7 +9,9 @@ pub enum Fault {
     /// Dead before the operation starts: it never sends again, and messages
     /// to it vanish. The registry knows at once.
     Dead,
-    /// Dies right after its n-th send in the operation (n = 0: before any).
+    /// Dies right after its n-th send in the operation (n = 0: before it
+    /// enters it). If the operation takes fewer sends, the rank dies when
+    /// its call ends, after its last send: the point always fires.
     DieAfterSends(u32),
     /// Stays alive but silent from the operation on: sends nothing, answers
     /// nothing, and nobody is told. Its own call returns

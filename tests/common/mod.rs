@@ -1,6 +1,9 @@
 //! Helpers shared by the exhaustive simulator tests: fault sets and kill
 //! points.
 
+// Each test file uses its own share of these.
+#![allow(dead_code)]
+
 use corrected::sim::engine::UNLIMITED;
 use corrected::types::Rank;
 

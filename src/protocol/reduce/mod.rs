@@ -378,6 +378,25 @@ impl<'p, P: Copy + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
             }
             self.deliver_root(acc, own_notes, Some(c.info));
         } else if self.children.iter().all(|(_, s)| !pending(s)) && self.peers_done() {
+            // No complete subtree, but a result an earlier allreduce round
+            // delivered came in (Section 5: a decided value replaces the
+            // reduction): it is the answer, complete by the round that made
+            // it. Only beyond the budget does this happen; without it, ranks
+            // that delivered it would disagree with the rest.
+            let own = self.up_corrected();
+            let decided = self
+                .children
+                .iter()
+                .find_map(|&(_, s)| match s {
+                    Slot::Got(c) if c.decided => Some(c),
+                    _ => None,
+                })
+                .or(own.decided.then_some(own));
+            if let Some(c) = decided {
+                let info = self.info;
+                self.deliver_root(c, info, None);
+                return;
+            }
             // Best effort beyond the budget: the root's own notes only where
             // no delivered subtree can have them (no child delivered at all,
             // or none holding a member of the root's group).

@@ -1,0 +1,230 @@
+//! The kill matrix on threads (issue 12): every victim set of up to f + 1
+//! ranks, each victim killed at a point of its operation (before it, after
+//! its n-th send, or at the end of its call: a kill point always fires),
+//! for broadcast, reduce, allreduce and barrier, P up to 9, f = 1 and 2.
+//!
+//! Within the budget every live rank gets the exact result (Sections 4.1
+//! and 5.1: every live input exactly once, a failed rank's everywhere or
+//! nowhere; a broadcast from a live root delivers everywhere). Beyond it,
+//! an allreduce or barrier ends on every live rank in the same exact result
+//! or in `TooManyFailures`, and a reduce's root in the exact result or
+//! `TooManyFailures`. Always: no live rank is declared failed, and no call
+//! waits longer than the failure timeout plus slack (the operation timeout
+//! is set far above it, so a call that waited it out fails the test).
+
+use std::time::{Duration, Instant};
+
+use corrected::runtime::{Fault, FaultSchedule, Team};
+use corrected::sim::engine::NEVER;
+use corrected::sim::reduce::{includes_exactly, input_of};
+use corrected::types::{Rank, Tick};
+use corrected::Error;
+
+mod common;
+use common::subsets;
+
+const FAILURE_TIMEOUT: Duration = Duration::from_secs(1);
+/// Failure timeout plus room for a slow scheduler; far below the
+/// operation timeout.
+const BOUND: Duration = Duration::from_secs(4);
+
+/// After the n-th send, or the end of the call (a rank sends at most a few
+/// dozen messages in these teams).
+const END: u32 = 1 << 20;
+
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    Bcast,
+    Reduce,
+    Allreduce,
+    Barrier,
+}
+
+fn wrapping_sum(a: &u64, b: &u64) -> u64 {
+    a.wrapping_add(*b)
+}
+
+/// Kill points for a victim set of `size` ranks: every one for a single
+/// victim, fewer per victim as sets grow (the product stays small).
+fn points(size: usize) -> &'static [u32] {
+    match size {
+        1 => &[0, 1, 2, 3, 4, 6, 8, END],
+        2 => &[0, 1, 3, END],
+        _ => &[0, 2, END],
+    }
+}
+
+/// Every assignment of `pts` to the members of `set`.
+fn assignments(set: &[Rank], pts: &[u32]) -> Vec<Vec<(Rank, u32)>> {
+    let mut out = vec![vec![]];
+    for &r in set {
+        out = out
+            .into_iter()
+            .flat_map(|a| {
+                pts.iter().map(move |&p| {
+                    let mut b = a.clone();
+                    b.push((r, p));
+                    b
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+struct Case {
+    procs: u32,
+    f: u32,
+    op: Op,
+    kills: Vec<(Rank, u32)>,
+}
+
+impl Case {
+    fn name(&self) -> String {
+        format!(
+            "P={} f={} {:?} kills {:?}",
+            self.procs, self.f, self.op, self.kills
+        )
+    }
+
+    fn run(&self) {
+        let faults = self.kills.iter().fold(FaultSchedule::none(), |s, &(r, n)| {
+            s.at(r, 0, Fault::DieAfterSends(n))
+        });
+        let team = Team::builder()
+            .ranks(self.procs)
+            .fault_budget(self.f)
+            .faults(faults)
+            .failure_timeout(FAILURE_TIMEOUT)
+            .op_timeout(Duration::from_secs(60))
+            .build()
+            .unwrap();
+        let op = self.op;
+        let report = team.run(|comm| {
+            let me = comm.rank();
+            let mine = input_of(me);
+            let mut out = 0u64;
+            let started = Instant::now();
+            let got = match op {
+                Op::Bcast => {
+                    out = if me == 0 { mine } else { 0 };
+                    comm.broadcast_into(0, &mut out).map(|()| Some(out))
+                }
+                Op::Reduce => comm
+                    .reduce_into(0, &mine, &mut out, wrapping_sum)
+                    .map(|()| (me == 0).then_some(out)),
+                Op::Allreduce => comm
+                    .all_reduce_into(&mine, &mut out, wrapping_sum)
+                    .map(|()| Some(out)),
+                Op::Barrier => comm.barrier().map(|()| None),
+            };
+            (got, started.elapsed())
+        });
+        let name = self.name();
+        let victims: Vec<Rank> = self.kills.iter().map(|&(r, _)| r).collect();
+        assert!(
+            report.failed.iter().all(|r| victims.contains(r)),
+            "{name}: live ranks declared failed: {:?}",
+            report.failed
+        );
+        // Every kill point fires.
+        let mut dead = report.failed.clone();
+        dead.sort_unstable();
+        let mut want = victims.clone();
+        want.sort_unstable();
+        assert_eq!(dead, want, "{name}: the victims die");
+        // Dead before the operation (0), or dying in it (1): a dying rank's
+        // input may be in the result, exactly once.
+        let death: Vec<Tick> = (0..self.procs)
+            .map(|r| match self.kills.iter().find(|&&(k, _)| k == r) {
+                Some(&(_, 0)) => 0,
+                Some(_) => 1,
+                None => NEVER,
+            })
+            .collect();
+        let within = victims.len() as u32 <= self.f;
+        let root_dead = victims.contains(&0);
+        let mut agreed: Option<Result<Option<u64>, ()>> = None;
+        for (r, (got, took)) in report.returned().filter(|(r, _)| !victims.contains(r)) {
+            assert!(*took < BOUND, "{name}: rank {r} took {took:?}");
+            let exact = |v: u64| includes_exactly(v, &death);
+            match (op, got) {
+                (Op::Bcast, Ok(v)) => assert_eq!(*v, Some(input_of(0)), "{name}: rank {r}"),
+                (Op::Bcast, Err(Error::RootFailed { root: 0, .. })) if root_dead => {}
+                (Op::Reduce, Ok(None)) => assert_ne!(r, 0, "{name}"),
+                (Op::Reduce, Ok(Some(v))) => assert!(exact(*v), "{name}: root got {v:#x}"),
+                (Op::Reduce, Err(Error::RootFailed { root: 0, .. })) if root_dead => {}
+                (Op::Reduce, Err(Error::TooManyFailures { .. })) if !within && r == 0 => {}
+                (Op::Allreduce | Op::Barrier, Ok(v)) => {
+                    if let Some(v) = v {
+                        assert!(exact(*v), "{name}: rank {r} got {v:#x}");
+                    }
+                    assert_eq!(
+                        *agreed.get_or_insert(Ok(*v)),
+                        Ok(*v),
+                        "{name}: rank {r} disagrees"
+                    );
+                }
+                (Op::Allreduce | Op::Barrier, Err(Error::TooManyFailures { .. })) if !within => {
+                    assert_eq!(
+                        *agreed.get_or_insert(Err(())),
+                        Err(()),
+                        "{name}: rank {r} disagrees"
+                    );
+                }
+                (_, other) => panic!("{name}: live rank {r} got {other:?}"),
+            }
+        }
+    }
+}
+
+fn matrix(procs: u32, f: u32, op: Op) -> usize {
+    let mut runs = 0;
+    for set in subsets(procs, f + 1) {
+        if set.is_empty() || (matches!(op, Op::Bcast) && set.len() as u32 > f + 1) {
+            continue;
+        }
+        for kills in assignments(&set, points(set.len())) {
+            Case {
+                procs,
+                f,
+                op,
+                kills,
+            }
+            .run();
+            runs += 1;
+        }
+    }
+    runs
+}
+
+#[test]
+fn kill_matrix_p5_f1() {
+    for op in [Op::Bcast, Op::Reduce, Op::Allreduce, Op::Barrier] {
+        assert!(matrix(5, 1, op) > 100);
+    }
+}
+
+#[test]
+fn kill_matrix_p9_f2() {
+    for op in [Op::Bcast, Op::Reduce, Op::Allreduce, Op::Barrier] {
+        assert!(matrix(9, 2, op) > 1000);
+    }
+}
+
+#[test]
+fn kill_matrix_p9_f1() {
+    for op in [Op::Bcast, Op::Reduce, Op::Allreduce, Op::Barrier] {
+        assert!(matrix(9, 1, op) > 500);
+    }
+}
+
+#[test]
+fn kill_matrix_small_teams() {
+    // A pair (the pair exchange), and teams one group covers.
+    for (procs, f) in [(2, 1), (3, 1), (3, 2), (4, 2)] {
+        for op in [Op::Bcast, Op::Reduce, Op::Allreduce, Op::Barrier] {
+            assert!(matrix(procs, f, op) > 10);
+        }
+    }
+}
