@@ -311,3 +311,85 @@ fn a_rank_declared_failed_while_slow_stays_out() {
         }
     }
 }
+
+/// Agreement on the failed ranks: whatever fails before or during it, every
+/// live rank ends with the same list, and every rank listed has failed.
+#[test]
+fn every_live_rank_agrees_on_the_failed_ranks() {
+    let _s = serial();
+    // Rank 3 is dead from the start; the first coordinator (rank 0) dies
+    // after one send of its round (operation 0), rank 6 in its own round
+    // (operation 6), before sending anything.
+    let faults = FaultSchedule::none()
+        .kill(3, 0)
+        .at(0, 0, Fault::DieAfterSends(1))
+        .kill(6, 6);
+    let report = team(8, 1, faults, Duration::from_millis(500)).run(|comm| comm.agree_failed());
+    let mut lists = report
+        .returned()
+        .filter(|(r, _)| ![0, 3, 6].contains(r))
+        .map(|(r, got)| (r, got.clone().unwrap_or_else(|e| panic!("rank {r}: {e}"))));
+    let (_, first) = lists.next().unwrap();
+    assert!(first.iter().all(|r| report.failed.contains(r)), "{first:?}");
+    assert!(first.contains(&3), "rank 3 was dead before the agreement");
+    for (r, list) in lists {
+        assert_eq!(list, first, "rank {r}");
+    }
+}
+
+/// Shrink: after failures beyond the budget the survivors renumber densely,
+/// get a fresh budget, and go on; a failure after the shrink is within the
+/// new budget again.
+#[test]
+fn shrink_lets_the_survivors_go_on() {
+    let _s = serial();
+    // Ranks 4 and 5 die before operation 0 (beyond f = 1). The shrink's
+    // agreement takes one operation per rank (1 to 8), so operation 9 is
+    // the first of the shrunk communicator, and team rank 7 (rank 5 after
+    // the shrink) dies after one send in operation 10.
+    let faults = FaultSchedule::none()
+        .kill(4, 0)
+        .kill(5, 0)
+        .at(7, 10, Fault::DieAfterSends(1));
+    let report = team(8, 1, faults, Duration::from_secs(5)).run(|comm| {
+        let team_rank = comm.rank();
+        let mine = input(team_rank);
+        let mut out = 0u64;
+        let first = comm.all_reduce_into(&mine, &mut out, SystemOperation::sum());
+        let left_out = comm.shrink();
+        let shrunk = (comm.rank(), comm.size(), comm.fault_budget());
+        let mut results = Vec::new();
+        for _ in 0..3 {
+            results.push(
+                comm.all_reduce_into(&mine, &mut out, SystemOperation::sum())
+                    .map(|()| out),
+            );
+        }
+        (first, left_out, shrunk, results)
+    });
+    assert_eq!(report.failed, vec![4, 5, 7]);
+    let survivors: u64 = [0, 1, 2, 3, 6, 7].iter().map(|&r| input(r)).sum();
+    let mut first_after = None;
+    for (r, (first, left_out, shrunk, results)) in
+        report.returned().filter(|&(r, _)| r < 4 || r == 6)
+    {
+        assert!(
+            matches!(first, Err(Error::TooManyFailures { .. })),
+            "rank {r}: {first:?}"
+        );
+        assert_eq!(*left_out, Ok(vec![4, 5]), "rank {r}");
+        let dense = if r == 6 { 4 } else { r };
+        assert_eq!(*shrunk, (dense, 6, 1), "rank {r}");
+        assert_eq!(results[0], Ok(survivors), "rank {r}");
+        // Rank 7 died inside the next one: its input in all results or none.
+        let v = results[1]
+            .clone()
+            .unwrap_or_else(|e| panic!("rank {r}: {e}"));
+        assert!(
+            v == survivors || v == survivors - input(7),
+            "rank {r}: {v:#x}"
+        );
+        assert_eq!(*first_after.get_or_insert(v), v, "rank {r} disagrees");
+        assert_eq!(results[2], Ok(survivors - input(7)), "rank {r}");
+    }
+}

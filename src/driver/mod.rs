@@ -41,9 +41,11 @@
 mod detector;
 pub(crate) mod fence;
 mod lingering;
+mod members;
 pub mod memory;
 mod transport;
 
+pub use members::Members;
 pub use transport::{Carries, PeerView, Transport};
 
 use std::collections::VecDeque;
@@ -135,7 +137,14 @@ pub struct Driver<'t, T: Transport> {
     state: RankState,
     /// The operation this rank is in, and messages of later ones.
     fence: Fence<Msg<T::Payload>>,
-    lingering: VecDeque<Box<dyn Lingering<T::Payload> + 't>>,
+    lingering: VecDeque<Kept<'t, T::Payload>>,
+    /// The communicator's ranks as transport ranks (see [`Members`]): the
+    /// cores of calls from now on number ranks so. Every other rank number
+    /// the driver holds (outbox, fence, failures, detector) is a transport
+    /// rank.
+    members: Members<'t>,
+    /// This rank in the communicator's numbering.
+    me: Rank,
     /// Sends a full channel refused, in order; retried before any new send.
     outbox: VecDeque<(Rank, Msg<T::Payload>)>,
     /// The registry's epoch whose failures every core has been told.
@@ -155,12 +164,15 @@ pub struct Driver<'t, T: Transport> {
 impl<'t, T: Transport> Driver<'t, T> {
     /// A driver for one rank over `transport`.
     pub fn new(transport: T, config: DriverConfig) -> Self {
+        let me = transport.rank();
         Driver {
             transport,
             config,
             state: RankState::Alive,
             fence: Fence::new(),
             lingering: VecDeque::new(),
+            members: Members::ALL,
+            me,
             outbox: VecDeque::new(),
             seen_epoch: u64::MAX,
             known_failed: Vec::new(),
@@ -202,6 +214,45 @@ impl<'t, T: Transport> Driver<'t, T> {
         self.records
     }
 
+    /// The communicator's ranks (see [`Members`]).
+    pub fn members(&self) -> Members<'t> {
+        self.members
+    }
+
+    /// This rank in the communicator's numbering.
+    pub fn rank(&self) -> Rank {
+        self.me
+    }
+
+    /// The communicator's size.
+    pub fn size(&self) -> u32 {
+        self.members.size(self.transport.procs())
+    }
+
+    /// From the next call on, cores number ranks as `members` says (a
+    /// shrink). Cores kept from earlier calls keep their numbering.
+    ///
+    /// # Panics
+    ///
+    /// If this rank is not a member.
+    pub fn set_members(&mut self, members: Members<'t>) {
+        self.me = members
+            .of_transport(self.transport.rank())
+            .expect("a rank shrinks only into a communicator it is in");
+        self.members = members;
+    }
+
+    /// The failed ranks the registry lists that are members, in the
+    /// communicator's numbering.
+    pub fn failed_members(&self) -> Vec<Rank> {
+        let members = self.members;
+        self.transport
+            .failed()
+            .into_iter()
+            .filter_map(|t| members.of_transport(t))
+            .collect()
+    }
+
     /// How many cores of past operations are kept.
     pub fn lingering(&self) -> usize {
         self.lingering.len()
@@ -214,14 +265,13 @@ impl<'t, T: Transport> Driver<'t, T> {
 
     /// Fails if this rank has failed, hung, or been declared failed.
     pub fn check_alive(&mut self) -> Result<(), Error> {
-        let me = self.transport.rank();
-        if self.state == RankState::Alive && self.transport.is_failed(me) {
+        if self.state == RankState::Alive && self.transport.is_failed(self.transport.rank()) {
             // Declared failed by another rank's timeout detector.
             self.state = RankState::Failed;
         }
         match self.state {
-            RankState::Failed => Err(Error::Failed(me)),
-            RankState::Hung => Err(Error::Hung(me)),
+            RankState::Failed => Err(Error::Failed(self.me)),
+            RankState::Hung => Err(Error::Hung(self.me)),
             RankState::Alive => Ok(()),
         }
     }
@@ -307,12 +357,12 @@ impl<'t, T: Transport> Driver<'t, T> {
             // Fewer sends than the kill point: it dies at the call's end.
             self.flush_outbox();
             self.die();
-            result = Err(Error::Failed(self.transport.rank()));
+            result = Err(Error::Failed(self.me));
         }
         self.returned(op);
         if result.is_ok() {
             let done = core.header();
-            self.lingering.retain(|c| !c.retired_by(&done));
+            self.lingering.retain(|k| !k.core.retired_by(&done));
         }
         result
     }
@@ -331,7 +381,6 @@ impl<'t, T: Transport> Driver<'t, T> {
     /// it, instead of waiting for a result that cannot come; ranks past it
     /// drop the core they kept for it.
     fn abort_team(&mut self, op: OpId, mine: &Header, theirs: Msg<T::Payload>) {
-        let me = self.transport.rank();
         let abort = Msg {
             op,
             kind: mine.kind,
@@ -339,7 +388,9 @@ impl<'t, T: Transport> Driver<'t, T> {
             tag: Tag::Abort,
             payload: theirs.payload,
         };
-        for to in (0..self.transport.procs()).filter(|&r| r != me) {
+        let me = self.me;
+        for r in (0..self.size()).filter(|&r| r != me) {
+            let to = self.members.to_transport(r);
             if self.transmit(op, to, abort).is_err() {
                 return;
             }
@@ -360,7 +411,10 @@ impl<'t, T: Transport> Driver<'t, T> {
         if self.lingering.len() == self.config.linger {
             self.lingering.pop_front();
         }
-        self.lingering.push_back(Box::new(core));
+        self.lingering.push_back(Kept {
+            members: self.members,
+            core: Box::new(core),
+        });
     }
 
     fn drive_loop<C>(
@@ -390,10 +444,9 @@ impl<'t, T: Transport> Driver<'t, T> {
         for (from, msg) in self.fence.release(op) {
             self.hand(core, op, tick, from, msg)?;
         }
-        let me = self.transport.rank();
-        for &r in self.known_failed.iter().filter(|&&r| r != me) {
-            core.handle(tick, Event::PeerFailed(r));
-        }
+        tell_failures::<T::Payload, C>(core, &self.known_failed, self.members, self.me, tick);
+        let me = self.me;
+        let members = self.members;
         let mut deadline = started.map(|s| s.saturating_add(self.config.op_timeout));
         let mut output = None;
         // When the call could have returned but for the core's grace.
@@ -414,7 +467,8 @@ impl<'t, T: Transport> Driver<'t, T> {
             self.flush_outbox();
             while let Some(tx) = core.poll_transmit(tick) {
                 let correction = tx.msg.tag.is_correction();
-                self.transmit(op, tx.to, tx.msg.map(<T::Payload>::wrap))?;
+                let to = members.to_transport(tx.to);
+                self.transmit(op, to, tx.msg.map(<T::Payload>::wrap))?;
                 if correction {
                     // What arrived meanwhile may stop a checked sweep: look
                     // before the next send (never wait with a send pending:
@@ -449,26 +503,30 @@ impl<'t, T: Transport> Driver<'t, T> {
             let now = self.transport.now();
             let limit = *deadline.get_or_insert(now.saturating_add(self.config.op_timeout));
             if let Some(r) = root.filter(|_| core.output_from_root()) {
-                if let Some(lost) = self.root_gone(r, op, now, &mut root_lost_at) {
-                    return Err(lost);
+                if self.root_gone(members.to_transport(r), op, now, &mut root_lost_at) {
+                    return Err(Error::RootFailed { op, root: r });
                 }
             }
             let awaiting = core.awaiting();
-            if let Some(p) = awaiting.filter(|&p| {
-                self.transport
-                    .peer(p)
+            let awaiting_t = awaiting.map(|p| members.to_transport(p));
+            if let (Some(p), Some(t)) = (awaiting, awaiting_t) {
+                if self
+                    .transport
+                    .peer(t)
                     .is_some_and(|view| view.left && view.entered <= op)
-            }) {
-                // Its program ended without calling this operation: it will
-                // never take part, which for this operation is failure.
-                tick = tick.max(now);
-                core.handle(tick, Event::PeerFailed(p));
-                continue;
+                {
+                    // Its program ended without calling this operation: it
+                    // will never take part, which for this operation is
+                    // failure.
+                    tick = tick.max(now);
+                    core.handle(tick, Event::PeerFailed(p));
+                    continue;
+                }
             }
             let failure_timeout = self.config.failure_timeout;
             if let Some(peer) =
                 self.suspect
-                    .watch(awaiting, now, &self.transport, op, failure_timeout)
+                    .watch(awaiting_t, now, &self.transport, op, failure_timeout)
             {
                 self.transport.declare_failed(peer);
                 continue;
@@ -509,29 +567,22 @@ impl<'t, T: Transport> Driver<'t, T> {
         Ok(output.expect("loop ends with output"))
     }
 
-    /// For a core whose output can only come from `root`: the error to end
-    /// the call with, if the root is gone. A root that failed, or whose
+    /// For a core whose output can only come from `root` (a transport
+    /// rank): whether to end the call with [`Error::RootFailed`]. A root that failed, or whose
     /// program ended, before it entered operation `op` never sent a value:
     /// at once. One that failed inside the operation may have reached some
     /// ranks, whose correction may still bring the value: after the failure
     /// timeout, counted from when this rank first saw it gone.
-    fn root_gone(
-        &self,
-        root: Rank,
-        op: OpId,
-        now: Tick,
-        lost_at: &mut Option<Tick>,
-    ) -> Option<Error> {
+    fn root_gone(&self, root: Rank, op: OpId, now: Tick, lost_at: &mut Option<Tick>) -> bool {
         let failed = self.transport.is_failed(root);
         let view = self.transport.peer(root);
         let never_entered = view.is_some_and(|v| v.entered <= op);
         let left = view.is_some_and(|v| v.left);
         if !(failed || left && never_entered) {
-            return None;
+            return false;
         }
         let lost = *lost_at.get_or_insert(now);
-        (never_entered || now.saturating_sub(lost) >= self.config.failure_timeout)
-            .then_some(Error::RootFailed { op, root })
+        never_entered || now.saturating_sub(lost) >= self.config.failure_timeout
     }
 
     /// Whether the call may return, given the core's answer and, for
@@ -608,6 +659,11 @@ impl<'t, T: Transport> Driver<'t, T> {
         C: Protocol,
         T::Payload: Carries<C::Payload>,
     {
+        let Some(from) = self.members.of_transport(from) else {
+            // Not in this communicator: late traffic of the team it was
+            // shrunk from.
+            return Ok(());
+        };
         let header = core.header();
         if msg.tag == Tag::Abort {
             return Err(Error::Mismatch {
@@ -665,10 +721,7 @@ impl<'t, T: Transport> Driver<'t, T> {
             self.take(core, op, now, from, msg)?;
         }
         self.known_failed = fresh;
-        let me = self.transport.rank();
-        for &r in self.known_failed.iter().filter(|&&r| r != me) {
-            core.handle(now, Event::PeerFailed(r));
-        }
+        tell_failures::<T::Payload, C>(core, &self.known_failed, self.members, self.me, now);
         self.tell_lingering_failures(now);
         Ok(())
     }
@@ -689,10 +742,9 @@ impl<'t, T: Transport> Driver<'t, T> {
     /// Hands the lingering cores every failure in `known_failed`.
     fn tell_lingering_failures(&mut self, now: Tick) {
         let me = self.transport.rank();
-        for &r in self.known_failed.iter().filter(|&&r| r != me) {
-            for l in &mut self.lingering {
-                l.handle(now, Event::PeerFailed(r));
-            }
+        for kept in &mut self.lingering {
+            let mine = kept.members.of_transport(me).unwrap_or(me);
+            tell_failures(&mut *kept.core, &self.known_failed, kept.members, mine, now);
         }
     }
 
@@ -706,7 +758,11 @@ impl<'t, T: Transport> Driver<'t, T> {
             self.fence.hold(from, msg.op, msg);
             return;
         }
-        let Some(i) = self.lingering.iter().position(|c| c.header().op == msg.op) else {
+        let Some(i) = self
+            .lingering
+            .iter()
+            .position(|k| k.core.header().op == msg.op)
+        else {
             return;
         };
         if msg.tag == Tag::Abort {
@@ -715,8 +771,13 @@ impl<'t, T: Transport> Driver<'t, T> {
             self.lingering.remove(i);
             return;
         }
+        let Some(from) = self.lingering[i].members.of_transport(from) else {
+            return;
+        };
         let now = self.transport.now();
-        self.lingering[i].handle(now, Event::Message { from, msg });
+        self.lingering[i]
+            .core
+            .handle(now, Event::Message { from, msg });
     }
 
     /// Lets lingering cores send what they have.
@@ -727,11 +788,12 @@ impl<'t, T: Transport> Driver<'t, T> {
         let now = self.transport.now();
         let mut i = 0;
         while i < self.lingering.len() {
-            while let Some(tx) = self.lingering[i].poll_transmit(now) {
-                let op = self.lingering[i].header().op;
-                self.transmit(op, tx.to, tx.msg)?;
+            while let Some(tx) = self.lingering[i].core.poll_transmit(now) {
+                let kept = &self.lingering[i];
+                let (op, to) = (kept.core.header().op, kept.members.to_transport(tx.to));
+                self.transmit(op, to, tx.msg)?;
             }
-            if self.lingering[i].is_finished() {
+            if self.lingering[i].core.is_finished() {
                 self.lingering.remove(i);
             } else {
                 i += 1;
@@ -766,7 +828,7 @@ impl<'t, T: Transport> Driver<'t, T> {
             if *left == 0 {
                 self.flush_outbox();
                 self.die();
-                return Err(Error::Failed(self.transport.rank()));
+                return Err(Error::Failed(self.me));
             }
         }
         Ok(())
@@ -882,5 +944,25 @@ impl<'t, T: Transport> Driver<'t, T> {
         self.known_failed = fresh;
         let now = self.transport.now();
         self.tell_lingering_failures(now);
+    }
+}
+
+/// A core kept after its call, with the numbering of the communicator it
+/// was made in.
+struct Kept<'t, W> {
+    members: Members<'t>,
+    core: Box<dyn Lingering<W> + 't>,
+}
+
+/// Hands `core` (rank `me` of `members`) the failure of every member in
+/// `failed` (transport ranks) but itself.
+fn tell_failures<W, C>(core: &mut C, failed: &[Rank], members: Members<'_>, me: Rank, now: Tick)
+where
+    C: Lingering<W> + ?Sized,
+{
+    for r in failed.iter().filter_map(|&t| members.of_transport(t)) {
+        if r != me {
+            core.handle(now, Event::PeerFailed(r));
+        }
     }
 }

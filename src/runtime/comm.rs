@@ -6,14 +6,14 @@
 use std::time::Duration;
 
 use crate::collectives::Collectives;
-use crate::driver::{Driver, DriverConfig, OpRecord, RankState, Transport};
+use crate::driver::{Driver, DriverConfig, Members, OpRecord, RankState, Transport};
 use crate::error::Error;
 use crate::op::Operation;
 use crate::protocol::allreduce::{AllreduceCore, AllreduceOutput};
 use crate::protocol::bcast::Bcast;
 use crate::protocol::reduce::{Contribution, Reduce, ReduceOutput};
 use crate::runtime::faults::Fault;
-use crate::runtime::team::Shared;
+use crate::runtime::team::{Generation, Plans, Shared};
 use crate::runtime::transport::MailboxTransport;
 use crate::types::{Collective, OpId, Rank};
 use crate::wire::{self, Wire, Words};
@@ -28,7 +28,8 @@ fn never_combines(_: &mut Words, _: &Words) {}
 /// through the engine-neutral [`Collectives`] trait).
 pub struct Comm<'t> {
     shared: &'t Shared<'t>,
-    rank: Rank,
+    /// The plans of this communicator: the team's, or a shrunk one's.
+    plans: &'t Plans,
     driver: Driver<'t, MailboxTransport<'t>>,
 }
 
@@ -45,19 +46,26 @@ impl<'t> Comm<'t> {
         );
         Comm {
             shared,
-            rank: driver.transport().rank(),
+            plans: shared.plans,
             driver,
         }
     }
 
-    /// This rank.
+    /// This rank (after a [shrink](Comm::shrink), its number among the
+    /// survivors).
     pub fn rank(&self) -> Rank {
-        self.rank
+        self.driver.rank()
     }
 
-    /// The team size.
+    /// The number of ranks (after a [shrink](Comm::shrink), of survivors).
     pub fn size(&self) -> u32 {
-        self.shared.ranks()
+        self.driver.size()
+    }
+
+    /// The fault budget f of reduce, allreduce and barrier: the team's, or
+    /// after a shrink the team's clamped to leave one rank alive.
+    pub fn fault_budget(&self) -> u32 {
+        self.plans.reduce.f()
     }
 
     /// True while this rank is alive (not killed, not hung, not declared
@@ -66,9 +74,109 @@ impl<'t> Comm<'t> {
         self.driver.is_alive()
     }
 
-    /// Ranks known to have failed so far.
+    /// Ranks of this communicator known to have failed so far, as this
+    /// rank knows them now. Another rank may know more or fewer at the same
+    /// moment; [`Comm::agree_failed`] gives every live rank the same list.
     pub fn failed_ranks(&self) -> Vec<Rank> {
-        self.shared.liveness.failed()
+        self.driver.failed_members()
+    }
+
+    /// Gives every live rank the same list of failed ranks: a collective
+    /// (every live rank calls it), after which the lists agree, whatever
+    /// the number of failures before or during it. Each listed rank has
+    /// failed (it is in the failure registry: killed, panicked, or declared
+    /// failed by the timeout detector); a rank that fails late in the call
+    /// may be left out, and is then found failed by later operations.
+    ///
+    /// The algorithm is the rotating coordinator of consensus with a
+    /// perfect failure detector (Chandra and Toueg, 1996): for each rank c
+    /// in turn, c broadcasts its current list and every rank that receives
+    /// it adopts it. A broadcast from a live root reaches every live rank
+    /// (checked correction, any number of failures), so after the first
+    /// round whose coordinator does not fail all lists are equal and stay
+    /// so; a round whose coordinator is dead ends in
+    /// [`Error::RootFailed`] at once, one whose coordinator dies during it
+    /// within the failure timeout. Cost: one broadcast per rank (of
+    /// ceil(size / 512) messages' worth of bitmap each).
+    ///
+    /// Errors: this rank failed or hung, ranks disagree on the operation
+    /// ([`Error::Mismatch`]), or a broadcast timed out.
+    pub fn agree_failed(&mut self) -> Result<Vec<Rank>, Error> {
+        let size = self.size();
+        let chunks = (size as usize).div_ceil(BITS_PER_MESSAGE);
+        let mut estimate = bitmap(&self.failed_ranks(), chunks);
+        for coordinator in 0..size {
+            let mut got = estimate.clone();
+            let mut delivered = true;
+            for chunk in got.iter_mut() {
+                match self.broadcast_agreement(coordinator, chunk) {
+                    Ok(()) => {}
+                    Err(Error::RootFailed { .. }) => delivered = false,
+                    Err(e) => return Err(e),
+                }
+            }
+            if delivered {
+                estimate = got;
+            }
+        }
+        Ok((0..size)
+            .filter(|&r| {
+                let (word, bit) = (r as usize / 64, r % 64);
+                estimate[word / wire::WORDS][word % wire::WORDS] & (1 << bit) != 0
+            })
+            .collect())
+    }
+
+    /// One broadcast of the agreement: with the allreduce's plan, whose
+    /// correction reaches every live rank whatever the team's is. Every
+    /// rank makes it, whether or not an earlier chunk of the round failed,
+    /// so that all make the same calls.
+    fn broadcast_agreement(&mut self, root: Rank, words: &mut Words) -> Result<(), Error> {
+        let op = self.begin_op()?;
+        let (plans, me) = (self.plans, self.rank());
+        let value = (root == me).then_some(*words);
+        let mut core = Bcast::new(plans.allreduce.bcast(), root, me, op, value)
+            .map_err(|e| self.abandon(op, e))?;
+        *words = self.driver.drive(op, None, &mut core)?;
+        self.driver.keep(core);
+        Ok(())
+    }
+
+    /// Goes on with the survivors: agrees on the failed ranks
+    /// ([`Comm::agree_failed`]), then renumbers the others densely, in
+    /// their order, with a fresh fault budget (the team's f, at most the
+    /// new size minus one) and new plans for the new size. Returns the
+    /// ranks left out, in the numbering before the shrink. As ULFM's
+    /// `MPIX_Comm_shrink`, after failures beyond the budget
+    /// ([`Error::TooManyFailures`]) a long-running program can go on.
+    ///
+    /// Unlike `MPIX_Comm_shrink`, this communicator itself becomes the
+    /// survivors' ([`Comm::rank`] and [`Comm::size`] change), rather than a
+    /// new one next to it: a rank's thread owns one mailbox endpoint, so it
+    /// holds one communicator at a time. Operations go on being numbered
+    /// after the old ones, so late messages of the old team are told apart
+    /// and dropped.
+    ///
+    /// Errors: those of [`Comm::agree_failed`]; [`Error::Failed`] if this
+    /// rank is among the failed.
+    pub fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
+        let failed = self.agree_failed()?;
+        if failed.contains(&self.rank()) {
+            return Err(Error::Failed(self.rank()));
+        }
+        let old = self.driver.members();
+        let members: Box<[Rank]> = (0..self.size())
+            .filter(|r| !failed.contains(r))
+            .map(|r| old.to_transport(r))
+            .collect();
+        let size = members.len() as u32;
+        let f = self.fault_budget().min(size - 1);
+        let plans = Plans::build(self.shared.config, size, f)?;
+        let index = self.shared.generations.push(Generation { members, plans });
+        let generation = &self.shared.generations[index];
+        self.plans = &generation.plans;
+        self.driver.set_members(Members::dense(&generation.members));
+        Ok(failed)
     }
 
     /// Broadcasts `value` from `root` (corrected-tree broadcast with the
@@ -83,16 +191,16 @@ impl<'t> Comm<'t> {
     /// otherwise).
     pub fn broadcast_into<T: Wire>(&mut self, root: Rank, value: &mut T) -> Result<(), Error> {
         self.check_root(root)?;
-        let words = if root == self.rank {
+        let words = if root == self.rank() {
             Some(wire::encode(value)?)
         } else {
             None
         };
         let op = self.begin_op()?;
         let started = self.driver.call_started();
-        let shared = self.shared;
-        let mut core = Bcast::new(&shared.plans.bcast, root, self.rank, op, words)
-            .map_err(|e| self.abandon(op, e))?;
+        let (plans, me) = (self.plans, self.rank());
+        let mut core =
+            Bcast::new(&plans.bcast, root, me, op, words).map_err(|e| self.abandon(op, e))?;
         let got = match self.driver.drive(op, started, &mut core) {
             Ok(got) => got,
             Err(e) => return Err(self.root_failed(e, op, root)),
@@ -129,11 +237,11 @@ impl<'t> Comm<'t> {
         let combine = words_op(&op);
         let id = self.begin_op()?;
         let started = self.driver.call_started();
-        let shared = self.shared;
+        let (plans, me) = (self.plans, self.rank());
         let mut core = Reduce::new(
-            &shared.plans.reduce,
+            &plans.reduce,
             root,
-            self.rank,
+            me,
             id,
             Collective::Reduce,
             input,
@@ -194,10 +302,9 @@ impl<'t> Comm<'t> {
     ) -> Result<Words, Error> {
         let id = self.begin_op()?;
         let started = self.driver.call_started();
-        let shared = self.shared;
-        let mut core =
-            AllreduceCore::new(&shared.plans.allreduce, self.rank, id, kind, input, combine)
-                .map_err(|e| self.abandon(id, e))?;
+        let (plans, me) = (self.plans, self.rank());
+        let mut core = AllreduceCore::new(&plans.allreduce, me, id, kind, input, combine)
+            .map_err(|e| self.abandon(id, e))?;
         let value = match self.driver.drive(id, started, &mut core)? {
             AllreduceOutput::Value { value, .. } => value,
             AllreduceOutput::TooManyFailures { .. } => return Err(self.too_many_failures(id)),
@@ -230,7 +337,12 @@ impl<'t> Comm<'t> {
     /// A timeout while the root is known failed is the root's failure.
     fn root_failed(&self, e: Error, op: OpId, root: Rank) -> Error {
         match e {
-            Error::Timeout { .. } if self.shared.liveness.is_failed(root) => {
+            Error::Timeout { .. }
+                if self
+                    .shared
+                    .liveness
+                    .is_failed(self.driver.members().to_transport(root)) =>
+            {
                 Error::RootFailed { op, root }
             }
             e => e,
@@ -253,16 +365,16 @@ impl<'t> Comm<'t> {
         let fault = self
             .shared
             .faults()
-            .lookup(self.rank, self.driver.next_op());
+            .lookup(self.driver.transport().rank(), self.driver.next_op());
         if let Some(Fault::Dead | Fault::DieAfterSends(0)) = fault {
             self.driver.die();
-            return Err(Error::Failed(self.rank));
+            return Err(Error::Failed(self.rank()));
         }
         let op = self.driver.enter()?;
         match fault {
             Some(Fault::Hang) => {
                 self.hang();
-                Err(Error::Hung(self.rank))
+                Err(Error::Hung(self.rank()))
             }
             Some(Fault::DieAfterSends(n)) => {
                 self.driver.die_after_sends(n);
@@ -346,4 +458,17 @@ fn words_op<T: Wire>(op: &impl Operation<T>) -> impl Fn(&mut Words, &Words) + '_
         let r = op.apply(&T::decode(acc), &T::decode(other));
         r.encode(acc);
     }
+}
+
+/// Ranks one agreement message carries, one bit each.
+const BITS_PER_MESSAGE: usize = wire::WORDS * 64;
+
+/// `ranks` as a bitmap of `chunks` messages' worth of words.
+fn bitmap(ranks: &[Rank], chunks: usize) -> Vec<Words> {
+    let mut map = vec![[0u64; wire::WORDS]; chunks];
+    for &r in ranks {
+        let (word, bit) = (r as usize / 64, r % 64);
+        map[word / wire::WORDS][word % wire::WORDS] |= 1 << bit;
+    }
+    map
 }

@@ -205,27 +205,9 @@ impl TeamBuilder {
                 });
             }
         }
-        // Threads have no LogP model: trees are built for the paper's.
-        let tree = Tree::build(self.tree, self.ranks, LogP::PAPER)?;
         let f = self.fault_budget.unwrap_or(1.min(self.ranks - 1));
-        let reduce = ReducePlan::new(self.tree, self.ranks, f, self.scheme, LogP::PAPER)?;
-        // Allreduce needs a broadcast that reaches every live rank.
-        let correction = if self.correction.guarantees_delivery() {
-            self.correction
-        } else {
-            Correction::Checked
-        };
-        let pace = self.correction_pace.as_nanos() as Tick;
-        let allreduce = AllreducePlan::new(
-            reduce.clone(),
-            BcastPlan::new(tree.clone(), correction, 0).with_pace(pace),
-        )?;
         Ok(Team {
-            plans: Plans {
-                bcast: BcastPlan::new(tree, self.correction, 0).with_pace(pace),
-                reduce,
-                allreduce,
-            },
+            plans: Plans::build(&self, self.ranks, f)?,
             config: self,
         })
     }
@@ -248,6 +230,41 @@ pub(crate) struct Plans {
     /// Its broadcast uses the team's correction if that guarantees
     /// delivery, checked correction otherwise.
     pub(crate) allreduce: AllreducePlan,
+}
+
+impl Plans {
+    /// The plans of `config`'s tree, correction and failure scheme for a
+    /// team of `ranks` with fault budget `f < ranks`.
+    pub(crate) fn build(config: &TeamBuilder, ranks: u32, f: u32) -> Result<Self, ConfigError> {
+        // Threads have no LogP model: trees are built for the paper's.
+        let tree = Tree::build(config.tree, ranks, LogP::PAPER)?;
+        let reduce = ReducePlan::new(config.tree, ranks, f, config.scheme, LogP::PAPER)?;
+        // Allreduce needs a broadcast that reaches every live rank.
+        let correction = if config.correction.guarantees_delivery() {
+            config.correction
+        } else {
+            Correction::Checked
+        };
+        let pace = config.correction_pace.as_nanos() as Tick;
+        let allreduce = AllreducePlan::new(
+            reduce.clone(),
+            BcastPlan::new(tree.clone(), correction, 0).with_pace(pace),
+        )?;
+        Ok(Plans {
+            bcast: BcastPlan::new(tree, config.correction, 0).with_pace(pace),
+            reduce,
+            allreduce,
+        })
+    }
+}
+
+/// A communicator shrunk from the team (see [`Comm::shrink`]): its
+/// survivors as team ranks and its plans. Kept for the whole run, so that
+/// cores borrow them for its lifetime.
+#[derive(Debug)]
+pub(crate) struct Generation {
+    pub(crate) members: Box<[Rank]>,
+    pub(crate) plans: Plans,
 }
 
 /// What a rank's closure ended with.
@@ -319,6 +336,9 @@ pub(crate) struct Shared<'t> {
     /// messages it took out and fully handled. Equal sums, twice in a row,
     /// once every closure has ended, mean the team is quiet.
     pub(crate) counters: Box<[CachePadded<Counters>]>,
+    /// Every communicator shrunk during the run, one entry per rank that
+    /// shrank (append only: entries live as long as the run).
+    pub(crate) generations: boxcar::Vec<Generation>,
 }
 
 #[derive(Default)]
@@ -450,6 +470,7 @@ impl Team {
             counters: (0..self.config.ranks)
                 .map(|_| CachePadded::new(Counters::default()))
                 .collect(),
+            generations: boxcar::Vec::new(),
         };
         let cores = pin::available_cores();
         // One pinned rank per core: nobody else needs the core, so a waiting
