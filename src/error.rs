@@ -205,12 +205,14 @@ pub enum Error {
         /// The root.
         root: Rank,
     },
-    /// Nothing completed the operation within the team's operation timeout:
-    /// a rank may hang, or ranks called different collectives. The caller
-    /// may treat the team as broken, or raise the timeout
+    /// Nothing completed the operation within the team's operation timeout,
+    /// and nothing explains why: failures, dead roots, budgets exceeded and
+    /// mismatched calls end calls with their own errors, and a rank that
+    /// never arrives is declared failed after one timeout. The caller may
+    /// treat the team as broken, or raise the timeout
     /// ([`TeamBuilder::op_timeout`](crate::runtime::TeamBuilder::op_timeout))
     /// if the machine is only slow.
-    #[error("operation {op}: no result after {waited:?}; a rank may hang, or ranks called different collectives")]
+    #[error("operation {op}: no result after {waited:?}")]
     Timeout {
         /// The operation number.
         op: OpId,
