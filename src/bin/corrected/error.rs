@@ -1,6 +1,6 @@
 //! The command line's errors: the library's, and its own bad options. All
-//! exit with code 2; the library's messages get a hint naming the option
-//! to change.
+//! exit with code 2; every message gets a hint naming the option to change
+//! where one helps.
 
 use corrected::{ConfigError, Error};
 
@@ -18,6 +18,61 @@ pub enum CliError {
         /// The collectives the subcommand accepts.
         expected: &'static str,
     },
+    /// An option's value is outside what the subcommand accepts (zero or
+    /// absurd timeouts, a pace or delay that no operation could wait out,
+    /// simulated times that would overflow).
+    #[error("{option} {value} is out of range: {why}")]
+    OutOfRange {
+        /// The option, e.g. `--timeout`.
+        option: &'static str,
+        /// The value given, as given.
+        value: String,
+        /// What the value must be, and why.
+        why: String,
+        /// What to pass instead.
+        hint: String,
+    },
+    /// A rank is named in two fault lists, or twice in one: it can have
+    /// one fault only.
+    #[error("rank {rank} is named {}: a rank can have one fault only", if first == second { format!("twice in {first}") } else { format!("in {first} and in {second}") })]
+    FaultConflict {
+        /// The rank.
+        rank: corrected::types::Rank,
+        /// The first list naming it.
+        first: &'static str,
+        /// The second list naming it (may be `first` again).
+        second: &'static str,
+    },
+    /// Every rank of the team has a fault: none would survive to report.
+    #[error("all {ranks} ranks have a fault (--kill, --hang, --kill-after-sends, --panic): no rank would survive to report a result")]
+    NoSurvivor {
+        /// The team size.
+        ranks: u32,
+    },
+    /// The run or simulation would need more memory than the machine has
+    /// available; refused before allocating.
+    #[error("{what} needs about {} of memory ({detail}), but only {} is available", gib(*need), gib(*available))]
+    NotEnoughMemory {
+        /// What was asked for, e.g. "this simulation".
+        what: &'static str,
+        /// The estimated need, in bytes.
+        need: u64,
+        /// The memory available, in bytes.
+        available: u64,
+        /// How the need comes about (the sizes that drive it).
+        detail: String,
+        /// The options that shrink it.
+        shrink: &'static str,
+    },
+}
+
+/// Bytes in GiB, with two decimals (MiB below one GiB).
+fn gib(bytes: u64) -> String {
+    if bytes < 1 << 30 {
+        format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+    } else {
+        format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
+    }
 }
 
 impl From<ConfigError> for CliError {
@@ -40,9 +95,22 @@ pub enum Subcommand {
 impl CliError {
     /// Which option to change, where the library's message cannot say it.
     pub fn hint(&self, cmd: Subcommand) -> Option<String> {
-        let CliError::Corrected(e) = self else {
-            return None;
-        };
+        let e =
+            match self {
+                CliError::Corrected(e) => e,
+                CliError::UnknownOp { .. } => return None,
+                CliError::OutOfRange { hint, .. } => return Some(hint.clone()),
+                CliError::FaultConflict { rank, .. } => {
+                    return Some(format!(
+                    "name rank {rank} once, in one of --kill, --hang, --kill-after-sends or --panic"
+                ))
+                }
+                CliError::NoSurvivor { .. } => return Some(
+                    "leave at least one rank out of --kill, --hang, --kill-after-sends and --panic"
+                        .into(),
+                ),
+                CliError::NotEnoughMemory { shrink, .. } => return Some(format!("pass {shrink}")),
+            };
         let ranks = if cmd == Subcommand::Sim {
             "--procs"
         } else {

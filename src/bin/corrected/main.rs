@@ -33,7 +33,10 @@ fn parse_rank_pair<N: std::str::FromStr>(
 }
 
 mod error;
+mod limits;
 mod model;
+mod op;
+mod progress;
 mod run;
 mod sim;
 mod topo;
