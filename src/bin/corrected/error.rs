@@ -90,6 +90,8 @@ pub enum Subcommand {
     Run,
     /// `corrected topo`.
     Topo,
+    /// `corrected soak`.
+    Soak,
 }
 
 impl CliError {

@@ -39,6 +39,7 @@ mod op;
 mod progress;
 mod run;
 mod sim;
+mod soak;
 mod topo;
 
 /// Fault-tolerant collectives: corrected trees, simulated and (later) on threads.
@@ -55,6 +56,8 @@ enum Command {
     Sim(sim::SimArgs),
     /// Run broadcasts on real threads, one per rank, with emulated faults.
     Run(run::RunArgs),
+    /// A long random mix of collectives with random faults on threads, every result checked.
+    Soak(soak::SoakArgs),
     /// Show the machine's failure domains, a placement of ranks, and what killing a domain costs.
     Topo(topo::TopoArgs),
 }
@@ -65,6 +68,7 @@ fn main() -> ExitCode {
         Command::Sim(args) => (sim::run(args), error::Subcommand::Sim),
         Command::Run(args) => (run::run(args), error::Subcommand::Run),
         Command::Topo(args) => (topo::run(args), error::Subcommand::Topo),
+        Command::Soak(args) => (soak::run(args), error::Subcommand::Soak),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,506 @@
+//! `corrected soak`: a long random mix of broadcasts, reduces, allreduces and
+//! barriers on threads, with random kills, deaths after sends, hangs, panics
+//! and short stalls, every result checked (issue 12).
+//!
+//! The run is split into episodes: each is one `Team::run` with its own
+//! fault plan (at most f faulty ranks, so every guarantee holds), its own
+//! operations, and a fresh team. Every rank's input differs per operation,
+//! so a result is checked against exactly the inputs of its operation:
+//! * lost: a live rank's input is missing;
+//! * duplicated: an input counted twice;
+//! * stale: an input of another operation;
+//! * wrong: any other difference (a failed rank's input may be in a result
+//!   once, or not at all);
+//! * false suspicions: ranks declared failed that had no fault (a stall is
+//!   shorter than the failure timeout, so a stalled rank counts too);
+//! * hangs: calls that timed out or took longer than the failure timeout
+//!   three times over.
+//!
+//! All of these must be 0; the command exits 1 otherwise. Expected losses
+//! (a broadcast or reduce whose root failed) are counted apart.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+
+use corrected::runtime::{Fault, FaultSchedule, RankOutcome, Team};
+use corrected::types::Rank;
+use corrected::Error;
+
+use crate::error::CliError;
+
+/// Options of `corrected soak`.
+#[derive(Args, Debug)]
+pub struct SoakArgs {
+    /// Number of ranks (threads).
+    #[arg(long, default_value_t = 16)]
+    ranks: u32,
+    /// Fault budget f of reduce, allreduce and barrier.
+    #[arg(long, default_value_t = 2)]
+    f: u32,
+    /// Operations in all (rounded up to whole episodes).
+    #[arg(long, default_value_t = 10_000)]
+    ops: u64,
+    /// Operations per episode (one team run with its own fault plan).
+    #[arg(long, default_value_t = 500)]
+    episode: u32,
+    /// No faults at all: counts false suspicions under load alone.
+    #[arg(long)]
+    no_faults: bool,
+    /// Milliseconds a rank waits on a silent peer before declaring it failed.
+    #[arg(long, default_value_t = 1000.0)]
+    failure_timeout_ms: f64,
+    /// Seed of the operations and fault plans.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The collective of one operation, the same on every rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Bcast(Rank),
+    Reduce(Rank),
+    Allreduce,
+    Barrier,
+}
+
+/// What a faulty rank suffers, at which operation of its episode.
+#[derive(Clone, Copy, Debug)]
+enum Plan {
+    Fault(Fault),
+    Panic,
+}
+
+const PANIC_MARK: &str = "soak: planned panic";
+
+/// SplitMix64: a stateless mixer, so that every rank derives the same
+/// operations and inputs from the seed alone.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A small deterministic stream for the fault plans.
+struct Stream(u64);
+
+impl Stream {
+    fn next(&mut self) -> u64 {
+        self.0 = mix(self.0);
+        self.0
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+fn input(seed: u64, episode: u64, rank: Rank, op: u32) -> u64 {
+    mix(seed ^ mix(episode) ^ mix((rank as u64) << 32 | op as u64))
+}
+
+fn kind(seed: u64, episode: u64, op: u32, ranks: u32) -> Kind {
+    let z = mix(seed ^ mix(episode.wrapping_add(0x5eed)) ^ mix(op as u64));
+    let root = ((z >> 8) % ranks as u64) as Rank;
+    match z % 4 {
+        0 => Kind::Bcast(root),
+        1 => Kind::Reduce(root),
+        2 => Kind::Allreduce,
+        _ => Kind::Barrier,
+    }
+}
+
+/// What one call gave: its result (a value where the collective gives one)
+/// and how long it took.
+type Call = (Result<Option<u64>, Error>, Duration);
+
+/// The soak's counters.
+#[derive(Debug, Default)]
+struct Tally {
+    ops: u64,
+    calls: u64,
+    lost: u64,
+    duplicated: u64,
+    stale: u64,
+    wrong: u64,
+    false_suspicions: u64,
+    hangs: u64,
+    unexpected: u64,
+    root_failed: u64,
+    faults: u64,
+    latency_ns: Vec<u64>,
+    first_problem: Option<String>,
+}
+
+impl Tally {
+    fn problem(&mut self, what: String) {
+        self.first_problem.get_or_insert(what);
+    }
+
+    fn clean(&self) -> bool {
+        self.lost
+            + self.duplicated
+            + self.stale
+            + self.wrong
+            + self.false_suspicions
+            + self.hangs
+            + self.unexpected
+            == 0
+    }
+}
+
+/// Runs `corrected soak`.
+pub fn run(args: SoakArgs) -> Result<ExitCode, CliError> {
+    for (option, value, least) in [
+        ("--ranks", args.ranks as u64, 2),
+        ("--episode", args.episode as u64, 1),
+        ("--ops", args.ops, 1),
+    ] {
+        if value < least {
+            return Err(CliError::OutOfRange {
+                option,
+                value: value.to_string(),
+                why: format!("must be at least {least}"),
+                hint: format!("pass {option} {least} or more"),
+            });
+        }
+    }
+    if !(args.failure_timeout_ms > 0.0 && args.failure_timeout_ms <= 3_600_000.0) {
+        return Err(CliError::OutOfRange {
+            option: "--failure-timeout-ms",
+            value: args.failure_timeout_ms.to_string(),
+            why: "must be above 0 and at most an hour".into(),
+            hint: "pass --failure-timeout-ms 1000 (the default)".into(),
+        });
+    }
+    let failure_timeout = Duration::from_secs_f64(args.failure_timeout_ms / 1000.0);
+    let team_check = Team::builder()
+        .ranks(args.ranks)
+        .fault_budget(args.f)
+        .build();
+    team_check.map_err(corrected::Error::from)?;
+    let quiet_planned_panics = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let planned = info
+            .payload()
+            .downcast_ref::<&str>()
+            .is_some_and(|m| *m == PANIC_MARK);
+        if !planned {
+            quiet_planned_panics(info);
+        }
+    }));
+    let episodes = args.ops.div_ceil(args.episode as u64);
+    let mut tally = Tally::default();
+    let started = Instant::now();
+    for episode in 0..episodes {
+        soak_episode(&args, episode, failure_timeout, &mut tally)?;
+    }
+    let _ = std::panic::take_hook();
+    report(&args, &mut tally, started.elapsed());
+    Ok(if tally.clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn soak_episode(
+    args: &SoakArgs,
+    episode: u64,
+    failure_timeout: Duration,
+    tally: &mut Tally,
+) -> Result<(), CliError> {
+    let (ranks, ops, seed) = (args.ranks, args.episode, args.seed);
+    let mut rng = Stream(seed ^ mix(episode ^ 0xfa17));
+    // At most f faulty ranks, each with one fault at one operation, and one
+    // rank that stalls briefly (not a fault: it must not be suspected).
+    let mut plans: Vec<(Rank, u32, Plan)> = Vec::new();
+    let mut stall: Option<(Rank, u32)> = None;
+    if !args.no_faults {
+        let faulty = rng.below(args.f as u64 + 1) as usize;
+        while plans.len() < faulty {
+            let r = rng.below(ranks as u64) as Rank;
+            if plans.iter().any(|&(p, _, _)| p == r) {
+                continue;
+            }
+            let at = rng.below(ops as u64) as u32;
+            let plan = match rng.below(5) {
+                0 => Plan::Fault(Fault::Dead),
+                1 => Plan::Fault(Fault::DieAfterSends(1 + rng.below(8) as u32)),
+                2 => Plan::Fault(Fault::Hang),
+                3 => Plan::Panic,
+                _ => Plan::Fault(Fault::DieAfterSends(0)),
+            };
+            plans.push((r, at, plan));
+        }
+        let r = rng.below(ranks as u64) as Rank;
+        if plans.iter().all(|&(p, _, _)| p != r) {
+            stall = Some((r, rng.below(ops as u64) as u32));
+        }
+    }
+    tally.faults += plans.len() as u64;
+    let mut faults = FaultSchedule::none();
+    for &(r, at, plan) in &plans {
+        if let Plan::Fault(f) = plan {
+            faults = faults.at(r, at, f);
+        }
+    }
+    if let Some((r, at)) = stall {
+        faults = faults.at(r, at, Fault::Stall(failure_timeout / 10));
+    }
+    let team = Team::builder()
+        .ranks(ranks)
+        .fault_budget(args.f)
+        .failure_timeout(failure_timeout)
+        .faults(faults)
+        .build()
+        .map_err(corrected::Error::from)?;
+    let panic_at = |rank: Rank| {
+        plans
+            .iter()
+            .find(|&&(r, _, p)| r == rank && matches!(p, Plan::Panic))
+            .map(|&(_, at, _)| at)
+    };
+    let report = team.run(|comm| {
+        let me = comm.rank();
+        let mut calls: Vec<Call> = Vec::with_capacity(ops as usize);
+        for op in 0..ops {
+            if panic_at(me) == Some(op) {
+                std::panic::panic_any(PANIC_MARK);
+            }
+            let mine = input(seed, episode, me, op);
+            let mut out = 0u64;
+            let t = Instant::now();
+            let got = match kind(seed, episode, op, ranks) {
+                Kind::Bcast(root) => {
+                    out = if me == root { mine } else { 0 };
+                    comm.broadcast_into(root, &mut out).map(|()| Some(out))
+                }
+                Kind::Reduce(root) => comm
+                    .reduce_into(root, &mine, &mut out, wrapping_add)
+                    .map(|()| (me == root).then_some(out)),
+                Kind::Allreduce => comm
+                    .all_reduce_into(&mine, &mut out, wrapping_add)
+                    .map(|()| Some(out)),
+                Kind::Barrier => comm.barrier().map(|()| None),
+            };
+            let stop = matches!(got, Err(Error::Failed(_) | Error::Hung(_)));
+            calls.push((got, t.elapsed()));
+            if stop {
+                break;
+            }
+        }
+        calls
+    });
+    // When each rank stopped contributing: the operation of its fault (or
+    // of its first `Failed`, for a rank declared failed), and whether it
+    // may have contributed to that one.
+    let mut gone: Vec<Option<(u32, bool)>> = vec![None; ranks as usize];
+    for &(r, at, plan) in &plans {
+        let partial = matches!(plan, Plan::Fault(Fault::DieAfterSends(n)) if n > 0);
+        gone[r as usize] = Some((at, partial));
+    }
+    for (r, outcome) in report.outcomes.iter().enumerate() {
+        let planned = plans.iter().any(|&(p, _, _)| p as usize == r);
+        match outcome {
+            RankOutcome::Panicked(msg) if msg != PANIC_MARK => {
+                tally.unexpected += 1;
+                tally.problem(format!("episode {episode}: rank {r} panicked: {msg}"));
+            }
+            RankOutcome::Returned(calls) if !planned => {
+                if let Some(op) = calls
+                    .iter()
+                    .position(|(g, _)| matches!(g, Err(Error::Failed(_))))
+                {
+                    gone[r] = Some((op as u32, true));
+                }
+            }
+            _ => {}
+        }
+        if !planned && report.failed.contains(&(r as Rank)) {
+            tally.false_suspicions += 1;
+            tally.problem(format!("episode {episode}: rank {r} declared failed"));
+        }
+    }
+    let hang_bound = failure_timeout * 3 + Duration::from_secs(1);
+    for op in 0..ops {
+        check_op(
+            args,
+            episode,
+            op,
+            &report.outcomes,
+            &gone,
+            hang_bound,
+            tally,
+        );
+    }
+    Ok(())
+}
+
+fn wrapping_add(a: &u64, b: &u64) -> u64 {
+    a.wrapping_add(*b)
+}
+
+/// Checks operation `op` of an episode on every rank live at its end.
+fn check_op(
+    args: &SoakArgs,
+    episode: u64,
+    op: u32,
+    outcomes: &[RankOutcome<Vec<Call>>],
+    gone: &[Option<(u32, bool)>],
+    hang_bound: Duration,
+    tally: &mut Tally,
+) {
+    let (ranks, seed) = (args.ranks, args.seed);
+    let live = |r: Rank| gone[r as usize].is_none_or(|(at, _)| at > op);
+    let dying = |r: Rank| gone[r as usize].is_some_and(|(at, partial)| at == op && partial);
+    let kind = kind(seed, episode, op, ranks);
+    tally.ops += 1;
+    let live_sum = (0..ranks)
+        .filter(|&r| live(r))
+        .fold(0u64, |s, r| s.wrapping_add(input(seed, episode, r, op)));
+    let dying_inputs: Vec<u64> = (0..ranks)
+        .filter(|&r| dying(r))
+        .map(|r| input(seed, episode, r, op))
+        .collect();
+    let mut agreed: Option<u64> = None;
+    for r in (0..ranks).filter(|&r| live(r)) {
+        let Some((got, took)) = outcomes[r as usize]
+            .returned()
+            .and_then(|calls| calls.get(op as usize))
+        else {
+            continue;
+        };
+        tally.calls += 1;
+        let what = || format!("episode {episode} op {op} ({kind:?}) rank {r}");
+        if *took > hang_bound || matches!(got, Err(Error::Timeout { .. })) {
+            tally.hangs += 1;
+            tally.problem(format!("{}: {got:?} after {took:?}", what()));
+            continue;
+        }
+        let root_live = match kind {
+            Kind::Bcast(root) | Kind::Reduce(root) => live(root) && !dying(root),
+            _ => true,
+        };
+        match (kind, got) {
+            (_, Err(Error::RootFailed { .. })) if !root_live => {
+                tally.root_failed += 1;
+                continue;
+            }
+            (Kind::Bcast(root), Ok(Some(v))) => {
+                if *v != input(seed, episode, root, op) {
+                    tally.wrong += 1;
+                    tally.problem(format!("{}: got {v:#x}", what()));
+                }
+            }
+            (Kind::Reduce(root), Ok(None)) if r != root => {}
+            (Kind::Reduce(_) | Kind::Allreduce, Ok(Some(v))) => {
+                classify(args, episode, op, *v, live_sum, &dying_inputs, tally, &what);
+                if kind == Kind::Allreduce && *agreed.get_or_insert(*v) != *v {
+                    tally.wrong += 1;
+                    tally.problem(format!("{}: disagrees", what()));
+                }
+            }
+            (Kind::Barrier, Ok(None)) => {}
+            (_, other) => {
+                tally.unexpected += 1;
+                tally.problem(format!("{}: {other:?}", what()));
+                continue;
+            }
+        }
+        tally.latency_ns.push(took.as_nanos() as u64);
+    }
+}
+
+/// Explains a reduction `v` of operation `op`: the live inputs plus some of
+/// the dying ranks' is right; otherwise the first explanation that fits.
+#[allow(clippy::too_many_arguments)]
+fn classify(
+    args: &SoakArgs,
+    episode: u64,
+    op: u32,
+    v: u64,
+    live_sum: u64,
+    dying: &[u64],
+    tally: &mut Tally,
+    what: &dyn Fn() -> String,
+) {
+    let diff = v.wrapping_sub(live_sum);
+    let subsets = 1u32 << dying.len().min(16);
+    let sums: Vec<u64> = (0..subsets)
+        .map(|m| {
+            dying
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| m & (1 << i) != 0)
+                .fold(0u64, |s, (_, &x)| s.wrapping_add(x))
+        })
+        .collect();
+    if sums.contains(&diff) {
+        return;
+    }
+    let fits = |term: u64| sums.iter().any(|&s| diff == s.wrapping_add(term));
+    let inputs = |o: u32| (0..args.ranks).map(move |r| input(args.seed, episode, r, o));
+    let (counter, why) = if inputs(op).any(|x| fits(x.wrapping_neg())) {
+        (&mut tally.lost, "lost a live input")
+    } else if inputs(op).any(fits) {
+        (&mut tally.duplicated, "an input twice")
+    } else if (op.saturating_sub(8)..op + 8)
+        .filter(|&o| o != op)
+        .any(|o| inputs(o).any(fits))
+    {
+        (&mut tally.stale, "an input of another operation")
+    } else {
+        (&mut tally.wrong, "wrong")
+    };
+    *counter += 1;
+    tally.problem(format!("{}: {v:#x}: {why}", what()));
+}
+
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i] as f64 / 1000.0
+}
+
+fn report(args: &SoakArgs, t: &mut Tally, took: Duration) {
+    t.latency_ns.sort_unstable();
+    let (p50, p99, max) = (
+        percentile(&t.latency_ns, 0.5),
+        percentile(&t.latency_ns, 0.99),
+        percentile(&t.latency_ns, 1.0),
+    );
+    if args.json {
+        crate::out!(
+            "{{\"ranks\":{},\"f\":{},\"ops\":{},\"calls\":{},\"faults\":{},\"seconds\":{:.3},\"lost\":{},\"duplicated\":{},\"stale\":{},\"wrong\":{},\"false_suspicions\":{},\"hangs\":{},\"unexpected\":{},\"root_failed\":{},\"latency_us\":{{\"p50\":{p50:.1},\"p99\":{p99:.1},\"max\":{max:.1}}},\"clean\":{}}}",
+            args.ranks, args.f, t.ops, t.calls, t.faults, took.as_secs_f64(), t.lost, t.duplicated,
+            t.stale, t.wrong, t.false_suspicions, t.hangs, t.unexpected, t.root_failed, t.clean()
+        );
+    } else {
+        crate::out!(
+            "{} ranks, f={}, {} operations ({} checked calls), {} faults, {:.1} s",
+            args.ranks,
+            args.f,
+            t.ops,
+            t.calls,
+            t.faults,
+            took.as_secs_f64()
+        );
+        crate::out!(
+            "lost: {}, duplicated: {}, stale: {}, wrong: {}, false suspicions: {}, hangs: {}, unexpected: {}",
+            t.lost, t.duplicated, t.stale, t.wrong, t.false_suspicions, t.hangs, t.unexpected
+        );
+        crate::out!("expected losses (root failed): {}", t.root_failed);
+        crate::out!("latency per call: p50 {p50:.1} µs, p99 {p99:.1} µs, max {max:.1} µs");
+    }
+    if let Some(p) = &t.first_problem {
+        eprintln!("first problem: {p}");
+    }
+}
