@@ -357,7 +357,7 @@ fn check_op(
     tally: &mut Tally,
 ) {
     let (ranks, seed) = (args.ranks, args.seed);
-    let live = |r: Rank| gone[r as usize].is_none_or(|(at, _)| at > op);
+    let live = |r: Rank| !gone[r as usize].is_some_and(|(at, _)| at <= op);
     let dying = |r: Rank| gone[r as usize].is_some_and(|(at, partial)| at == op && partial);
     let kind = kind(seed, episode, op, ranks);
     tally.ops += 1;
