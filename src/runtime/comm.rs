@@ -172,8 +172,10 @@ impl<'t> Comm<'t> {
         let size = members.len() as u32;
         let f = self.fault_budget().min(size - 1);
         let plans = Plans::build(self.shared.config, size, f)?;
-        let index = self.shared.generations.push(Generation { members, plans });
-        let generation = &self.shared.generations[index];
+        let generation = self
+            .shared
+            .generations
+            .push_get(Box::new(Generation { members, plans }));
         self.plans = &generation.plans;
         self.driver.set_members(Members::dense(&generation.members));
         Ok(failed)

@@ -338,7 +338,7 @@ pub(crate) struct Shared<'t> {
     pub(crate) counters: Box<[CachePadded<Counters>]>,
     /// Every communicator shrunk during the run, one entry per rank that
     /// shrank (append only: entries live as long as the run).
-    pub(crate) generations: boxcar::Vec<Generation>,
+    pub(crate) generations: elsa::sync::FrozenVec<Box<Generation>>,
 }
 
 #[derive(Default)]
@@ -470,7 +470,7 @@ impl Team {
             counters: (0..self.config.ranks)
                 .map(|_| CachePadded::new(Counters::default()))
                 .collect(),
-            generations: boxcar::Vec::new(),
+            generations: elsa::sync::FrozenVec::new(),
         };
         let cores = pin::available_cores();
         // One pinned rank per core: nobody else needs the core, so a waiting
