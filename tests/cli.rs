@@ -257,3 +257,25 @@ fn run_draws_a_progress_line_on_a_terminal_only() {
     assert!(all.contains("operations per rank"), "{all}");
     assert!(all.contains("of 4 ranks done"), "{all}");
 }
+
+#[test]
+fn run_beyond_the_budget_reports_it_and_exits_3() {
+    // Finding 1 of issue 12: it took 10 s and exited 0 with "violations: 0".
+    let (code, v, stderr) = run_json("--ranks 8 --op allreduce --f 1 --kill 4,5 --iters 3");
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(stderr.contains("more than f=1 ranks failed"), "{stderr}");
+    assert_eq!(v["missing_by_error"]["too_many_failures"], 18, "{v}");
+    assert_eq!(v["failed_ranks"], serde_json::json!([4, 5]), "{v}");
+    assert_eq!(v["violations"], 0, "{v}");
+}
+
+#[test]
+fn soak_checks_every_result_and_refuses_nothing_to_do() {
+    let out = corrected("soak --ranks 8 --f 1 --ops 300 --episode 100 --json");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["ops"], 300, "{v}");
+    assert_eq!(v["clean"], true, "{v}");
+    refused("soak --ops 0", "--ops 0 is out of range");
+}

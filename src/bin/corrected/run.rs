@@ -437,7 +437,8 @@ fn tally(
 /// Runs `corrected run`. Exit code 1 if a delivery was wrong or missing
 /// where the algorithm guarantees it; expected losses (a failed root, a
 /// correction without a guarantee meeting faults, more than f failures)
-/// are counted apart. Reduce and allreduce sum pseudo-random 64-bit inputs
+/// are counted apart, and more than f failures (`TooManyFailures`) exit
+/// with code 3 and a message. Reduce and allreduce sum pseudo-random 64-bit inputs
 /// (wrapping), so a missing, doubled or partial input shows in the result.
 pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let op = Op::parse(
@@ -616,9 +617,20 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             panicked
         );
     }
-    Ok(if t.violations == 0 {
-        ExitCode::SUCCESS
-    } else {
+    let beyond = t.errors.get("too_many_failures").copied().unwrap_or(0);
+    if beyond > 0 {
+        eprintln!(
+            "error: more than f={} ranks failed: {beyond} results ended in TooManyFailures (failed ranks {:?})",
+            team.fault_budget(),
+            report.failed
+        );
+        eprintln!("hint: raise --f, or kill fewer ranks");
+    }
+    Ok(if t.violations > 0 {
         ExitCode::from(1)
+    } else if beyond > 0 {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
     })
 }
