@@ -106,7 +106,7 @@ pub enum ConfigError {
         bcast: u32,
     },
     /// A LogP parameter is out of its domain.
-    #[error("bad LogP parameters L={latency}, o={overhead}: both must be at least one tick")]
+    #[error("bad LogP parameters L={latency}, o={overhead}: both must be at least one tick and at most 2^32 ticks")]
     BadLogP {
         /// The latency L given.
         latency: Tick,

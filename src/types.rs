@@ -56,9 +56,15 @@ impl LogP {
         overhead: 1,
     };
 
-    /// A model with both parameters checked to be at least one tick.
+    /// The largest L or o a model takes: simulated times are sums of many
+    /// hops, and must not overflow a tick.
+    pub const MAX: Tick = 1 << 32;
+
+    /// A model with both parameters checked to be at least one tick and at
+    /// most [`LogP::MAX`].
     pub fn new(latency: Tick, overhead: Tick) -> Result<LogP, crate::error::ConfigError> {
-        if latency == 0 || overhead == 0 {
+        let valid = 1..=LogP::MAX;
+        if !valid.contains(&latency) || !valid.contains(&overhead) {
             return Err(crate::error::ConfigError::BadLogP { latency, overhead });
         }
         Ok(LogP { latency, overhead })

@@ -273,3 +273,16 @@ fn merge_numbering_interleaves_every_shape() {
         );
     }
 }
+
+#[test]
+fn logp_parameters_are_bounded() {
+    use corrected::types::LogP;
+    assert!(LogP::new(1, 1).is_ok());
+    assert!(LogP::new(LogP::MAX, LogP::MAX).is_ok());
+    for (l, o) in [(0, 1), (1, 0), (LogP::MAX + 1, 1), (1, u64::MAX)] {
+        assert!(
+            matches!(LogP::new(l, o), Err(corrected::ConfigError::BadLogP { .. })),
+            "L={l} o={o}"
+        );
+    }
+}
