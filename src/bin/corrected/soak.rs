@@ -29,6 +29,7 @@ use corrected::types::Rank;
 use corrected::Error;
 
 use crate::error::CliError;
+use crate::limits::{at_least_one, out_of_range};
 
 /// Options of `corrected soak`.
 #[derive(Args, Debug)]
@@ -156,27 +157,23 @@ impl Tally {
 
 /// Runs `corrected soak`.
 pub fn run(args: SoakArgs) -> Result<ExitCode, CliError> {
-    for (option, value, least) in [
-        ("--ranks", args.ranks as u64, 2),
-        ("--episode", args.episode as u64, 1),
-        ("--ops", args.ops, 1),
-    ] {
-        if value < least {
-            return Err(CliError::OutOfRange {
-                option,
-                value: value.to_string(),
-                why: format!("must be at least {least}"),
-                hint: format!("pass {option} {least} or more"),
-            });
-        }
+    at_least_one("--ops", args.ops)?;
+    at_least_one("--episode", args.episode.into())?;
+    if args.ranks < 2 {
+        return Err(out_of_range(
+            "--ranks",
+            args.ranks,
+            "a soak needs at least 2 ranks",
+            "pass --ranks 2 or more",
+        ));
     }
     if !(args.failure_timeout_ms > 0.0 && args.failure_timeout_ms <= 3_600_000.0) {
-        return Err(CliError::OutOfRange {
-            option: "--failure-timeout-ms",
-            value: args.failure_timeout_ms.to_string(),
-            why: "must be above 0 and at most an hour".into(),
-            hint: "pass --failure-timeout-ms 1000 (the default)".into(),
-        });
+        return Err(out_of_range(
+            "--failure-timeout-ms",
+            args.failure_timeout_ms,
+            "it must be above 0 and at most an hour",
+            "pass --failure-timeout-ms 1000 (the default)",
+        ));
     }
     let failure_timeout = Duration::from_secs_f64(args.failure_timeout_ms / 1000.0);
     let team_check = Team::builder()
