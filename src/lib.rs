@@ -27,6 +27,10 @@ pub mod check;
 pub mod collectives;
 pub mod driver;
 pub mod error;
+#[cfg(feature = "fault-points")]
+pub mod fault_point;
+#[cfg(not(feature = "fault-points"))]
+pub(crate) mod fault_point;
 pub mod mailbox;
 pub mod op;
 pub mod placement;

@@ -466,6 +466,7 @@ impl<'t, T: Transport> Driver<'t, T> {
             self.learn_failures(core, op, &mut tick)?;
             self.flush_outbox();
             while let Some(tx) = core.poll_transmit(tick) {
+                crate::fault_point::reach(crate::fault_point::FaultPoint::BeforeSend);
                 let correction = tx.msg.tag.is_correction();
                 let to = members.to_transport(tx.to);
                 self.transmit(op, to, tx.msg.map(<T::Payload>::wrap))?;

@@ -120,6 +120,7 @@ impl<T> Lane<T> {
         // Acquire above or on an earlier push ordering that read before this
         // write), and only the producer writes slots.
         slot.value.with_mut(|p| unsafe { (*p).write(value) });
+        crate::fault_point::reach(crate::fault_point::FaultPoint::SlotWritten);
         // Release: publishes the value written above to the consumer's
         // Acquire load of the stamp.
         slot.stamp.store(tail.wrapping_add(1), Ordering::Release);

@@ -54,6 +54,7 @@ use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
 
+use crate::fault_point::{self, FaultPoint};
 use crate::sync::{
     self, fence, thread, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
     UnsafeCell,
@@ -567,6 +568,7 @@ impl<'a, T: Send> Endpoint<'a, T> {
         // is the only endpoint of `from` (taken flag), `&mut self` excludes a
         // concurrent send, and Endpoint is not Sync.
         unsafe { lane.push(msg) }?;
+        fault_point::reach(FaultPoint::Published);
         let bell = boxes.bell(to, from / GROUP);
         let bit = 1 << (from % GROUP);
         // If our bit is still set, the receiver has not yet taken the ring
@@ -592,6 +594,7 @@ impl<'a, T: Send> Endpoint<'a, T> {
         // RMW reads from it, so the receiver's `state = SLEEPING` happens
         // before the load below. Otherwise the receiver's swap sees our bit.
         bell.fetch_or(bit, Ordering::AcqRel);
+        fault_point::reach(FaultPoint::Rung);
         wake_sleeper(&boxes.headers[to]);
         Ok(())
     }
@@ -634,6 +637,7 @@ impl<'a, T: Send> Endpoint<'a, T> {
                     }
                     self.start = from + 1;
                     self.hint = Some((from as Rank, lane));
+                    fault_point::reach(FaultPoint::Taken);
                     return Some((from as Rank, msg));
                 }
                 // Already drained (through the hint) or a stale bit.
@@ -645,6 +649,7 @@ impl<'a, T: Send> Endpoint<'a, T> {
         if let Some((from, lane)) = self.hint {
             // SAFETY: as above (consumer of lane from -> me).
             if let Some(msg) = unsafe { lane.pop() } {
+                fault_point::reach(FaultPoint::Taken);
                 return Some((from, msg));
             }
         }

@@ -1,0 +1,267 @@
+//! A rank's thread frozen at an arbitrary point of the mailbox or the
+//! driver (issue 12): after it wrote a slot and before it published it,
+//! after it published and before it rang the doorbell, after it rang and
+//! before it woke the receiver, after it took a message and before it
+//! handed it on, after its core gave a message and before it sent it. For
+//! a while, or for ever (until the rest of the team is done).
+//!
+//! One rank of eight (0, 3 or 7) arms a [`FaultPoint`] for its 1st, 2nd or
+//! 5th passage at the start of its closure; every rank then runs five
+//! operations, in one of which the freeze fires (asserted), and a tail
+//! operation that needs the frozen rank (an allreduce, or a broadcast from
+//! it), so that a rank frozen for long is always awaited and found.
+//!
+//! * Frozen below the failure timeout: every rank gets every operation's
+//!   exact result, and nobody is declared failed.
+//! * Frozen beyond it, or until the others are done: the frozen rank, and
+//!   only it, is declared failed. Before the operation it froze in, every
+//!   result is exact; from it on, each allreduce result holds every other
+//!   input exactly once and the frozen rank's once or not at all, the same
+//!   on every rank; a broadcast from a live root is delivered everywhere,
+//!   one from the frozen root is delivered or fails with `RootFailed`. The
+//!   frozen rank's later calls fail with `Error::Failed`.
+//!
+//! Every operation's inputs differ, so a value of another operation (or a
+//! duplicated input) is caught.
+
+#![cfg(all(feature = "fault-points", not(loom)))]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use corrected::check::input_of;
+use corrected::fault_point::{arm, armed, disarm, FaultPoint, Freeze};
+use corrected::runtime::Team;
+use corrected::types::Rank;
+use corrected::Error;
+
+const P: u32 = 8;
+const FAILURE_TIMEOUT: Duration = Duration::from_millis(200);
+/// Operations in which the armed point must fire; a tail operation follows.
+const OPS: usize = 5;
+const POINTS: [FaultPoint; 5] = [
+    FaultPoint::SlotWritten,
+    FaultPoint::Published,
+    FaultPoint::Rung,
+    FaultPoint::Taken,
+    FaultPoint::BeforeSend,
+];
+const NTH: [u32; 3] = [1, 2, 5];
+const FROZEN: [Rank; 3] = [0, 3, 7];
+
+/// One team at a time: the short freeze must stay far below the failure
+/// timeout, which a second team's threads on the same cores could eat.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Coll {
+    Allreduce,
+    Bcast,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// 20 ms, a tenth of the failure timeout.
+    Short,
+    /// 600 ms, three failure timeouts.
+    Long,
+    /// Until every other rank's closure has returned.
+    Forever,
+}
+
+/// Rank `rank`'s input to operation `op` (distinct for every pair).
+fn input(rank: Rank, op: usize) -> u64 {
+    input_of(rank + P * op as Rank)
+}
+
+fn sum(ranks: impl Iterator<Item = Rank>, op: usize) -> u64 {
+    ranks.fold(0, |s, r| s.wrapping_add(input(r, op)))
+}
+
+/// The root of broadcast `op`: rank `op` (so that every rank also
+/// receives in most operations, and a frozen root is tried too), and the
+/// frozen rank for the tail.
+fn root(op: usize, frozen: Rank) -> Rank {
+    if op < OPS {
+        op as Rank % P
+    } else {
+        frozen
+    }
+}
+
+/// What a rank saw of one operation: its result, and whether its arming
+/// was still waiting to fire after it.
+type Seen = (Result<u64, Error>, bool);
+
+struct Case {
+    coll: Coll,
+    kind: Kind,
+    point: FaultPoint,
+    nth: u32,
+    frozen: Rank,
+}
+
+impl Case {
+    fn name(&self) -> String {
+        format!(
+            "{:?} {:?} freeze at {:?} #{} on rank {}",
+            self.coll, self.kind, self.point, self.nth, self.frozen
+        )
+    }
+
+    fn freeze(&self, done: &Arc<AtomicUsize>) -> Freeze {
+        match self.kind {
+            Kind::Short => Freeze::For(Duration::from_millis(20)),
+            Kind::Long => Freeze::For(Duration::from_millis(600)),
+            Kind::Forever => {
+                let done = Arc::clone(done);
+                Freeze::Until(Box::new(move || {
+                    done.load(Ordering::Acquire) >= P as usize - 1
+                }))
+            }
+        }
+    }
+
+    fn run(&self) {
+        let team = Team::builder()
+            .ranks(P)
+            .fault_budget(1)
+            .failure_timeout(FAILURE_TIMEOUT)
+            .op_timeout(Duration::from_secs(30))
+            .build()
+            .unwrap();
+        let done = Arc::new(AtomicUsize::new(0));
+        let report = team.run(|comm| {
+            let me = comm.rank();
+            if me == self.frozen {
+                arm(self.point, self.nth, self.freeze(&done));
+            }
+            let seen: Vec<Seen> = (0..=OPS)
+                .map(|op| {
+                    let got = match self.coll {
+                        Coll::Allreduce => {
+                            let mut out = 0u64;
+                            comm.all_reduce_into(&input(me, op), &mut out, |a: &u64, b: &u64| {
+                                a.wrapping_add(*b)
+                            })
+                            .map(|()| out)
+                        }
+                        Coll::Bcast => {
+                            let root = root(op, self.frozen);
+                            let mut out = if me == root { input(me, op) } else { 0 };
+                            comm.broadcast_into(root, &mut out).map(|()| out)
+                        }
+                    };
+                    (got, armed())
+                })
+                .collect();
+            // Not fired within the operations: the check below says so
+            // (and the rank does not freeze while the team winds down).
+            disarm();
+            done.fetch_add(1, Ordering::AcqRel);
+            seen
+        });
+        let name = self.name();
+        assert_eq!(
+            report.returned().count(),
+            P as usize,
+            "{name}: a rank panicked"
+        );
+        let seen = |r: Rank| report.outcomes[r as usize].returned().unwrap();
+        // The operation the freeze fired in.
+        let k = seen(self.frozen)
+            .iter()
+            .position(|&(_, still_armed)| !still_armed)
+            .filter(|&k| k < OPS)
+            .unwrap_or_else(|| {
+                panic!("{name}: the point did not fire in the first {OPS} operations")
+            });
+        let frozen_for_long = self.kind != Kind::Short;
+        let want_failed = if frozen_for_long {
+            vec![self.frozen]
+        } else {
+            vec![]
+        };
+        assert_eq!(report.failed, want_failed, "{name}: ranks declared failed");
+        for op in 0..=OPS {
+            let exact = match self.coll {
+                Coll::Allreduce => sum(0..P, op),
+                Coll::Bcast => input(root(op, self.frozen), op),
+            };
+            let mut agreed = None;
+            for r in 0..P {
+                let got = &seen(r)[op].0;
+                let what = format!("{name}: rank {r}, operation {op} (froze in {k}): {got:?}");
+                if !frozen_for_long || op < k {
+                    assert_eq!(*got, Ok(exact), "{what}");
+                    continue;
+                }
+                let is_frozen = r == self.frozen;
+                match (self.coll, got) {
+                    // Declared failed while frozen: it fails from then on,
+                    // or completes the operation it froze in.
+                    (_, Err(Error::Failed(f))) if is_frozen && *f == r => {}
+                    (_, Ok(_)) if is_frozen && op > k => panic!("{what}"),
+                    (Coll::Allreduce, Ok(v)) => {
+                        let without = sum((0..P).filter(|&q| q != self.frozen), op);
+                        assert!(*v == without || *v == exact && op == k, "{what}");
+                        assert_eq!(*agreed.get_or_insert(*v), *v, "{what}: disagrees");
+                    }
+                    (Coll::Bcast, Ok(v)) => assert_eq!(*v, exact, "{what}"),
+                    (Coll::Bcast, Err(Error::RootFailed { root, .. }))
+                        if *root == self.frozen && !is_frozen => {}
+                    _ => panic!("{what}"),
+                }
+            }
+        }
+    }
+}
+
+/// Every point and nth for one collective and one kind of freeze; the
+/// frozen rank rotates so that each point meets every one of them.
+fn sweep(coll: Coll, kind: Kind) {
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for (i, &point) in POINTS.iter().enumerate() {
+        for (j, &nth) in NTH.iter().enumerate() {
+            Case {
+                coll,
+                kind,
+                point,
+                nth,
+                frozen: FROZEN[(i + j) % FROZEN.len()],
+            }
+            .run();
+        }
+    }
+}
+
+#[test]
+fn allreduce_frozen_briefly_loses_nothing() {
+    sweep(Coll::Allreduce, Kind::Short);
+}
+
+#[test]
+fn allreduce_frozen_beyond_the_failure_timeout() {
+    sweep(Coll::Allreduce, Kind::Long);
+}
+
+#[test]
+fn allreduce_frozen_until_the_others_are_done() {
+    sweep(Coll::Allreduce, Kind::Forever);
+}
+
+#[test]
+fn broadcast_frozen_briefly_loses_nothing() {
+    sweep(Coll::Bcast, Kind::Short);
+}
+
+#[test]
+fn broadcast_frozen_beyond_the_failure_timeout() {
+    sweep(Coll::Bcast, Kind::Long);
+}
+
+#[test]
+fn broadcast_frozen_until_the_others_are_done() {
+    sweep(Coll::Bcast, Kind::Forever);
+}
