@@ -214,3 +214,25 @@ fn early_messages_wait_and_kept_cores_are_served() {
     let mut core = Bcast::<u64>::new(&plan, 0, 1, op2, None).unwrap();
     assert_eq!(driver.drive(op2, None, &mut core), Ok(12));
 }
+
+/// Zombies stay out: once the driver has handed a rank's failure to its
+/// cores, that rank's messages are dropped (a rank declared failed while
+/// only slow may wake and send). Here rank 1 is declared failed during
+/// operation 0; in operation 1 it sends rank 3 a wrong value before the
+/// root's message comes, and rank 3 must deliver the root's.
+#[test]
+fn a_rank_known_failed_is_not_heard() {
+    let net = MemoryNet::<u64>::new(4, 1, 64);
+    let plan = plan(4);
+    let mut driver = Driver::new(net.transport(3), DriverConfig::default());
+    let op0 = driver.enter().unwrap();
+    net.fail(1);
+    net.inject(0, 3, msg(op0, Collective::Broadcast, 0, Tag::Tree, 10));
+    let mut core = Bcast::<u64>::new(&plan, 0, 3, op0, None).unwrap();
+    assert_eq!(driver.drive(op0, None, &mut core), Ok(10));
+    let op1 = driver.enter().unwrap();
+    net.inject(1, 3, msg(op1, Collective::Broadcast, 0, Tag::Tree, 99));
+    net.inject(0, 3, msg(op1, Collective::Broadcast, 0, Tag::Tree, 11));
+    let mut core = Bcast::<u64>::new(&plan, 0, 3, op1, None).unwrap();
+    assert_eq!(driver.drive(op1, None, &mut core), Ok(11));
+}
