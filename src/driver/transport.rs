@@ -125,7 +125,10 @@ pub trait Transport {
 
     /// What is known of `peer`'s progress, for the timeout detector;
     /// `None` if this transport cannot know it (the detector then never
-    /// suspects that peer).
+    /// suspects that peer). The view must be consistent in the order the
+    /// peer publishes: `entered` at least as new as `returned`, and both at
+    /// least as new as `left` (a peer seen to have left after entering an
+    /// operation must be seen to have entered it).
     fn peer(&self, peer: Rank) -> Option<PeerView>;
 
     /// Publishes that this rank entered operation `op`.

@@ -108,11 +108,23 @@ impl Transport for MailboxTransport<'_> {
 
     fn peer(&self, peer: Rank) -> Option<PeerView> {
         let c = &self.shared.counters[peer as usize];
+        // Oldest news first: the peer stores `entered`, then `returned`,
+        // then `left`, each Release. Loaded in the reverse order, each
+        // Acquire, a later field is never newer than an earlier one, so the
+        // view is one the peer has been in. (Loaded the other way, a rank
+        // that entered the last operation and then ended its program could
+        // be seen as "left without entering it", taken for failed in that
+        // operation alone, and its input lost: the soak found it once in
+        // 10^6 operations.)
+        let left = c.left.load(Ordering::Acquire);
+        let returned = c.returned.load(Ordering::Acquire);
+        let beat = c.beat.load(Ordering::Acquire);
+        let entered = c.entered.load(Ordering::Acquire);
         Some(PeerView {
-            entered: c.entered.load(Ordering::Acquire),
-            returned: c.returned.load(Ordering::Acquire),
-            beat: c.beat.load(Ordering::Acquire),
-            left: c.left.load(Ordering::Acquire),
+            entered,
+            returned,
+            beat,
+            left,
         })
     }
 

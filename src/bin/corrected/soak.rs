@@ -55,6 +55,10 @@ pub struct SoakArgs {
     /// Seed of the operations and fault plans.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// The first episode to run: with the same seed and --episode, replays
+    /// the episode a failing soak names (`--from-episode 920 --ops 500`).
+    #[arg(long, default_value_t = 0)]
+    from_episode: u64,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -194,7 +198,7 @@ pub fn run(args: SoakArgs) -> Result<ExitCode, CliError> {
     let episodes = args.ops.div_ceil(args.episode as u64);
     let mut tally = Tally::default();
     let started = Instant::now();
-    for episode in 0..episodes {
+    for episode in args.from_episode..args.from_episode + episodes {
         soak_episode(&args, episode, failure_timeout, &mut tally)?;
     }
     let _ = std::panic::take_hook();
@@ -325,6 +329,7 @@ fn soak_episode(
         }
     }
     let hang_bound = failure_timeout * 3 + Duration::from_secs(1);
+    let clean_so_far = tally.first_problem.is_none();
     for op in 0..ops {
         check_op(
             args,
@@ -335,6 +340,13 @@ fn soak_episode(
             hang_bound,
             tally,
         );
+    }
+    if let Some(p) = tally.first_problem.as_mut().filter(|_| clean_so_far) {
+        // Name the episode's faults (rank, operation, fault) with its problem.
+        p.push_str(&format!(
+            "; faults of the episode: {plans:?}, stall: {stall:?}, declared failed: {:?}",
+            report.failed
+        ));
     }
     Ok(())
 }
