@@ -188,9 +188,12 @@ impl<'t> Comm<'t> {
     ///
     /// Errors: `root` out of range, a value too large for a message, this
     /// rank failed or hung, the ranks disagree on the operation
-    /// ([`Error::Mismatch`]), or no value within the team's timeout
-    /// ([`Error::RootFailed`] if the root is known failed, [`Error::Timeout`]
-    /// otherwise).
+    /// ([`Error::Mismatch`], on every rank that has not finished it: the
+    /// rank that meets the mismatch aborts the operation for the team), or
+    /// the root failed ([`Error::RootFailed`]: at once if it failed before
+    /// the operation, within the failure timeout if during it and the value
+    /// does not come), or no value within the team's timeout
+    /// ([`Error::Timeout`]).
     pub fn broadcast_into<T: Wire>(&mut self, root: Rank, value: &mut T) -> Result<(), Error> {
         self.check_root(root)?;
         let words = if root == self.rank() {
