@@ -456,8 +456,15 @@ impl<'t, T: Transport> Driver<'t, T> {
         // When this rank learned that the root failed after entering the
         // operation (a value may still come from ranks it reached).
         let mut root_lost_at: Option<Tick> = None;
+        let mut turns = 0u32;
         loop {
-            self.transport.beat();
+            // The heartbeat: on the first turn and every 64th (a rank busy
+            // with messages for a whole failure timeout still beats), and
+            // before every wait below.
+            if turns % 64 == 0 {
+                self.transport.beat();
+            }
+            turns = turns.wrapping_add(1);
             if uses_time {
                 // A core that acts on time sees it move between waits too.
                 tick = tick.max(self.transport.now());
@@ -559,6 +566,7 @@ impl<'t, T: Transport> Driver<'t, T> {
                     wake_at = wake_at.min(ready.saturating_add(self.config.grace));
                 }
             }
+            self.transport.beat();
             self.transport.block(wake_at);
             tick = tick.max(self.transport.now());
             if core.poll_deadline().is_some_and(|t| t <= tick) {
@@ -807,9 +815,12 @@ impl<'t, T: Transport> Driver<'t, T> {
     /// Messages to failed ranks vanish, as fail-stop says.
     fn transmit(&mut self, op: OpId, to: Rank, msg: Msg<T::Payload>) -> Result<(), Error> {
         // Fail-stop: a rank that died (say, by its send budget while a
-        // lingering core was sending), or was declared failed while it was
-        // only slow, sends nothing more.
-        self.check_alive()?;
+        // lingering core was sending) sends nothing more. (One declared
+        // failed while only slow finds out at its next step; what it sends
+        // until then, receivers that know drop.)
+        if self.state != RankState::Alive {
+            return Err(Error::Failed(self.me));
+        }
         if let Some(rec) = self.records.get_mut(op as usize) {
             rec.sends += 1;
         }
