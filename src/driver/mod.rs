@@ -350,6 +350,15 @@ impl<'t, T: Transport> Driver<'t, T> {
         T::Payload: Carries<C::Payload>,
     {
         let mut result = self.drive_loop(op, started, core);
+        if result.is_ok() {
+            // A rank declared failed while only slow (frozen, descheduled)
+            // may complete its call on what it took before it froze, with a
+            // result the live ranks, which went on without it, do not share:
+            // by decree it failed, and gets no result.
+            if let Err(e) = self.check_alive() {
+                result = Err(e);
+            }
+        }
         if let Some(msg) = self.mismatched.take() {
             self.abort_team(op, &core.header(), msg);
         }
