@@ -1,0 +1,110 @@
+//! Times one collective the way `scripts/mpi/timing.c` times Open MPI's, for
+//! `scripts/vs-openmpi.sh`: like timed with like, in one run.
+//!
+//! `cargo run --release --example timing -- OP RANKS F MODE ITERS` prints the
+//! slowest rank's mean time per call in microseconds. OP is `allreduce` (an
+//! f64 sum) or `bcast` (an f64 from rank 0, checked correction); F the fault
+//! budget; MODE `b2b` (ITERS calls back to back after one barrier, each rank
+//! timing the whole loop) or `lone` (each call after a barrier, each rank
+//! timing the call alone, summed). `... -- pingpong` prints the raw
+//! two-thread ping-pong (one way, ns): two atomics on separate cache lines,
+//! each side spinning on its own, the floor two-rank numbers follow.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use corrected::runtime::{SystemOperation, Team};
+use crossbeam_utils::CachePadded;
+
+fn pingpong() -> f64 {
+    let rounds = 2_000_000u64;
+    let (a, b) = (
+        CachePadded::new(AtomicU64::new(0)),
+        CachePadded::new(AtomicU64::new(0)),
+    );
+    let started = std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 1..=rounds {
+                while a.load(Ordering::Acquire) != i {
+                    std::hint::spin_loop();
+                }
+                b.store(i, Ordering::Release);
+            }
+        });
+        let t = Instant::now();
+        for i in 1..=rounds {
+            a.store(i, Ordering::Release);
+            while b.load(Ordering::Acquire) != i {
+                std::hint::spin_loop();
+            }
+        }
+        t.elapsed()
+    });
+    started.as_nanos() as f64 / (2 * rounds) as f64
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("pingpong") {
+        println!("{:.1}", pingpong());
+        return Ok(());
+    }
+    let [op, ranks, f, mode, iters] = args.as_slice() else {
+        return Err("usage: timing OP RANKS F MODE ITERS | timing pingpong".into());
+    };
+    let (ranks, f, iters): (u32, u32, u32) = (ranks.parse()?, f.parse()?, iters.parse()?);
+    let bcast = match op.as_str() {
+        "allreduce" => false,
+        "bcast" => true,
+        other => return Err(format!("unknown OP {other}").into()),
+    };
+    let lone = match mode.as_str() {
+        "b2b" => false,
+        "lone" => true,
+        other => return Err(format!("unknown MODE {other}").into()),
+    };
+    let team = Team::builder()
+        .ranks(ranks)
+        .fault_budget(f)
+        .correction("checked".parse()?)
+        .build()?;
+    let report = team.run(|comm| -> Result<Duration, corrected::Error> {
+        let call = |comm: &mut corrected::runtime::Comm<'_>| {
+            let mut x = comm.rank() as f64;
+            if bcast {
+                comm.broadcast_into(0, &mut x)
+            } else {
+                let mine = x;
+                comm.all_reduce_into(&mine, &mut x, SystemOperation::sum())
+            }
+        };
+        // Warm up: lanes allocated, caches and branch predictors primed.
+        for _ in 0..iters.min(100) {
+            call(comm)?;
+        }
+        comm.barrier()?;
+        let mut total = Duration::ZERO;
+        if lone {
+            for _ in 0..iters {
+                comm.barrier()?;
+                let t = Instant::now();
+                call(comm)?;
+                total += t.elapsed();
+            }
+        } else {
+            let t = Instant::now();
+            for _ in 0..iters {
+                call(comm)?;
+            }
+            total = t.elapsed();
+        }
+        Ok(total / iters)
+    });
+    let mut slowest = Duration::ZERO;
+    for (rank, got) in report.returned() {
+        let mean = got.clone().map_err(|e| format!("rank {rank}: {e}"))?;
+        slowest = slowest.max(mean);
+    }
+    println!("{:.3}", slowest.as_secs_f64() * 1e6);
+    Ok(())
+}

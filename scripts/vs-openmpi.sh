@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# corrected against Open MPI, side by side in one run (issue 13).
+#
+#   scripts/vs-openmpi.sh            # ROUNDS=3 PROCS="2 4 8 16 32 64"
+#   ROUNDS=5 PROCS="2 8" scripts/vs-openmpi.sh
+#
+# Contenders, 8 bytes each:
+#   allreduce: MPI_Allreduce (one double, MPI_SUM) against ours with f = 0
+#              and f = 1 (`examples/timing.rs`);
+#   bcast:     MPI_Bcast from rank 0 against ours (checked correction, f = 1).
+# Both sides are timed the same way (scripts/mpi/timing.c mirrors
+# examples/timing.rs): 100 warm-up calls, then
+#   b2b:  ITERS calls back to back after one barrier, each rank timing its
+#         whole loop;
+#   lone: each call after a barrier, each rank timing the call alone;
+# and the number is the slowest rank's mean per call. Open MPI 4.1 from
+# Debian's packages, ob1 + vader; P <= cores: one rank per core (both sides
+# pinned); P > cores: --oversubscribe --bind-to none, mpi_yield_when_idle 1.
+# Each round runs every contender once per (P, mode, collective), Open MPI
+# first in odd rounds and ours first in even ones, with the raw two-thread
+# ping-pong (one way) printed at the start and end of the round. The table
+# at the end gives medians over rounds and ratios ours / Open MPI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${ROUNDS:-3}
+procs=${PROCS:-"2 4 8 16 32 64"}
+if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null
+fi
+mkdir -p target
+mpicc -O2 -o target/mpi-timing scripts/mpi/timing.c
+cargo build --release --quiet --example timing
+ours=target/release/examples/timing
+cores=$(nproc)
+results=$(mktemp)
+
+iters() { # P MODE
+  local n
+  case $1 in 2) n=100000 ;; 4|8) n=20000 ;; 16) n=5000 ;; 32) n=2000 ;; *) n=1000 ;; esac
+  [ "$2" = lone ] && n=$((n / 4))
+  echo "$n"
+}
+ompi() { # P OP MODE
+  local bind="--bind-to core"
+  [ "$1" -gt "$cores" ] && bind="--oversubscribe --bind-to none --mca mpi_yield_when_idle 1"
+  # shellcheck disable=SC2086
+  mpirun --allow-run-as-root -np "$1" $bind --mca pml ob1 --mca btl self,vader \
+    target/mpi-timing "$2" "$3" "$(iters "$1" "$3")"
+}
+mine() { # P OP F MODE
+  "$ours" "$2" "$1" "$3" "$4" "$(iters "$1" "$4")"
+}
+floor() { echo "   raw ping-pong (one way) $1: $("$ours" pingpong) ns"; }
+record() { echo "$*" >> "$results"; }
+
+for round in $(seq "$rounds"); do
+  echo "== round $round"
+  floor start
+  for p in $procs; do
+    for mode in b2b lone; do
+      for op in allreduce bcast; do
+        run_ompi() { local v; v=$(ompi "$p" "$op" "$mode"); record "$op $mode $p ompi $v"; echo "   $op $mode P=$p open-mpi $v us"; }
+        run_ours() {
+          local fs="0 1" v
+          [ "$op" = bcast ] && fs=1
+          for f in $fs; do
+            v=$(mine "$p" "$op" "$f" "$mode"); record "$op $mode $p f$f $v"; echo "   $op $mode P=$p corrected-f$f $v us"
+          done
+        }
+        if (( round % 2 )); then run_ompi; run_ours; else run_ours; run_ompi; fi
+      done
+    done
+  done
+  floor end
+done
+
+echo
+echo "Medians over $rounds rounds (us per call; ratio = corrected / Open MPI):"
+echo
+echo "| collective | mode | P | Open MPI | corrected f=0 | ratio | corrected f=1 | ratio |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+python3 - "$results" "$procs" <<'PY'
+import sys, statistics
+rows = [l.split() for l in open(sys.argv[1])]
+procs = sys.argv[2].split()
+def med(op, mode, p, who):
+    v = [float(r[4]) for r in rows if r[:4] == [op, mode, p, who]]
+    return statistics.median(v) if v else None
+for op in ("allreduce", "bcast"):
+    for mode in ("b2b", "lone"):
+        for p in procs:
+            o = med(op, mode, p, "ompi")
+            cells = []
+            for f in ("f0", "f1"):
+                m = med(op, mode, p, f)
+                cells += ["-", "-"] if m is None else [f"{m:.3f}", f"{m / o:.2f}"]
+            print(f"| {op} | {mode} | {p} | {o:.3f} | " + " | ".join(cells) + " |")
+PY
+rm -f "$results"
