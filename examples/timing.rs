@@ -5,8 +5,9 @@
 //! slowest rank's mean time per call in microseconds. OP is `allreduce` (an
 //! f64 sum) or `bcast` (an f64 from rank 0, checked correction); F the fault
 //! budget; MODE `b2b` (ITERS calls back to back after one barrier, each rank
-//! timing the whole loop) or `lone` (each call after a barrier, each rank
-//! timing the call alone, summed). `... -- pingpong` prints the raw
+//! timing the whole loop) or `lone` (ITERS times a barrier then the call,
+//! minus ITERS barriers alone, each loop timed whole by each rank: the cost
+//! a call adds to a barrier-separated step, whatever the barrier's skew). `... -- pingpong` prints the raw
 //! two-thread ping-pong (one way, ns): two atomics on separate cache lines,
 //! each side spinning on its own, the floor two-rank numbers follow.
 
@@ -83,20 +84,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             call(comm)?;
         }
         comm.barrier()?;
-        let mut total = Duration::ZERO;
-        if lone {
-            for _ in 0..iters {
+        // Each rank times its whole loop: back to back, the calls alone;
+        // lone, a barrier then the call each time, and then the barriers
+        // alone, whose time is subtracted.
+        let t = Instant::now();
+        for _ in 0..iters {
+            if lone {
                 comm.barrier()?;
-                let t = Instant::now();
-                call(comm)?;
-                total += t.elapsed();
             }
-        } else {
+            call(comm)?;
+        }
+        let mut total = t.elapsed();
+        if lone {
+            comm.barrier()?;
             let t = Instant::now();
             for _ in 0..iters {
-                call(comm)?;
+                comm.barrier()?;
             }
-            total = t.elapsed();
+            total = total.saturating_sub(t.elapsed());
         }
         Ok(total / iters)
     });

@@ -12,7 +12,9 @@
 # examples/timing.rs): 100 warm-up calls, then
 #   b2b:  ITERS calls back to back after one barrier, each rank timing its
 #         whole loop;
-#   lone: each call after a barrier, each rank timing the call alone;
+#   lone: ITERS times a barrier then the call, minus ITERS barriers alone
+#         (each loop timed whole by each rank): what one call adds to a
+#         barrier-separated step, whatever skew the barrier leaves;
 # and the number is the slowest rank's mean per call. Open MPI 4.1 from
 # Debian's packages, ob1 + vader; P <= cores: one rank per core (both sides
 # pinned); P > cores: --oversubscribe --bind-to none, mpi_yield_when_idle 1.

@@ -6,9 +6,9 @@
  * prints the slowest rank's mean time per call in microseconds. OP is
  * allreduce (MPI_Allreduce of one double, MPI_SUM) or bcast (MPI_Bcast of
  * one double from rank 0); MODE b2b (ITERS calls back to back after one
- * barrier, each rank timing the whole loop) or lone (each call after a
- * barrier, each rank timing the call alone, summed). 100 warm-up calls
- * first, as on our side. */
+ * barrier, each rank timing the whole loop) or lone (ITERS times a barrier
+ * then the call, minus ITERS barriers alone, each loop timed whole by each
+ * rank). 100 warm-up calls first, as on our side. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,18 +35,18 @@ int main(int argc, char **argv) {
     long iters = atol(argv[3]);
     for (long i = 0; i < (iters < 100 ? iters : 100); i++) call(bcast, rank);
     MPI_Barrier(MPI_COMM_WORLD);
-    double total = 0;
+    double t = MPI_Wtime();
+    for (long i = 0; i < iters; i++) {
+        if (lone) MPI_Barrier(MPI_COMM_WORLD);
+        call(bcast, rank);
+    }
+    double total = MPI_Wtime() - t;
     if (lone) {
-        for (long i = 0; i < iters; i++) {
-            MPI_Barrier(MPI_COMM_WORLD);
-            double t = MPI_Wtime();
-            call(bcast, rank);
-            total += MPI_Wtime() - t;
-        }
-    } else {
-        double t = MPI_Wtime();
-        for (long i = 0; i < iters; i++) call(bcast, rank);
-        total = MPI_Wtime() - t;
+        MPI_Barrier(MPI_COMM_WORLD);
+        t = MPI_Wtime();
+        for (long i = 0; i < iters; i++) MPI_Barrier(MPI_COMM_WORLD);
+        total -= MPI_Wtime() - t;
+        if (total < 0) total = 0;
     }
     double mean = total / iters * 1e6, slowest = 0;
     MPI_Reduce(&mean, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
