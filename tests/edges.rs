@@ -317,14 +317,19 @@ fn a_rank_declared_failed_while_slow_stays_out() {
 #[test]
 fn every_live_rank_agrees_on_the_failed_ranks() {
     let _s = serial();
-    // Rank 3 is dead from the start; the first coordinator (rank 0) dies
-    // after one send of its round (operation 0), rank 6 in its own round
-    // (operation 6), before sending anything.
+    // Rank 3 is dead from the start: operation 0, a barrier, cannot end
+    // anywhere before its failure is in the registry, so every rank knows it
+    // when the agreement starts. Then the first coordinator (rank 0) dies
+    // after one send of its round (operation 1), and rank 6 in its own round
+    // (operation 7), before sending anything.
     let faults = FaultSchedule::none()
         .kill(3, 0)
-        .at(0, 0, Fault::DieAfterSends(1))
-        .kill(6, 6);
-    let report = team(8, 1, faults, Duration::from_millis(500)).run(|comm| comm.agree_failed());
+        .at(0, 1, Fault::DieAfterSends(1))
+        .kill(6, 7);
+    let report = team(8, 1, faults, Duration::from_millis(500)).run(|comm| {
+        comm.barrier()?;
+        comm.agree_failed()
+    });
     let mut lists = report
         .returned()
         .filter(|(r, _)| ![0, 3, 6].contains(r))
