@@ -98,6 +98,30 @@ impl Occupancy {
         None
     }
 
+    /// Empties every occupied slot of a tick in `base..to` (the ticks the
+    /// window leaves when time moves from `base` to `to`), calling `clear` on
+    /// each and counting it off `near`, the number of occupied slots.
+    fn empty_before(
+        &mut self,
+        base: Tick,
+        to: Tick,
+        near: &mut usize,
+        mut clear: impl FnMut(usize),
+    ) {
+        let mut from = base;
+        let end = to.min(window_end(base));
+        while *near > 0 {
+            let Some(t) = self.first_in(from, end) else {
+                break;
+            };
+            let i = slot(t);
+            clear(i);
+            self.remove(i);
+            *near -= 1;
+            from = t + 1;
+        }
+    }
+
     /// Calls `f` on every occupied slot and empties the set.
     fn drain(&mut self, mut f: impl FnMut(usize)) {
         for (w, word) in self.0.iter_mut().enumerate() {
@@ -218,18 +242,9 @@ impl<E> BucketQueue<E> {
     fn advance(&mut self, to: Tick) {
         // Drop what is left before `to`; its slots are about to stand for
         // ticks of the new window.
-        let mut from = self.base;
-        let end = to.min(window_end(self.base));
-        while self.near > 0 {
-            let Some(t) = self.occupied.first_in(from, end) else {
-                break;
-            };
-            let i = slot(t);
-            self.ring[i].clear();
-            self.occupied.remove(i);
-            self.near -= 1;
-            from = t + 1;
-        }
+        let ring = &mut self.ring;
+        self.occupied
+            .empty_before(self.base, to, &mut self.near, |i| ring[i].clear());
         self.base = to;
         // Far events the window now covers move into the ring before
         // anything else can be pushed at their tick.
@@ -423,18 +438,9 @@ impl WakeSets {
     fn advance(&mut self, to: Tick) {
         // Drop what is left before `to`; its slots are about to stand for
         // ticks of the new window.
-        let mut from = self.base;
-        let end = to.min(window_end(self.base));
-        while self.near > 0 {
-            let Some(t) = self.occupied.first_in(from, end) else {
-                break;
-            };
-            let i = slot(t);
-            self.ring[i].fill(0);
-            self.occupied.remove(i);
-            self.near -= 1;
-            from = t + 1;
-        }
+        let ring = &mut self.ring;
+        self.occupied
+            .empty_before(self.base, to, &mut self.near, |i| ring[i].fill(0));
         self.base = to;
         // Far ranks the window now covers move into the ring.
         let end = window_end(to);
