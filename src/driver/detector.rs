@@ -26,7 +26,7 @@
 //! ([`Suspicion::absent`]): it costs one operation timeout, once, and the
 //! operation goes on without it.
 
-use crate::driver::transport::Transport;
+use crate::driver::transport::{PeerView, Transport};
 use crate::types::{OpId, Rank, Tick};
 
 /// The detector's memory, kept across calls: the peer last awaited, its
@@ -39,18 +39,17 @@ pub(crate) struct Suspicion {
 }
 
 impl Suspicion {
-    /// Looks at the awaited peer and returns it if it is to be declared
-    /// failed (see the module's rules).
-    pub(crate) fn watch<T: Transport>(
+    /// Looks at the awaited peer (a transport rank not known failed, with
+    /// its view) and returns it if it is to be declared failed (see the
+    /// module's rules).
+    pub(crate) fn watch(
         &mut self,
-        awaiting: Option<Rank>,
+        awaited: Option<(Rank, PeerView)>,
         now: Tick,
-        transport: &T,
         op: OpId,
         timeout: Tick,
     ) -> Option<Rank> {
-        let p = awaiting.filter(|&p| !transport.is_failed(p))?;
-        let view = transport.peer(p)?;
+        let (p, view) = awaited?;
         if self.peer != Some(p) || self.beat != view.beat {
             *self = Suspicion {
                 peer: Some(p),

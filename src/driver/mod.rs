@@ -524,14 +524,15 @@ impl<'t, T: Transport> Driver<'t, T> {
                     return Err(Error::RootFailed { op, root: r });
                 }
             }
+            // The awaited peer, in transport numbering, and its view (read
+            // once per wait: it is four loads of another rank's line).
             let awaiting = core.awaiting();
-            let awaiting_t = awaiting.map(|p| members.to_transport(p));
-            if let (Some(p), Some(t)) = (awaiting, awaiting_t) {
-                if self
-                    .transport
-                    .peer(t)
-                    .is_some_and(|view| view.left && view.entered <= op)
-                {
+            let watched = awaiting
+                .map(|p| members.to_transport(p))
+                .filter(|&t| !self.transport.is_failed(t))
+                .and_then(|t| self.transport.peer(t).map(|view| (t, view)));
+            if let (Some(p), Some((_, view))) = (awaiting, watched) {
+                if view.left && view.entered <= op {
                     // Its program ended without calling this operation: it
                     // will never take part, which for this operation is
                     // failure.
@@ -541,10 +542,7 @@ impl<'t, T: Transport> Driver<'t, T> {
                 }
             }
             let failure_timeout = self.config.failure_timeout;
-            if let Some(peer) =
-                self.suspect
-                    .watch(awaiting_t, now, &self.transport, op, failure_timeout)
-            {
+            if let Some(peer) = self.suspect.watch(watched, now, op, failure_timeout) {
                 self.transport.declare_failed(peer);
                 continue;
             }
