@@ -10,11 +10,15 @@
 //! a call adds to a barrier-separated step, whatever the barrier's skew). `... -- pingpong` prints the raw
 //! two-thread ping-pong (one way, ns): two atomics on separate cache lines,
 //! each side spinning on its own, the floor two-rank numbers follow.
+//!
+//! For same-run comparisons of our own settings: `HELP=0` (or `1`) turns
+//! [helping](corrected::helping) off (on) instead of the default (on when
+//! ranks outnumber cores); `PIN=rr` pins round-robin instead of packed.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use corrected::runtime::{SystemOperation, Team};
+use corrected::runtime::{Pinning, SystemOperation, Team};
 use crossbeam_utils::CachePadded;
 
 fn pingpong() -> f64 {
@@ -64,11 +68,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "lone" => true,
         other => return Err(format!("unknown MODE {other}").into()),
     };
-    let team = Team::builder()
+    let mut team = Team::builder()
         .ranks(ranks)
         .fault_budget(f)
-        .correction("checked".parse()?)
-        .build()?;
+        .correction("checked".parse()?);
+    match std::env::var("HELP").ok().as_deref() {
+        Some("0") => team = team.helping(false),
+        Some("1") => team = team.helping(true),
+        _ => {}
+    }
+    if std::env::var("PIN").ok().as_deref() == Some("rr") {
+        team = team.pinning(Pinning::RoundRobin);
+    }
+    let team = team.build()?;
     let report = team.run(|comm| -> Result<Duration, corrected::Error> {
         let call = |comm: &mut corrected::runtime::Comm<'_>| {
             let mut x = comm.rank() as f64;

@@ -36,11 +36,20 @@ pub enum FaultPoint {
 #[inline(always)]
 pub(crate) fn reach(_point: FaultPoint) {}
 
+/// Runs `f` (a pump of another rank's call, see [`crate::helping`]) with the
+/// calling thread's fault points off: an armed point freezes the rank whose
+/// thread is armed, never a rank that thread happens to help.
+#[cfg(not(all(feature = "fault-points", not(loom))))]
+#[inline(always)]
+pub(crate) fn as_helper<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
 #[cfg(all(feature = "fault-points", not(loom)))]
 pub use imp::{arm, armed, disarm, Freeze};
 
 #[cfg(all(feature = "fault-points", not(loom)))]
-pub(crate) use imp::reach;
+pub(crate) use imp::{as_helper, reach};
 
 #[cfg(all(feature = "fault-points", not(loom)))]
 mod imp {
@@ -91,6 +100,20 @@ mod imp {
 
     thread_local! {
         static ARMED: RefCell<Option<Arming>> = const { RefCell::new(None) };
+        /// Set while the thread pumps another rank's call.
+        static HELPING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// See the crate-level `as_helper`.
+    pub(crate) fn as_helper<R>(f: impl FnOnce() -> R) -> R {
+        struct Reset(bool);
+        impl Drop for Reset {
+            fn drop(&mut self) {
+                HELPING.with(|h| h.set(self.0));
+            }
+        }
+        let _reset = Reset(HELPING.with(|h| h.replace(true)));
+        f()
     }
 
     /// Arms the calling thread: the `nth` time (1-based) it reaches `point`
@@ -125,6 +148,9 @@ mod imp {
 
     /// Freezes the thread if this is its armed occurrence of `point`.
     pub(crate) fn reach(point: FaultPoint) {
+        if HELPING.with(|h| h.get()) {
+            return;
+        }
         let fire = ARMED.with(|a| {
             let mut a = a.borrow_mut();
             let arming = a.as_mut().filter(|arming| arming.point == point)?;

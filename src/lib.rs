@@ -31,6 +31,7 @@ pub mod error;
 pub mod fault_point;
 #[cfg(not(feature = "fault-points"))]
 pub(crate) mod fault_point;
+pub mod helping;
 pub mod mailbox;
 pub mod op;
 pub mod placement;

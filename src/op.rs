@@ -15,8 +15,10 @@
 use crate::error::Error;
 use crate::wire::Wire;
 
-/// A reduction operation on `T`.
-pub trait Operation<T> {
+/// A reduction operation on `T`. `Sync`, as rsmpi's user operations: when
+/// ranks share cores, the thread of another waiting rank may advance this
+/// rank's call, and so apply the operation ([`crate::helping`]).
+pub trait Operation<T>: Sync {
     /// `a ∘ b`.
     fn apply(&self, a: &T, b: &T) -> T;
 
@@ -28,7 +30,7 @@ pub trait Operation<T> {
     }
 }
 
-impl<T, F: Fn(&T, &T) -> T> Operation<T> for F {
+impl<T, F: Fn(&T, &T) -> T + Sync> Operation<T> for F {
     fn apply(&self, a: &T, b: &T) -> T {
         self(a, b)
     }

@@ -11,9 +11,8 @@
 //! while the only thread waits). A driver waiting for a rank nobody plays
 //! therefore times out at once in virtual time, never hangs.
 
-use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::driver::transport::{PeerView, Transport};
 use crate::protocol::Msg;
@@ -38,11 +37,19 @@ struct Net<P> {
 /// The network of a memory team: channels, clock, failures. Cheap to clone
 /// (a shared handle).
 #[derive(Debug)]
-pub struct MemoryNet<P>(Rc<RefCell<Net<P>>>);
+pub struct MemoryNet<P>(Arc<Mutex<Net<P>>>);
 
 impl<P> Clone for MemoryNet<P> {
     fn clone(&self) -> Self {
-        MemoryNet(Rc::clone(&self.0))
+        MemoryNet(Arc::clone(&self.0))
+    }
+}
+
+impl<P> MemoryNet<P> {
+    /// The network, locked (one thread drives a memory team; the lock only
+    /// makes the handle `Send`, as the driver's transports must be).
+    fn net(&self) -> MutexGuard<'_, Net<P>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -50,7 +57,7 @@ impl<P: Copy + Send + 'static> MemoryNet<P> {
     /// A network of `procs` ranks whose clock starts at 0 and advances by
     /// `step` ticks on every read; channels hold `capacity` messages.
     pub fn new(procs: u32, step: Tick, capacity: usize) -> Self {
-        MemoryNet(Rc::new(RefCell::new(Net {
+        MemoryNet(Arc::new(Mutex::new(Net {
             procs,
             clock: 0,
             step,
@@ -65,7 +72,7 @@ impl<P: Copy + Send + 'static> MemoryNet<P> {
 
     /// The transport of `rank`.
     pub fn transport(&self, rank: Rank) -> MemoryTransport<P> {
-        assert!(rank < self.0.borrow().procs, "rank {rank} out of range");
+        assert!(rank < self.net().procs, "rank {rank} out of range");
         MemoryTransport {
             net: self.clone(),
             rank,
@@ -74,23 +81,23 @@ impl<P: Copy + Send + 'static> MemoryNet<P> {
 
     /// Delivers `msg` from `from` to `to` (bypassing the capacity).
     pub fn inject(&self, from: Rank, to: Rank, msg: Msg<P>) {
-        self.0.borrow_mut().inbox[to as usize].push_back((from, msg));
+        self.net().inbox[to as usize].push_back((from, msg));
     }
 
     /// Takes everything sent so far: (sender, receiver, message), in order.
     pub fn take_sent(&self) -> Vec<(Rank, Rank, Msg<P>)> {
-        self.0.borrow_mut().sent.drain(..).collect()
+        self.net().sent.drain(..).collect()
     }
 
     /// Takes `rank`'s pending received messages out of its channel (a test
     /// playing that rank reads them).
     pub fn take_inbox(&self, rank: Rank) -> Vec<(Rank, Msg<P>)> {
-        self.0.borrow_mut().inbox[rank as usize].drain(..).collect()
+        self.net().inbox[rank as usize].drain(..).collect()
     }
 
     /// Marks `rank` failed (news for every driver).
     pub fn fail(&self, rank: Rank) {
-        let mut net = self.0.borrow_mut();
+        let mut net = self.net();
         if !net.failed[rank as usize] {
             net.failed[rank as usize] = true;
             net.epoch += 1;
@@ -99,12 +106,12 @@ impl<P: Copy + Send + 'static> MemoryNet<P> {
 
     /// Sets what the detector sees of `rank`.
     pub fn set_peer(&self, rank: Rank, view: PeerView) {
-        self.0.borrow_mut().peers[rank as usize] = view;
+        self.net().peers[rank as usize] = view;
     }
 
     /// The virtual clock.
     pub fn clock(&self) -> Tick {
-        self.0.borrow().clock
+        self.net().clock
     }
 }
 
@@ -123,17 +130,17 @@ impl<P: Copy + Send + 'static> Transport for MemoryTransport<P> {
     }
 
     fn procs(&self) -> u32 {
-        self.net.0.borrow().procs
+        self.net.net().procs
     }
 
     fn now(&self) -> Tick {
-        let mut net = self.net.0.borrow_mut();
+        let mut net = self.net.net();
         net.clock += net.step;
         net.clock
     }
 
     fn send(&mut self, to: Rank, msg: Msg<P>) -> Result<(), Msg<P>> {
-        let mut net = self.net.0.borrow_mut();
+        let mut net = self.net.net();
         if net.inbox[to as usize].len() >= net.capacity {
             return Err(msg);
         }
@@ -143,31 +150,31 @@ impl<P: Copy + Send + 'static> Transport for MemoryTransport<P> {
     }
 
     fn try_recv(&mut self) -> Option<(Rank, Msg<P>)> {
-        self.net.0.borrow_mut().inbox[self.rank as usize].pop_front()
+        self.net.net().inbox[self.rank as usize].pop_front()
     }
 
     fn spin(&mut self) -> bool {
-        !self.net.0.borrow().inbox[self.rank as usize].is_empty()
+        !self.net.net().inbox[self.rank as usize].is_empty()
     }
 
     fn block(&mut self, until: Tick) {
-        let mut net = self.net.0.borrow_mut();
+        let mut net = self.net.net();
         if net.inbox[self.rank as usize].is_empty() {
             net.clock = net.clock.max(until);
         }
     }
 
     fn failure_epoch(&self) -> u64 {
-        self.net.0.borrow().epoch
+        self.net.net().epoch
     }
 
     fn failed(&self) -> Vec<Rank> {
-        let net = self.net.0.borrow();
+        let net = self.net.net();
         (0..net.procs).filter(|&r| net.failed[r as usize]).collect()
     }
 
     fn is_failed(&self, rank: Rank) -> bool {
-        self.net.0.borrow().failed[rank as usize]
+        self.net.net().failed[rank as usize]
     }
 
     fn declare_failed(&self, rank: Rank) {
@@ -175,18 +182,18 @@ impl<P: Copy + Send + 'static> Transport for MemoryTransport<P> {
     }
 
     fn peer(&self, peer: Rank) -> Option<PeerView> {
-        Some(self.net.0.borrow().peers[peer as usize])
+        Some(self.net.net().peers[peer as usize])
     }
 
     fn publish_entered(&self, op: OpId) {
-        self.net.0.borrow_mut().peers[self.rank as usize].entered = op + 1;
+        self.net.net().peers[self.rank as usize].entered = op + 1;
     }
 
     fn publish_returned(&self, op: OpId) {
-        self.net.0.borrow_mut().peers[self.rank as usize].returned = op + 1;
+        self.net.net().peers[self.rank as usize].returned = op + 1;
     }
 
     fn beat(&mut self) {
-        self.net.0.borrow_mut().peers[self.rank as usize].beat += 1;
+        self.net.net().peers[self.rank as usize].beat += 1;
     }
 }

@@ -38,6 +38,7 @@
 //! [uses time](Protocol::uses_time), before every step and between
 //! consecutive sends, as the [`Protocol`] contract promises.
 
+mod call;
 mod detector;
 pub(crate) mod fence;
 mod lingering;
@@ -46,7 +47,7 @@ pub mod memory;
 mod transport;
 
 pub use members::Members;
-pub use transport::{Carries, PeerView, Transport};
+pub use transport::{Carries, PeerView, Progress, Transport};
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -54,6 +55,7 @@ use std::time::Duration;
 use crate::error::Error;
 use crate::protocol::{Event, Header, Leave, Msg, Protocol, Tag};
 use crate::types::{OpId, Rank, Tick};
+use call::Call;
 use detector::Suspicion;
 use fence::{Fence, Route};
 use lingering::Lingering;
@@ -346,7 +348,9 @@ impl<'t, T: Transport> Driver<'t, T> {
         core: &mut C,
     ) -> Result<C::Output, Error>
     where
-        C: Protocol,
+        T: Send,
+        C: Protocol + Send,
+        C::Output: Send,
         T::Payload: Carries<C::Payload>,
     {
         let mut result = self.drive_loop(op, started, core);
@@ -411,7 +415,7 @@ impl<'t, T: Transport> Driver<'t, T> {
     /// from then on (see the module's *lingering*).
     pub fn keep<C>(&mut self, core: C)
     where
-        C: Protocol + 't,
+        C: Protocol + Send + 't,
         T::Payload: Carries<C::Payload>,
     {
         if core.is_finished() {
@@ -433,7 +437,9 @@ impl<'t, T: Transport> Driver<'t, T> {
         core: &mut C,
     ) -> Result<C::Output, Error>
     where
-        C: Protocol,
+        T: Send,
+        C: Protocol + Send,
+        C::Output: Send,
         T::Payload: Carries<C::Payload>,
     {
         let uses_time = core.uses_time();
@@ -481,26 +487,7 @@ impl<'t, T: Transport> Driver<'t, T> {
             self.check_alive()?;
             self.learn_failures(core, op, &mut tick)?;
             self.flush_outbox();
-            while let Some(tx) = core.poll_transmit(tick) {
-                crate::fault_point::reach(crate::fault_point::FaultPoint::BeforeSend);
-                let correction = tx.msg.tag.is_correction();
-                let to = members.to_transport(tx.to);
-                self.transmit(op, to, tx.msg.map(<T::Payload>::wrap))?;
-                if correction {
-                    // What arrived meanwhile may stop a checked sweep: look
-                    // before the next send (never wait with a send pending:
-                    // a park or yield costs a scheduling round, milliseconds
-                    // with many ranks per core).
-                    while let Some((from, msg)) = self.transport.try_recv() {
-                        self.take(core, op, tick, from, msg)?;
-                    }
-                }
-                if uses_time {
-                    // The contract: time advances between sends, so a core
-                    // that sends until a time stops.
-                    tick = tick.max(self.transport.now());
-                }
-            }
+            self.send_all(core, op, &mut tick, uses_time)?;
             if output.is_none() {
                 output = core.take_output();
             }
@@ -574,13 +561,104 @@ impl<'t, T: Transport> Driver<'t, T> {
                 }
             }
             self.transport.beat();
-            self.transport.block(wake_at);
+            let mut call = Call {
+                driver: &mut *self,
+                core: &mut *core,
+                op,
+                tick: &mut tick,
+                output: &mut output,
+                failed: None,
+            };
+            T::block_call(&mut call, wake_at);
+            if let Some(e) = call.failed {
+                return Err(e);
+            }
             tick = tick.max(self.transport.now());
             if core.poll_deadline().is_some_and(|t| t <= tick) {
                 core.handle(tick, Event::Timer);
             }
         }
         Ok(output.expect("loop ends with output"))
+    }
+
+    /// Sends everything the core has to send now. After a correction
+    /// message it takes what arrived before the next send: a message may
+    /// stop a checked sweep (never wait with a send pending: a park or yield
+    /// costs a scheduling round, milliseconds with many ranks per core).
+    /// True if it sent anything.
+    fn send_all<C>(
+        &mut self,
+        core: &mut C,
+        op: OpId,
+        tick: &mut Tick,
+        uses_time: bool,
+    ) -> Result<bool, Error>
+    where
+        C: Protocol,
+        T::Payload: Carries<C::Payload>,
+    {
+        let members = self.members;
+        let mut sent = false;
+        while let Some(tx) = core.poll_transmit(*tick) {
+            sent = true;
+            crate::fault_point::reach(crate::fault_point::FaultPoint::BeforeSend);
+            let correction = tx.msg.tag.is_correction();
+            let to = members.to_transport(tx.to);
+            self.transmit(op, to, tx.msg.map(<T::Payload>::wrap))?;
+            if correction {
+                while let Some((from, msg)) = self.transport.try_recv() {
+                    self.take(core, op, *tick, from, msg)?;
+                }
+            }
+            if uses_time {
+                // The contract: time advances between sends, so a core
+                // that sends until a time stops.
+                *tick = (*tick).max(self.transport.now());
+            }
+        }
+        Ok(sent)
+    }
+
+    /// Everything a call can do without waiting, as a helper runs it (see
+    /// [`crate::helping`]): failure news, the core's sends, what arrived,
+    /// the lingering cores' sends, until nothing moves. Timers, the
+    /// detector, the deadline and the grace stay with the rank's own
+    /// thread. True if anything moved.
+    fn advance<C>(
+        &mut self,
+        core: &mut C,
+        op: OpId,
+        tick: &mut Tick,
+        output: &mut Option<C::Output>,
+    ) -> Result<bool, Error>
+    where
+        C: Protocol,
+        T::Payload: Carries<C::Payload>,
+    {
+        let uses_time = core.uses_time();
+        let mut moved = false;
+        loop {
+            if uses_time {
+                *tick = (*tick).max(self.transport.now());
+            }
+            self.learn_failures(core, op, tick)?;
+            self.flush_outbox();
+            let mut did = self.send_all(core, op, tick, uses_time)?;
+            if output.is_none() {
+                *output = core.take_output();
+                did |= output.is_some();
+            }
+            while let Some((from, msg)) = self.transport.try_recv() {
+                self.take(core, op, *tick, from, msg)?;
+                did = true;
+            }
+            if !did {
+                break;
+            }
+            moved = true;
+        }
+        self.serve_lingering()?;
+        Ok(moved)
     }
 
     /// For a core whose output can only come from `root` (a transport
@@ -970,7 +1048,7 @@ impl<'t, T: Transport> Driver<'t, T> {
 /// was made in.
 struct Kept<'t, W> {
     members: Members<'t>,
-    core: Box<dyn Lingering<W> + 't>,
+    core: Box<dyn Lingering<W> + Send + 't>,
 }
 
 /// Hands `core` (rank `me` of `members`) the failure of every member in

@@ -64,6 +64,20 @@ impl PeerView {
     }
 }
 
+/// A call in progress as [`Transport::block_call`] sees it: a
+/// [`Pump`](crate::helping::Pump) that other threads may run, and the
+/// transport it runs over (for the waiting itself, only while the call is
+/// not lent).
+pub trait Progress<T>: crate::helping::Pump {
+    /// The call's transport.
+    fn transport(&mut self) -> &mut T;
+
+    /// Whether other ranks' threads advancing the call can save its rank a
+    /// scheduling round (false for a core that [waits
+    /// once](crate::protocol::Protocol::waits_once)).
+    fn worth_lending(&self) -> bool;
+}
+
 /// One rank's connection to its team, as the [driver](super::Driver) uses it.
 ///
 /// Messages: [`send`](Transport::send) never blocks (a full channel hands
@@ -102,6 +116,18 @@ pub trait Transport {
     /// Waits until a message may have come, a wake-up (failure news), or
     /// the clock reaches `until`, without spinning first.
     fn block(&mut self, until: Tick);
+
+    /// [`block`](Transport::block) for a call in progress: an engine whose
+    /// ranks share cores may meanwhile [lend](crate::helping::Loan::lend)
+    /// the call, so that other ranks' threads pump it, and pump theirs
+    /// (see [`crate::helping`]). Returns like `block`; the driver looks at
+    /// the call again either way. Default: `block`.
+    fn block_call<P: Progress<Self>>(call: &mut P, until: Tick)
+    where
+        Self: Sized,
+    {
+        call.transport().block(until);
+    }
 
     /// [`spin`](Transport::spin), then [`block`](Transport::block).
     fn wait(&mut self, until: Tick) {

@@ -442,6 +442,10 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
     }
 
     /// See [`BcastPlan::uses_time`].
+    fn waits_once(&self) -> bool {
+        true
+    }
+
     fn uses_time(&self) -> bool {
         self.plan.uses_time()
     }

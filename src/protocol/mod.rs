@@ -169,6 +169,19 @@ pub trait Protocol {
         false
     }
 
+    /// True when a call of this core waits for one message at most before
+    /// it may return (a broadcast: the tree message or a correction
+    /// message that colors it). An engine may use it to decide whether to
+    /// let other ranks' threads advance the call while its rank waits
+    /// ([`crate::helping`]): the rank of such a call has to run once its
+    /// message has come anyway, to return, and can take the message then.
+    /// Default: false (a reduce or an allreduce waits for messages in
+    /// sequence: group exchange, subtree values, the broadcast of the
+    /// result).
+    fn waits_once(&self) -> bool {
+        false
+    }
+
     /// True when the core acts on the `now` it is handed (synchronized or
     /// paced correction, deadlines, a gossip phase); if false an engine may
     /// hand it a stale `now` and save the clock reads. Default: false.

@@ -303,7 +303,7 @@ impl<'t> Comm<'t> {
         &mut self,
         kind: Collective,
         input: Words,
-        combine: &dyn Fn(&mut Words, &Words),
+        combine: &(dyn Fn(&mut Words, &Words) + Sync),
     ) -> Result<Words, Error> {
         let id = self.begin_op()?;
         let started = self.driver.call_started();

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::driver::OpRecord;
 use crate::error::ConfigError;
+use crate::helping::Loan;
 use crate::mailbox::Mailboxes;
 use crate::protocol::allreduce::AllreducePlan;
 use crate::protocol::bcast::{BcastPlan, Correction};
@@ -45,7 +46,7 @@ pub const DEFAULT_PACE: Duration = Duration::ZERO;
 pub const MAX_RANKS: u32 = 4096;
 
 /// Builds a [`Team`]. Every setting has a sane default: all cores' worth of
-/// ranks, round-robin pinning, binomial tree with checked correction, fault
+/// ranks, packed pinning, binomial tree with checked correction, fault
 /// budget f = 1 for reduce and allreduce (0 for a team of one), single-bit
 /// failure information, no faults, a 1 s failure timeout, a 10 s
 /// operation timeout and no operation records.
@@ -62,6 +63,7 @@ pub struct TeamBuilder {
     op_timeout: Duration,
     correction_pace: Duration,
     lane_capacity: usize,
+    helping: Option<bool>,
     pub(crate) op_records: bool,
 }
 
@@ -69,7 +71,7 @@ impl Default for TeamBuilder {
     fn default() -> Self {
         TeamBuilder {
             ranks: pin::available_cores().len().max(1) as u32,
-            pinning: Pinning::RoundRobin,
+            pinning: Pinning::Packed,
             tree: "binomial".parse().expect("valid"),
             correction: Correction::Checked,
             fault_budget: None,
@@ -79,6 +81,7 @@ impl Default for TeamBuilder {
             op_timeout: Duration::from_secs(10),
             correction_pace: DEFAULT_PACE,
             lane_capacity: 64,
+            helping: None,
             op_records: false,
         }
     }
@@ -173,6 +176,16 @@ impl TeamBuilder {
     /// timeout counts from then).
     pub fn op_records(mut self, on: bool) -> Self {
         self.op_records = on;
+        self
+    }
+
+    /// Whether a waiting rank lends its call to, and advances the calls of,
+    /// other waiting ranks ([`crate::helping`]). Default: on when ranks
+    /// outnumber the available cores (there a rank's message may wait a
+    /// whole scheduling round for its thread), off otherwise (each rank
+    /// spins on its own core and would only contend for the others' state).
+    pub fn helping(mut self, on: bool) -> Self {
+        self.helping = Some(on);
         self
     }
 
@@ -339,6 +352,15 @@ pub(crate) struct Shared<'t> {
     /// Every communicator shrunk during the run, one entry per rank that
     /// shrank (append only: entries live as long as the run).
     pub(crate) generations: elsa::sync::FrozenVec<Box<Generation>>,
+    /// Per rank, the call it lends while it waits (used only if `helping`).
+    pub(crate) loans: Box<[CachePadded<Loan>]>,
+    /// Waiting ranks lend their calls and advance each other's.
+    pub(crate) helping: bool,
+    /// Per rank, the other ranks whose lent calls it pumps: those pinned to
+    /// its core (their state stays in that core's caches; pumping a call
+    /// last run on another core cost more in cache misses than the context
+    /// switch it saved), or every other rank if threads are not pinned.
+    pub(crate) core_mates: Box<[Box<[Rank]>]>,
 }
 
 #[derive(Default)]
@@ -359,6 +381,25 @@ pub(crate) struct Counters {
     pub(crate) epoch_seen: AtomicU64,
     /// The rank's closure has ended (returned or panicked).
     pub(crate) left: AtomicBool,
+}
+
+/// [`Shared::core_mates`]: for each rank, the others pinned to the same
+/// core, starting after it and wrapping (so that mates start their passes
+/// apart); every other rank if threads are not pinned.
+fn core_mates(
+    pinning: &Pinning,
+    ranks: u32,
+    cores: &[core_affinity::CoreId],
+) -> Box<[Box<[Rank]>]> {
+    let core = |r: Rank| pinning.core_for(r, ranks, cores).map(|c| c.id);
+    (0..ranks)
+        .map(|me| {
+            (me + 1..ranks)
+                .chain(0..me)
+                .filter(|&r| core(me).is_none() || core(r) == core(me))
+                .collect()
+        })
+        .collect()
 }
 
 impl Shared<'_> {
@@ -392,6 +433,8 @@ impl Shared<'_> {
         if self.liveness.mark_failed(rank) {
             for r in 0..self.ranks() {
                 self.mailboxes.wake(r);
+                // A lent call learns the failure from whoever pumps it.
+                self.loans[r as usize].poke();
             }
         }
     }
@@ -460,6 +503,7 @@ impl Team {
         R: Send,
         F: Fn(&mut Comm<'_>) -> R + Sync,
     {
+        let cores = pin::available_cores();
         let shared = Shared {
             config: &self.config,
             plans: &self.plans,
@@ -471,8 +515,15 @@ impl Team {
                 .map(|_| CachePadded::new(Counters::default()))
                 .collect(),
             generations: elsa::sync::FrozenVec::new(),
+            loans: (0..self.config.ranks)
+                .map(|_| CachePadded::new(Loan::new()))
+                .collect(),
+            helping: self
+                .config
+                .helping
+                .unwrap_or(self.config.ranks as usize > cores.len()),
+            core_mates: core_mates(&self.config.pinning, self.config.ranks, &cores),
         };
-        let cores = pin::available_cores();
         // One pinned rank per core: nobody else needs the core, so a waiting
         // rank spins instead of letting its (virtual) cpu halt.
         let alone_on_core =
@@ -485,7 +536,7 @@ impl Team {
                     std::thread::Builder::new()
                         .name(format!("rank-{rank}"))
                         .spawn_scoped(s, move || {
-                            pin::pin(&shared.config.pinning, rank, cores);
+                            pin::pin(&shared.config.pinning, rank, shared.ranks(), cores);
                             let mut endpoint = shared
                                 .mailboxes
                                 .endpoint(rank)

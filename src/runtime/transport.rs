@@ -4,13 +4,27 @@
 
 use std::time::{Duration, Instant};
 
-use crate::driver::{PeerView, Transport};
+use crate::driver::{PeerView, Progress, Transport};
 use crate::mailbox::Endpoint;
 use crate::protocol::Msg;
 use crate::runtime::packet::Packet;
 use crate::runtime::team::Shared;
-use crate::sync::Ordering;
+use crate::sync::{thread, Ordering};
 use crate::types::{OpId, Rank, Tick};
+
+/// Rounds of lending and yielding in which nothing moved before a waiting
+/// rank parks (see [`MailboxTransport::block_call`]).
+const IDLE_ROUNDS: u32 = 16;
+
+/// One pass over the loans of `me`'s core mates, pumping each that is lent,
+/// poked and free. True if any pump moved something.
+fn help_others(shared: &Shared<'_>, me: usize) -> bool {
+    let mut helped = false;
+    for &r in shared.core_mates[me].iter() {
+        helped |= shared.loans[r as usize].help().unwrap_or(false);
+    }
+    helped
+}
 
 /// One rank's mailbox transport.
 pub(crate) struct MailboxTransport<'t> {
@@ -65,7 +79,11 @@ impl Transport for MailboxTransport<'_> {
 
     #[inline]
     fn send(&mut self, to: Rank, msg: Msg<Packet>) -> Result<(), Msg<Packet>> {
-        self.endpoint.send(to, msg)
+        self.endpoint.send(to, msg)?;
+        if self.shared.helping {
+            self.shared.loans[to as usize].poke();
+        }
+        Ok(())
     }
 
     #[inline]
@@ -81,6 +99,38 @@ impl Transport for MailboxTransport<'_> {
     fn block(&mut self, until: Tick) {
         let at = self.instant(until);
         self.endpoint.block(Some(at));
+    }
+
+    /// With helping on (ranks outnumber cores), a waiting rank lends its
+    /// call and pumps the calls other waiting ranks lend, yielding the core
+    /// whenever none of them moved; after [`IDLE_ROUNDS`] rounds in a row
+    /// in which nothing moved anywhere, it takes its call back and parks as
+    /// [`block`](Transport::block) does (not lent while parked: a message
+    /// wakes it as usual).
+    fn block_call<P: Progress<Self>>(call: &mut P, until: Tick) {
+        let t = call.transport();
+        let (shared, me) = (t.shared, t.rank as usize);
+        if !shared.helping || !call.worth_lending() {
+            return call.transport().block(until);
+        }
+        let loan = &shared.loans[me];
+        let mut idle = 0;
+        while idle < IDLE_ROUNDS {
+            let (helped, moved) = loan.lend(call, || {
+                let helped = help_others(shared, me);
+                if !helped {
+                    thread::yield_now();
+                }
+                helped
+            });
+            let t = call.transport();
+            t.beat();
+            if moved || t.endpoint.spin().is_some() || shared.now() >= until {
+                return;
+            }
+            idle = if helped { 0 } else { idle + 1 };
+        }
+        call.transport().block(until);
     }
 
     fn wait(&mut self, until: Tick) {

@@ -462,7 +462,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         .pinning(if args.no_pin {
             Pinning::None
         } else {
-            Pinning::RoundRobin
+            Pinning::Packed
         });
     if let Some(r) = args.ranks {
         builder = builder.ranks(r);
