@@ -113,6 +113,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for _ in 0..iters {
                 comm.barrier()?;
             }
+            if std::env::var("DEBUG").is_ok() && comm.rank() == 0 {
+                eprintln!("both {:?} barrier {:?}", total / iters, t.elapsed() / iters);
+            }
             total = total.saturating_sub(t.elapsed());
         }
         Ok(total / iters)

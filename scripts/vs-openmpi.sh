@@ -8,6 +8,8 @@
 #   allreduce: MPI_Allreduce (one double, MPI_SUM) against ours with f = 0
 #              and f = 1 (`examples/timing.rs`);
 #   bcast:     MPI_Bcast from rank 0 against ours (checked correction, f = 1).
+# Where ranks outnumber cores, ours with f = 1 also runs with helping off
+# (HELP=0, see examples/timing.rs), the before of issue 13 in the same run.
 # Both sides are timed the same way (scripts/mpi/timing.c mirrors
 # examples/timing.rs): 100 warm-up calls, then
 #   b2b:  ITERS calls back to back after one barrier, each rank timing its
@@ -70,6 +72,9 @@ for round in $(seq "$rounds"); do
           for f in $fs; do
             v=$(mine "$p" "$op" "$f" "$mode"); record "$op $mode $p f$f $v"; echo "   $op $mode P=$p corrected-f$f $v us"
           done
+          if [ "$p" -gt "$cores" ]; then
+            v=$(HELP=0 mine "$p" "$op" 1 "$mode"); record "$op $mode $p f1-nohelp $v"; echo "   $op $mode P=$p corrected-f1-helping-off $v us"
+          fi
         }
         if (( round % 2 )); then run_ompi; run_ours; else run_ours; run_ompi; fi
       done
@@ -81,8 +86,8 @@ done
 echo
 echo "Medians over $rounds rounds (us per call; ratio = corrected / Open MPI):"
 echo
-echo "| collective | mode | P | Open MPI | corrected f=0 | ratio | corrected f=1 | ratio |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| collective | mode | P | Open MPI | corrected f=0 | ratio | corrected f=1 | ratio | f=1, helping off | ratio |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 python3 - "$results" "$procs" <<'PY'
 import sys, statistics
 rows = [l.split() for l in open(sys.argv[1])]
@@ -95,7 +100,7 @@ for op in ("allreduce", "bcast"):
         for p in procs:
             o = med(op, mode, p, "ompi")
             cells = []
-            for f in ("f0", "f1"):
+            for f in ("f0", "f1", "f1-nohelp"):
                 m = med(op, mode, p, f)
                 cells += ["-", "-"] if m is None else [f"{m:.3f}", f"{m / o:.2f}"]
             print(f"| {op} | {mode} | {p} | {o:.3f} | " + " | ".join(cells) + " |")

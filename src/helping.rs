@@ -30,7 +30,7 @@
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 
-use crate::sync::{thread, AtomicBool, AtomicU32, Ordering, UnsafeCell};
+use crate::sync::{thread, AtomicBool, AtomicU32, AtomicU64, Ordering, UnsafeCell};
 
 /// A call in progress that any thread may advance, one at a time.
 pub trait Pump: Send {
@@ -60,6 +60,8 @@ pub struct Loan {
     /// pump only poked calls: pumping a call that has nothing costs cache
     /// misses on its state for nothing.
     poked: AtomicBool,
+    /// Pumps by helpers that moved something, over the loan's life.
+    helped: AtomicU64,
     /// A panic a helper caught while pumping, for the lender to resume.
     /// Written while `BUSY`, taken by the lender after it took the call back.
     panic: UnsafeCell<Option<Box<dyn Any + Send>>>,
@@ -95,6 +97,7 @@ impl Loan {
             call: UnsafeCell::new(None),
             progressed: AtomicBool::new(false),
             poked: AtomicBool::new(false),
+            helped: AtomicU64::new(0),
             panic: UnsafeCell::new(None),
         }
     }
@@ -201,11 +204,20 @@ impl Loan {
         };
         if moved {
             self.progressed.store(true, Ordering::Relaxed);
+            // BUSY: the one writer, so no read-modify-write.
+            let helped = self.helped.load(Ordering::Relaxed);
+            self.helped.store(helped + 1, Ordering::Relaxed);
         }
         // Release: the pump's writes (and `progressed`, ordered before this)
         // happen before the lender's or the next helper's Acquire.
         self.state.store(FREE, Ordering::Release);
         Some(moved)
+    }
+
+    /// How many helpers' pumps moved something, over the loan's life (read
+    /// when no helper is active for an exact count).
+    pub fn helped(&self) -> u64 {
+        self.helped.load(Ordering::Relaxed)
     }
 
     /// True while a call is lent (free or being pumped).
@@ -233,5 +245,66 @@ impl Drop for TakeBack<'_> {
         }
         // SAFETY: EMPTY: no helper reads the cell.
         loan.call.with_mut(|c| unsafe { *c = None });
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Counts its pumps; moves while it has work left.
+    struct Work(u32);
+
+    impl Pump for Work {
+        fn pump(&mut self) -> bool {
+            let moved = self.0 > 0;
+            self.0 = self.0.saturating_sub(1);
+            moved
+        }
+    }
+
+    #[test]
+    fn only_a_lent_poked_call_is_pumped_and_the_lender_hears_of_it() {
+        let loan = Loan::new();
+        let mut work = Work(2);
+        // Nothing lent: nothing to help.
+        loan.poke();
+        assert_eq!(loan.help(), None);
+        let ((), moved) = loan.lend(&mut work, || {
+            // Lent and poked (the poke before the lend was cleared by it).
+            assert_eq!(loan.help(), None, "a poke before the lend is the lender's");
+            loan.poke();
+            assert_eq!(loan.help(), Some(true));
+            // The pump cleared the poke.
+            assert_eq!(loan.help(), None);
+            assert!(loan.is_lent());
+        });
+        assert!(moved);
+        assert_eq!(loan.helped(), 1);
+        assert!(!loan.is_lent());
+        assert_eq!(work.0, 1, "one pump, on the lender's own state");
+        let ((), moved) = loan.lend(&mut work, || {});
+        assert!(!moved, "progress is reported once");
+    }
+
+    #[test]
+    fn a_panic_in_a_helpers_pump_resumes_on_the_lender() {
+        struct Refuses;
+        impl Pump for Refuses {
+            fn pump(&mut self) -> bool {
+                panic!("refused")
+            }
+        }
+        let loan = Loan::new();
+        let caught = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            loan.lend(&mut Refuses, || {
+                loan.poke();
+                // The helper does not unwind: it caught the panic.
+                assert_eq!(loan.help(), Some(true));
+            })
+        }));
+        let payload = caught.expect_err("the lender must panic");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"refused"));
+        assert!(!loan.is_lent(), "taken back on unwind");
     }
 }

@@ -20,6 +20,8 @@ pub(crate) trait Lingering<W> {
     fn is_finished(&self) -> bool;
     /// See [`Protocol::retired_by`].
     fn retired_by(&self, completed: &Header) -> bool;
+    /// See [`Protocol::uses_time`].
+    fn uses_time(&self) -> bool;
 }
 
 impl<W, C> Lingering<W> for C
@@ -65,5 +67,9 @@ where
 
     fn retired_by(&self, completed: &Header) -> bool {
         Protocol::retired_by(self, completed)
+    }
+
+    fn uses_time(&self) -> bool {
+        Protocol::uses_time(self)
     }
 }

@@ -868,10 +868,13 @@ impl<'t, T: Transport> Driver<'t, T> {
         let Some(from) = self.lingering[i].members.of_transport(from) else {
             return;
         };
-        let now = self.transport.now();
-        self.lingering[i]
-            .core
-            .handle(now, Event::Message { from, msg });
+        let core = &mut self.lingering[i].core;
+        let now = if core.uses_time() {
+            self.transport.now()
+        } else {
+            0
+        };
+        core.handle(now, Event::Message { from, msg });
     }
 
     /// Lets lingering cores send what they have.
@@ -879,7 +882,13 @@ impl<'t, T: Transport> Driver<'t, T> {
         if self.lingering.is_empty() {
             return Ok(());
         }
-        let now = self.transport.now();
+        // The clock only for a core that acts on it (the contract lets the
+        // others see a stale tick): this runs on every idle turn and pump.
+        let now = if self.lingering.iter().any(|k| k.core.uses_time()) {
+            self.transport.now()
+        } else {
+            0
+        };
         let mut i = 0;
         while i < self.lingering.len() {
             while let Some(tx) = self.lingering[i].core.poll_transmit(now) {

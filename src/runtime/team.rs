@@ -324,6 +324,9 @@ pub struct TeamReport<R> {
     /// Per-operation counters, by operation number; empty unless the team
     /// was built with [`TeamBuilder::op_records`] on.
     pub ops: Vec<OpStats>,
+    /// Pumps of a lent call by another rank's thread that moved something
+    /// ([`crate::helping`]; 0 with helping off).
+    pub helped: u64,
 }
 
 impl<R> TeamReport<R> {
@@ -594,6 +597,7 @@ impl Team {
             failed: shared.liveness.failed(),
             hung,
             ops,
+            helped: shared.loans.iter().map(|l| l.helped()).sum(),
         }
     }
 }
