@@ -13,7 +13,9 @@
 //!
 //! For same-run comparisons of our own settings: `HELP=0` (or `1`) turns
 //! [helping](corrected::helping) off (on) instead of the default (on when
-//! ranks outnumber cores); `PIN=rr` pins round-robin instead of packed.
+//! ranks outnumber cores); `PIN=rr` pins round-robin instead of packed;
+//! `PARTS=1` prints rank 0's two lone loops (barrier + call, barrier alone)
+//! to stderr.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -113,8 +115,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for _ in 0..iters {
                 comm.barrier()?;
             }
-            if std::env::var("DEBUG").is_ok() && comm.rank() == 0 {
-                eprintln!("both {:?} barrier {:?}", total / iters, t.elapsed() / iters);
+            if std::env::var("PARTS").is_ok() && comm.rank() == 0 {
+                eprintln!(
+                    "rank 0: barrier + call {:?}, barrier alone {:?}",
+                    total / iters,
+                    t.elapsed() / iters
+                );
             }
             total = total.saturating_sub(t.elapsed());
         }

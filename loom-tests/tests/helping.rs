@@ -1,6 +1,7 @@
 //! Loom models of helping (`corrected::helping::Loan`): a lender lends its
 //! call while it yields, helper threads poke the slot and pump the lent call.
-//! Run (well under a second each; the preemption bound is fixed at 3 here):
+//! Run (about 15 s on 2 cores, nearly all of it the two-helper model; each
+//! model fixes its own preemption bound):
 //!
 //! ```sh
 //! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p loom-tests --release --test helping
@@ -13,19 +14,22 @@
 //! a helper's Acquire CAS to BUSY and Release of FREE) did not order a pump
 //! against the lender's own use of its call, or against another pump, loom
 //! reports a causality violation. The lender reads its call before it joins
-//! the helper, since the join would order everything.
+//! the helpers, since a join would order everything.
 //!
 //! What the models do not claim: that a message published and poked while a
 //! call is lent is seen by the lender as soon as that `lend` returns. A poke
 //! that comes after the lend began is for helpers; if none takes it before
 //! the lender takes its call back (the helper may find the slot EMPTY, or,
 //! under weak memory, still see it EMPTY from before the lend), it stays set
-//! for the next lend, whose start clears it with Acquire. "After lend
+//! for a later lend, whose start clears it with Acquire. "After lend
 //! returns" is no ordering at all between the two threads, so such a model
 //! fails on the plain interleaving in which the helper runs after the lend
-//! (loom finds it in its first iterations). Model 3 checks what a poke
-//! does promise: whoever clears it, and so pumps or looks, sees what was
-//! published before it.
+//! (loom finds it at once). Nor can a model say "the poke came before the
+//! next lend" without ordering the message too: a Relaxed "helper done" flag
+//! does not put the poke before the next lend's clear in the poke flag's
+//! modification order (loom finds that execution), and a Release/Acquire one
+//! hands the lender the message itself. Model 3 checks what a poke does
+//! promise: the pump it sets off sees what was published before it.
 #![cfg(loom)]
 
 use std::panic::{self, AssertUnwindSafe};

@@ -553,6 +553,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             "correction": correction.to_string(),
             "latency_ns": { "p50": lat.p50, "p99": lat.p99, "max": lat.max, "mean": lat.mean },
             "messages_per_op": messages_per_op,
+            "helped_pumps_per_op": report.helped as f64 / report.ops.len().max(1) as f64,
             "delivered": t.delivered,
             "missing": t.missing,
             "missing_by_error": t.errors,
@@ -584,7 +585,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             lat.p99 / 1e3,
             lat.max / 1e3
         );
-        out!("messages per operation: {messages_per_op:.2}");
+        out!(
+            "messages per operation: {messages_per_op:.2}, helped pumps per operation: {:.2}",
+            report.helped as f64 / report.ops.len().max(1) as f64
+        );
         let errors: Vec<String> = t.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
         let errors = if errors.is_empty() {
             String::new()
