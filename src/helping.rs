@@ -30,7 +30,7 @@
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 
-use crate::sync::{thread, AtomicBool, AtomicU32, AtomicU64, Ordering, UnsafeCell};
+use crate::sync::{fence, thread, AtomicBool, AtomicU32, AtomicU64, Ordering, UnsafeCell};
 
 /// A call in progress that any thread may advance, one at a time.
 pub trait Pump: Send {
@@ -137,16 +137,28 @@ impl Loan {
         let guard = TakeBack(self);
         let result = meanwhile();
         drop(guard);
+        // Taken before a panic resumes, so that it is not left for the
+        // next loan (found by loom-tests/tests/helping.rs).
+        let progressed = self.progressed.swap(false, Ordering::Relaxed);
         // SAFETY: EMPTY again and taken back with Acquire: any helper's
         // writes (its pump and a caught panic) happen before this read.
         if let Some(payload) = self.panic.with_mut(|p| unsafe { (*p).take() }) {
             panic::resume_unwind(payload);
         }
-        (result, self.progressed.swap(false, Ordering::Relaxed))
+        (result, progressed)
     }
 
     /// Says that something may be waiting for the call: the next helper
     /// pumps it. Called after the thing is published (a message pushed).
+    ///
+    /// A poke that finds the flag set stores nothing. That loses no poke if
+    /// the publisher has a SeqCst fence between its publication and this
+    /// call (the mailbox's `send` has one): [`help`](Loan::help) clears the
+    /// flag and fences before it pumps, so of the two fences, if the
+    /// publisher's comes first the pump sees the message, and otherwise
+    /// this load sees the clear and stores. (Without the publisher's fence
+    /// a message could be left to its lender, which looks at its own
+    /// endpoint after every round anyway: late, never lost.)
     #[inline]
     pub fn poke(&self) {
         // A load first: a poked slot stays poked, and the store would take
@@ -173,8 +185,11 @@ impl Loan {
             .compare_exchange(FREE, BUSY, Ordering::Acquire, Ordering::Relaxed)
             .ok()?;
         // Cleared before the pump looks: a poke after this is seen by the
-        // next helper. Acquire: pairs with the poker's Release.
+        // next helper. Acquire: pairs with the poker's Release. The fence
+        // pairs with the poker's (see `poke`): a poke that found the flag
+        // still set either published before this look or sees the clear.
         self.poked.swap(false, Ordering::Acquire);
+        fence(Ordering::SeqCst);
         // SAFETY: BUSY: the lender is not writing the cell (it writes only
         // while EMPTY, and cannot take BUSY back), and no other helper holds
         // the slot.

@@ -124,10 +124,14 @@ fn lend_while_helped(helpers: usize, rounds: usize) {
     // SAFETY: `lend` returned, so the lender has its call back (loom checks
     // it).
     let pumps = call.pumps.with_mut(|p| unsafe { *p });
+    // The loan's own count of moving pumps, read once no helper can be on
+    // the slot: fails if one helper's unsynchronized increment were lost.
+    let helped = loan.helped();
     let pumped: u32 = helpers.into_iter().map(|h| h.join().unwrap()).sum();
     // Fails if a pump ran after the last `lend` returned (the slot not taken
     // back to EMPTY, or a helper's CAS winning against EMPTY).
     assert_eq!(pumps[0] + pumps[1], pumped, "pumps per lend {pumps:?}");
+    assert_eq!(helped, u64::from(pumped));
     // A pump sets `progressed` before its helper frees the slot (Release),
     // and the lend that takes the slot back swaps it out after its Acquire:
     // fails if a pump's progress were lost, or left over to be reported by
@@ -217,6 +221,11 @@ fn pump_panic_resumes_on_lender() {
                 assert!(helped.is_some(), "a panic without a pump");
             }
         }
+        // Nothing of that loan is left for the next one: with no helper
+        // about, a lend reports no progress (fails if the panic's
+        // progress were taken only after it resumed).
+        let ((), moved) = loan.lend(&mut call, || {});
+        assert!(!moved, "progress left over from a resumed panic");
     });
 }
 
