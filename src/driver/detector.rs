@@ -36,9 +36,32 @@ pub(crate) struct Suspicion {
     peer: Option<Rank>,
     beat: u64,
     since: Tick,
+    /// When the driver last read an awaited peer's view.
+    looked: Option<Tick>,
 }
 
+/// The longest a waiting rank goes without reading the view of the peer it
+/// awaits: the view is four loads of a line the peer writes on every beat,
+/// a cache miss per wait when the peer runs on another core, while the
+/// detector needs a look per failure timeout at most (a sixteenth of it is
+/// taken if shorter).
+const LOOK_EVERY: Tick = 50_000;
+
 impl Suspicion {
+    /// Whether to read the awaited peer's view on this wait (at most one
+    /// read per [`LOOK_EVERY`], or per a sixteenth of `timeout` if that is
+    /// shorter); counts this one if so.
+    pub(crate) fn look_due(&mut self, now: Tick, timeout: Tick) -> bool {
+        let every = LOOK_EVERY.min(timeout / 16);
+        match self.looked {
+            Some(at) if now.saturating_sub(at) < every => false,
+            _ => {
+                self.looked = Some(now);
+                true
+            }
+        }
+    }
+
     /// Looks at the awaited peer (a transport rank not known failed, with
     /// its view) and returns it if it is to be declared failed (see the
     /// module's rules).
@@ -55,6 +78,7 @@ impl Suspicion {
                 peer: Some(p),
                 beat: view.beat,
                 since: now,
+                looked: self.looked,
             };
             return None;
         }
@@ -77,5 +101,24 @@ impl Suspicion {
         let view = transport.peer(p)?;
         let silent = view.beat == self.beat && now.saturating_sub(self.since) >= timeout;
         (silent && !view.in_call() && view.entered <= op).then_some(p)
+    }
+}
+
+#[cfg(test)]
+mod look_tests {
+    use super::*;
+
+    #[test]
+    fn the_awaited_peer_is_looked_at_once_per_interval() {
+        let mut s = Suspicion::default();
+        let timeout = 1_000_000_000;
+        assert!(s.look_due(10, timeout), "the first wait looks");
+        assert!(!s.look_due(10 + LOOK_EVERY - 1, timeout));
+        assert!(s.look_due(10 + LOOK_EVERY, timeout));
+        // A short failure timeout shortens the interval to a sixteenth.
+        let mut s = Suspicion::default();
+        assert!(s.look_due(0, 160));
+        assert!(!s.look_due(9, 160));
+        assert!(s.look_due(10, 160));
     }
 }

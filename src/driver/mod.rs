@@ -511,10 +511,13 @@ impl<'t, T: Transport> Driver<'t, T> {
                     return Err(Error::RootFailed { op, root: r });
                 }
             }
-            // The awaited peer, in transport numbering, and its view (read
-            // once per wait: it is four loads of another rank's line).
+            // The awaited peer, in transport numbering, and its view (four
+            // loads of another rank's line: read once per wait, and on one
+            // wait in a run of short ones, see `Suspicion::look_due`).
+            let failure_timeout = self.config.failure_timeout;
             let awaiting = core.awaiting();
             let watched = awaiting
+                .filter(|_| self.suspect.look_due(now, failure_timeout))
                 .map(|p| members.to_transport(p))
                 .filter(|&t| !self.transport.is_failed(t))
                 .and_then(|t| self.transport.peer(t).map(|view| (t, view)));
@@ -528,7 +531,6 @@ impl<'t, T: Transport> Driver<'t, T> {
                     continue;
                 }
             }
-            let failure_timeout = self.config.failure_timeout;
             if let Some(peer) = self.suspect.watch(watched, now, op, failure_timeout) {
                 self.transport.declare_failed(peer);
                 continue;
