@@ -180,10 +180,13 @@ impl TeamBuilder {
     }
 
     /// Whether a waiting rank lends its call to, and advances the calls of,
-    /// other waiting ranks ([`crate::helping`]). Default: on when ranks
-    /// outnumber the available cores (there a rank's message may wait a
-    /// whole scheduling round for its thread), off otherwise (each rank
-    /// spins on its own core and would only contend for the others' state).
+    /// other waiting ranks ([`crate::helping`]). Default: on when threads
+    /// are pinned and ranks outnumber the available cores (there a rank's
+    /// message may wait a whole scheduling round for its thread; ranks help
+    /// those pinned to their core), off otherwise (a rank alone on its core
+    /// spins; unpinned, every rank would help every other across cores,
+    /// which cost more in cache misses than it saved: 24-36 µs against 16 µs
+    /// per 8-rank allreduce on 2 cores, `docs/benchmarks.md`).
     pub fn helping(mut self, on: bool) -> Self {
         self.helping = Some(on);
         self
@@ -521,10 +524,9 @@ impl Team {
             loans: (0..self.config.ranks)
                 .map(|_| CachePadded::new(Loan::new()))
                 .collect(),
-            helping: self
-                .config
-                .helping
-                .unwrap_or(self.config.ranks as usize > cores.len()),
+            helping: self.config.helping.unwrap_or(
+                self.config.pinning != Pinning::None && self.config.ranks as usize > cores.len(),
+            ),
             core_mates: core_mates(&self.config.pinning, self.config.ranks, &cores),
         };
         // One pinned rank per core: nobody else needs the core, so a waiting
