@@ -13,7 +13,7 @@
 //!
 //! For same-run comparisons of our own settings: `HELP=0` (or `1`) turns
 //! [helping](corrected::helping) off (on) instead of the default (on when
-//! ranks outnumber cores); `PIN=rr` pins round-robin instead of packed;
+//! pinned ranks outnumber cores); `PIN=rr` pins round-robin instead of packed;
 //! `PARTS=1` prints rank 0's two lone loops (barrier + call, barrier alone)
 //! to stderr; `CORRECTION=delayed:10000` (any `--correction` spelling) for
 //! another correction than checked.
