@@ -65,4 +65,23 @@ pub trait Collectives {
 
     /// Returns once every live rank has entered the barrier.
     fn barrier(&mut self) -> Result<(), Error>;
+
+    /// The fault budget f of reduce, allreduce and barrier: how many ranks
+    /// may fail before or during one of them with every guarantee kept.
+    fn fault_budget(&self) -> u32;
+
+    /// Ranks known to have failed, as this rank knows them now (another
+    /// rank may know more or fewer at the same moment).
+    fn failed_ranks(&self) -> Vec<Rank>;
+
+    /// A collective after which every live rank holds the same list of
+    /// failed ranks (consensus with a perfect failure detector, rotating
+    /// coordinator over corrected broadcasts).
+    fn agree_failed(&mut self) -> Result<Vec<Rank>, Error>;
+
+    /// Goes on with the survivors, as ULFM's `MPIX_Comm_shrink`: agrees on
+    /// the failed ranks, renumbers the others densely with a fresh fault
+    /// budget, and returns the ranks left out (in the old numbering). The
+    /// communicator itself becomes the survivors'.
+    fn shrink(&mut self) -> Result<Vec<Rank>, Error>;
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use corrected::runtime::{Fault, FaultSchedule, RankOutcome, SystemOperation, Team};
 use corrected::types::Rank;
-use corrected::Error;
+use corrected::{Collectives, Error};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -356,9 +356,9 @@ fn shrink_lets_the_survivors_go_on() {
         .kill(4, 0)
         .kill(5, 0)
         .at(7, 10, Fault::DieAfterSends(1));
-    let report = team(8, 1, faults, Duration::from_secs(5)).run(|comm| {
-        let team_rank = comm.rank();
-        let mine = input(team_rank);
+    // Written against the engine-neutral trait, as an MPI program would be.
+    fn go_on(comm: &mut impl Collectives) -> Outcome {
+        let mine = input(comm.rank());
         let mut out = 0u64;
         let first = comm.all_reduce_into(&mine, &mut out, SystemOperation::sum());
         let left_out = comm.shrink();
@@ -371,7 +371,14 @@ fn shrink_lets_the_survivors_go_on() {
             );
         }
         (first, left_out, shrunk, results)
-    });
+    }
+    type Outcome = (
+        Result<(), Error>,
+        Result<Vec<Rank>, Error>,
+        (Rank, u32, u32),
+        Vec<Result<u64, Error>>,
+    );
+    let report = team(8, 1, faults, Duration::from_secs(5)).run(|comm| go_on(comm));
     assert_eq!(report.failed, vec![4, 5, 7]);
     let survivors: u64 = [0, 1, 2, 3, 6, 7].iter().map(|&r| input(r)).sum();
     let mut first_after = None;

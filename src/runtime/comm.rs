@@ -455,6 +455,22 @@ impl Collectives for Comm<'_> {
     fn barrier(&mut self) -> Result<(), Error> {
         Comm::barrier(self)
     }
+
+    fn fault_budget(&self) -> u32 {
+        Comm::fault_budget(self)
+    }
+
+    fn failed_ranks(&self) -> Vec<Rank> {
+        Comm::failed_ranks(self)
+    }
+
+    fn agree_failed(&mut self) -> Result<Vec<Rank>, Error> {
+        Comm::agree_failed(self)
+    }
+
+    fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
+        Comm::shrink(self)
+    }
 }
 
 /// The reduction of `T` as a function on message words.
