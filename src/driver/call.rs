@@ -19,13 +19,6 @@ pub(crate) struct Call<'d, 't, T: Transport, C: Protocol> {
     pub(crate) failed: Option<Error>,
 }
 
-impl<T: Transport, C: Protocol> Call<'_, '_, T, C> {
-    /// See [`Progress::worth_lending`].
-    fn lendable(&self) -> bool {
-        !self.core.waits_once()
-    }
-}
-
 impl<T, C> Pump for Call<'_, '_, T, C>
 where
     T: Transport + Send,
@@ -62,6 +55,6 @@ where
     }
 
     fn worth_lending(&self) -> bool {
-        self.lendable()
+        !self.core.waits_once()
     }
 }

@@ -625,7 +625,10 @@ impl<'t, T: Transport> Driver<'t, T> {
     /// [`crate::helping`]): failure news, the core's sends, what arrived,
     /// the lingering cores' sends, until nothing moves. Timers, the
     /// detector, the deadline and the grace stay with the rank's own
-    /// thread. True if anything moved.
+    /// thread. True if anything moved. (The rank's own loop in
+    /// `drive_loop` takes one message per turn instead, so that its call
+    /// returns as soon as it may: draining first would cost a two-rank
+    /// exchange an empty poll per call.)
     fn advance<C>(
         &mut self,
         core: &mut C,
