@@ -22,10 +22,10 @@
 //! # Ok::<(), Error>(())
 //! ```
 
+use crate::buffer::{Buffer, BufferMut};
 use crate::error::Error;
 use crate::op::Operation;
 use crate::types::Rank;
-use crate::wire::Wire;
 
 /// Fault-tolerant collectives of one rank of a team. Every rank calls the
 /// same collectives in the same order; each call returns a value or a typed
@@ -37,31 +37,45 @@ pub trait Collectives {
     /// The team size.
     fn size(&self) -> u32;
 
-    /// On return, every live rank's `value` holds the root's (corrected
-    /// broadcast, Corrected Trees Section 3).
-    fn broadcast_into<T: Wire>(&mut self, root: Rank, value: &mut T) -> Result<(), Error>;
-
-    /// On return at `root`, `recv` holds the reduction with `op` of every
-    /// live rank's `send` and of each failed rank's either entirely or not
-    /// at all (up-correction reduce, reduce paper Section 4). `recv` is
-    /// untouched at the other ranks.
-    fn reduce_into<T: Wire>(
+    /// On return, every live rank's `buf` holds the root's (corrected
+    /// broadcast, Corrected Trees Section 3). `buf` is one plain-data value
+    /// or a slice of any length ([`crate::buffer`]); a rank whose length is
+    /// not the root's gets [`Error::LengthMismatch`].
+    fn broadcast_into<B: BufferMut + ?Sized>(
         &mut self,
         root: Rank,
-        send: &T,
-        recv: &mut T,
-        op: impl Operation<T>,
+        buf: &mut B,
     ) -> Result<(), Error>;
 
-    /// On return, every live rank's `recv` holds the same reduction with
-    /// `op` of every live rank's `send` and of each failed rank's either
-    /// everywhere or nowhere (reduce paper Section 5).
-    fn all_reduce_into<T: Wire>(
+    /// On return at `root`, `recv` holds the reduction with `op`, element
+    /// by element, of every live rank's `send` and of each failed rank's
+    /// either entirely or not at all, in every element alike (up-correction
+    /// reduce, reduce paper Section 4). `recv` is untouched at the other
+    /// ranks.
+    fn reduce_into<S, R>(
         &mut self,
-        send: &T,
-        recv: &mut T,
-        op: impl Operation<T>,
-    ) -> Result<(), Error>;
+        root: Rank,
+        send: &S,
+        recv: &mut R,
+        op: impl Operation<S::Item>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized;
+
+    /// On return, every live rank's `recv` holds the same reduction with
+    /// `op`, element by element, of every live rank's `send` and of each
+    /// failed rank's either everywhere or nowhere, in every element alike
+    /// (reduce paper Section 5).
+    fn all_reduce_into<S, R>(
+        &mut self,
+        send: &S,
+        recv: &mut R,
+        op: impl Operation<S::Item>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized;
 
     /// Returns once every live rank has entered the barrier.
     fn barrier(&mut self) -> Result<(), Error>;

@@ -21,9 +21,8 @@
 //!   operation when it did not deliver ([`Error::Failed`],
 //!   [`Error::Timeout`], [`Error::RootFailed`], [`Error::Mismatch`], ...)
 //!   and the errors of the call's own arguments ([`Error::RankOutOfRange`],
-//!   [`Error::PayloadTooLarge`], ...). The [`Collectives`](crate::Collectives)
-//!   methods, the protocol cores' constructors, the driver,
-//!   [`wire::encode`](crate::wire::encode) and
+//!   [`Error::LengthMismatch`], ...). The [`Collectives`](crate::Collectives)
+//!   methods, the protocol cores' constructors, the driver and
 //!   [`Operation::check`](crate::op::Operation::check) return
 //!   `Result<_, Error>`.
 //!
@@ -253,14 +252,22 @@ pub enum Error {
     /// protocol core built without it). Nothing was sent.
     #[error("rank {0} is the root of the broadcast and must pass the value to send")]
     NoRootValue(Rank),
-    /// A value does not fit in one message. Nothing was sent; the caller
-    /// may send the value in pieces.
-    #[error("a value of {words} words does not fit in a message of {max} words")]
-    PayloadTooLarge {
-        /// Words the value needs.
-        words: usize,
-        /// Words a message carries.
-        max: usize,
+    /// Buffers of different lengths (in elements) met in one operation:
+    /// this rank's output buffer and the operation's data (a broadcast's
+    /// root value, a reduction's result), or the inputs of two ranks of a
+    /// reduction. In the first case only this rank fails: it took part in
+    /// full (what it forwarded and contributed reached the others) and its
+    /// buffer is untouched. In the second, every rank that gets the result
+    /// gets this error instead, as no element-by-element result exists.
+    #[error("length mismatch in operation {op}: this rank's buffer holds {mine} elements, the operation's data {theirs}")]
+    LengthMismatch {
+        /// The operation.
+        op: OpId,
+        /// This rank's length (its output, or for mismatched inputs its
+        /// input).
+        mine: usize,
+        /// The other length.
+        theirs: usize,
     },
     /// A reduction operation does not apply to the values' type (e.g. a
     /// bitwise operation on floats). Every rank checks the same before the
@@ -346,7 +353,11 @@ mod tests {
             },
             Error::RankOutOfRange { rank: 4, procs: 4 },
             Error::NoRootValue(0),
-            Error::PayloadTooLarge { words: 9, max: 8 },
+            Error::LengthMismatch {
+                op: 2,
+                mine: 3,
+                theirs: 4,
+            },
             Error::OperationType {
                 op: "bitwise_and",
                 ty: "f64",

@@ -14,7 +14,8 @@
 //! * [`runtime`]: the same cores on pinned threads (a mailbox transport
 //!   under the driver, and the public [`runtime::Comm`]).
 //! * [`collectives`]: the engine-neutral [`Collectives`] trait; [`op`] and
-//!   [`wire`]: reduction operations and what a message can carry;
+//!   [`buffer`]: reduction operations and what a collective reads and
+//!   writes (plain data, any length);
 //!   [`check`]: the properties both engines' results are checked against.
 //! * [`placement`]: the machine's failure domains (sysfs, hwloc, synthetic)
 //!   and ring layouts that keep them apart.
@@ -23,6 +24,7 @@
 //! (a configuration, found before anything runs) or [`Error`] (what a
 //! collective call returns; it wraps a [`ConfigError`] too).
 
+pub mod buffer;
 pub mod check;
 pub mod collectives;
 pub mod driver;
@@ -42,8 +44,9 @@ pub mod sim;
 pub(crate) mod sync;
 pub mod topology;
 pub mod types;
-pub mod wire;
 
+pub use buffer::{Buffer, BufferMut};
+pub use bytemuck;
 pub use collectives::Collectives;
 pub use error::{ConfigError, Error};
 pub use types::{Rank, Tick};

@@ -13,7 +13,7 @@
 //! allreduce.
 
 use crate::error::Error;
-use crate::wire::Wire;
+use bytemuck::Pod;
 
 /// A reduction operation on `T`. `Sync`, as rsmpi's user operations: when
 /// ranks share cores, the thread of another waiting rank may advance this
@@ -99,9 +99,9 @@ impl SystemOperation {
     }
 }
 
-/// A value the [`SystemOperation`]s apply to: integers, floats and `bool`,
-/// and arrays of them (element by element).
-pub trait Reducible: Wire {
+/// A value the [`SystemOperation`]s apply to: integers and floats, and
+/// arrays of them (element by element).
+pub trait Reducible: Pod {
     /// Whether the bitwise operations apply.
     const BITWISE: bool;
     /// `op(self, other)`; bitwise operations on types without them return `self`
@@ -167,19 +167,6 @@ macro_rules! float_reducible {
 }
 float_reducible!(f32, f64);
 
-impl Reducible for bool {
-    const BITWISE: bool = true;
-    fn reduce(&self, o: &Self, op: SystemOperation) -> Self {
-        match op {
-            SystemOperation::Sum | SystemOperation::Max | SystemOperation::BitwiseOr => *self | *o,
-            SystemOperation::Product | SystemOperation::Min | SystemOperation::BitwiseAnd => {
-                *self & *o
-            }
-            SystemOperation::BitwiseXor => *self ^ *o,
-        }
-    }
-}
-
 impl<T: Reducible, const N: usize> Reducible for [T; N] {
     const BITWISE: bool = T::BITWISE;
     fn reduce(&self, o: &Self, op: SystemOperation) -> Self {
@@ -205,7 +192,6 @@ mod tests {
             SystemOperation::bitwise_xor().apply(&0b1100u16, &0b1010),
             0b0110
         );
-        assert!(SystemOperation::bitwise_and().apply(&true, &true));
         assert!(Operation::<f64>::check(&SystemOperation::bitwise_or()).is_err());
         assert!(Operation::<[i64; 4]>::check(&SystemOperation::bitwise_or()).is_ok());
         let closure = |a: &u32, b: &u32| a.max(b) * 2;

@@ -355,10 +355,13 @@ fn mismatched_collectives_and_bad_input_are_typed_errors() {
         let mut out = 0.0f64;
         let bad_root = comm.reduce_into(9, &1.0, &mut out, SystemOperation::sum());
         let bad_op = comm.all_reduce_into(&1.0, &mut out, SystemOperation::bitwise_and());
-        let too_big = comm.all_reduce_into(&[0u64; 9], &mut [0u64; 9], SystemOperation::sum());
-        // Rank 0 reduces while the others allreduce: an error, not a hang.
-        // (The calls above fail before they number an operation: this is
-        // operation 0 everywhere.)
+        // Rank 0's input is longer than the others': every rank learns it
+        // (operation 0; the calls above fail before they number one).
+        let n = if comm.rank() == 0 { 9 } else { 8 };
+        let mut long = [0u64; 9];
+        let lengths = comm.all_reduce_into(&[1u64; 9][..n], &mut long[..n], SystemOperation::sum());
+        // Rank 0 reduces while the others allreduce (operation 1): an
+        // error, not a hang.
         let mismatch = if comm.rank() == 0 {
             comm.reduce_into(0, &1.0, &mut out, SystemOperation::sum())
         } else {
@@ -369,10 +372,10 @@ fn mismatched_collectives_and_bad_input_are_typed_errors() {
         let next = comm
             .all_reduce_into(&1.0, &mut out, SystemOperation::sum())
             .map(|()| out);
-        (bad_root, bad_op, too_big, mismatch, next)
+        (bad_root, bad_op, lengths, mismatch, next)
     });
     let failed_ranks = report.failed.clone();
-    for (r, (bad_root, bad_op, too_big, _, _)) in report.returned() {
+    for (r, (bad_root, bad_op, lengths, _, _)) in report.returned() {
         assert!(
             matches!(bad_root, Err(Error::RankOutOfRange { rank: 9, .. })),
             "rank {r}"
@@ -385,9 +388,10 @@ fn mismatched_collectives_and_bad_input_are_typed_errors() {
             }),
             "rank {r}"
         );
+        let theirs = if r == 0 { 8 } else { 9 };
         assert!(
-            matches!(too_big, Err(Error::PayloadTooLarge { .. })),
-            "rank {r}"
+            matches!(lengths, Err(Error::LengthMismatch { op: 0, theirs: t, .. }) if *t == theirs),
+            "rank {r}: {lengths:?}"
         );
     }
     // Rank 0 reduces while ranks 1 to 5 allreduce. With f = 1 the reduce's
@@ -396,14 +400,14 @@ fn mismatched_collectives_and_bad_input_are_typed_errors() {
     // {2, 4}: rank 0 cannot end its reduce before a child's result comes,
     // and subtree {2, 4} sends rank 2's partial result (an allreduce
     // message) up to rank 0 without waiting on rank 0 or 5. So rank 0 must
-    // meet the mismatch; it then tells the team to abort operation 0, and
+    // meet the mismatch; it then tells the team to abort operation 1, and
     // every other rank ends its call with `Mismatch` too, at once, instead
     // of waiting out a timeout or taking rank 0 for failed.
     let outcome = |r: usize| report.outcomes[r].returned().expect("no panics");
     for r in 0..6 {
         let (_, _, _, mismatch, next) = outcome(r);
         assert!(
-            matches!(mismatch, Err(Error::Mismatch { op: 0, .. })),
+            matches!(mismatch, Err(Error::Mismatch { op: 1, .. })),
             "rank {r}: {mismatch:?}"
         );
         // The next operation, called alike everywhere, succeeds with every

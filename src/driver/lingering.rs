@@ -39,12 +39,9 @@ where
                 if !Protocol::header(self).accepts(&msg) {
                     return;
                 }
-                match msg.payload.unwrap() {
-                    Some(payload) => Event::Message {
-                        from,
-                        msg: msg.map(|_| payload),
-                    },
-                    None => return,
+                match msg.try_map(Carries::unwrap) {
+                    Ok(msg) => Event::Message { from, msg },
+                    Err(_) => return,
                 }
             }
             Event::Start => Event::Start,

@@ -53,7 +53,7 @@ impl<P> MemoryNet<P> {
     }
 }
 
-impl<P: Copy + Send + 'static> MemoryNet<P> {
+impl<P: Clone + Send + 'static> MemoryNet<P> {
     /// A network of `procs` ranks whose clock starts at 0 and advances by
     /// `step` ticks on every read; channels hold `capacity` messages.
     pub fn new(procs: u32, step: Tick, capacity: usize) -> Self {
@@ -122,7 +122,7 @@ pub struct MemoryTransport<P> {
     rank: Rank,
 }
 
-impl<P: Copy + Send + 'static> Transport for MemoryTransport<P> {
+impl<P: Clone + Send + 'static> Transport for MemoryTransport<P> {
     type Payload = P;
 
     fn rank(&self) -> Rank {
@@ -144,7 +144,7 @@ impl<P: Copy + Send + 'static> Transport for MemoryTransport<P> {
         if net.inbox[to as usize].len() >= net.capacity {
             return Err(msg);
         }
-        net.inbox[to as usize].push_back((self.rank, msg));
+        net.inbox[to as usize].push_back((self.rank, msg.clone()));
         net.sent.push_back((self.rank, to, msg));
         Ok(())
     }

@@ -404,7 +404,7 @@ impl<'t, T: Transport> Driver<'t, T> {
         let me = self.me;
         for r in (0..self.size()).filter(|&r| r != me) {
             let to = self.members.to_transport(r);
-            if self.transmit(op, to, abort).is_err() {
+            if self.transmit(op, to, abort.clone()).is_err() {
                 return;
             }
         }
@@ -774,24 +774,23 @@ impl<'t, T: Transport> Driver<'t, T> {
                 ),
             });
         }
-        let payload = header.accepts(&msg).then(|| msg.payload.unwrap()).flatten();
-        match payload {
-            Some(payload) => {
-                core.handle(
-                    tick,
-                    Event::Message {
-                        from,
-                        msg: msg.map(|_| payload),
-                    },
-                );
+        let accepted = if header.accepts(&msg) {
+            msg.try_map(Carries::unwrap)
+        } else {
+            Err(msg)
+        };
+        match accepted {
+            Ok(msg) => {
+                core.handle(tick, Event::Message { from, msg });
                 Ok(())
             }
-            None => {
+            Err(msg) => {
+                let theirs = msg.describe();
                 self.mismatched = Some(msg);
                 Err(Error::Mismatch {
                     op,
                     mine: header.to_string(),
-                    theirs: msg.describe(),
+                    theirs,
                 })
             }
         }

@@ -12,22 +12,23 @@ use crate::types::{OpId, Rank, Tick};
 
 /// A wire payload type that can carry a core's payload `P`: the engine's one
 /// message type wraps every core's (an enum of them, or `P` itself).
-pub trait Carries<P>: Copy + Send + 'static {
+pub trait Carries<P>: Clone + Send + 'static {
     /// Wraps a core's payload for the wire.
     fn wrap(payload: P) -> Self;
     /// The core's payload, if this wire value carries one of type `P`
-    /// (`None`: the message is of another kind of core, a mismatch).
-    fn unwrap(self) -> Option<P>;
+    /// (otherwise the value back: the message is of another kind of core,
+    /// a mismatch).
+    fn unwrap(self) -> Result<P, Self>;
 }
 
-impl<P: Copy + Send + 'static> Carries<P> for P {
+impl<P: Clone + Send + 'static> Carries<P> for P {
     #[inline]
     fn wrap(payload: P) -> Self {
         payload
     }
     #[inline]
-    fn unwrap(self) -> Option<P> {
-        Some(self)
+    fn unwrap(self) -> Result<P, Self> {
+        Ok(self)
     }
 }
 
@@ -91,7 +92,7 @@ pub trait Progress<T>: crate::helping::Pump {
 /// detector).
 pub trait Transport {
     /// The wire payload: one type for every core this transport serves.
-    type Payload: Copy + Send + 'static;
+    type Payload: Clone + Send + 'static;
 
     /// This rank.
     fn rank(&self) -> Rank;

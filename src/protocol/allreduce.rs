@@ -122,7 +122,7 @@ pub enum AllreduceCore<'p, P, O> {
 
 impl<'p, P, O> AllreduceCore<'p, P, O>
 where
-    P: Copy + Send + 'static,
+    P: Clone + Send + 'static,
     O: Combine<P> + Clone,
 {
     /// The core [`AllreducePlan::is_pair`] selects for rank `me`; arguments
@@ -160,7 +160,7 @@ where
 
 impl<P, O> Protocol for AllreduceCore<'_, P, O>
 where
-    P: Copy + Send + 'static,
+    P: Clone + Send + 'static,
     O: Combine<P> + Clone,
 {
     type Payload = Contribution<P>;
@@ -245,7 +245,7 @@ pub struct Allreduce<'p, P, O> {
 
 impl<'p, P, O> Allreduce<'p, P, O>
 where
-    P: Copy + Send + 'static,
+    P: Clone + Send + 'static,
     O: Combine<P> + Clone,
 {
     /// The core of rank `me` for operation `op_id`, contributing `input`.
@@ -258,8 +258,15 @@ where
         input: P,
         op: O,
     ) -> Result<Self, Error> {
-        let (reduce, bcast) =
-            Self::round(plan, 0, me, op_id, kind, Contribution::input(input), &op)?;
+        let (reduce, bcast) = Self::round(
+            plan,
+            0,
+            me,
+            op_id,
+            kind,
+            Contribution::input(input.clone()),
+            &op,
+        )?;
         Ok(Allreduce {
             plan,
             me,
@@ -290,7 +297,15 @@ where
         input: Contribution<P>,
         op: &O,
     ) -> Result<(Reduce<'p, P, O>, Bcast<'p, Contribution<P>>), Error> {
-        let reduce = Reduce::new(&plan.reduce, root, me, op_id, kind, input, op.clone())?;
+        let reduce = Reduce::new(
+            &plan.reduce,
+            root,
+            me,
+            op_id,
+            kind,
+            input.clone(),
+            op.clone(),
+        )?;
         // The root's value is set when its reduce delivers.
         let bcast = Bcast::new(&plan.bcast, root, me, op_id, Some(input))?.with_kind(kind);
         Ok((reduce, bcast))
@@ -348,14 +363,15 @@ where
 
     /// The result, once this rank has it.
     pub fn result(&self) -> Option<P> {
-        self.decided.map(|c| c.value)
+        self.decided.as_ref().map(|c| c.value.clone())
     }
 
     /// Starts round `root` (abandoning the current one).
     fn enter(&mut self, root: Rank) {
         let input = self
             .decided
-            .unwrap_or_else(|| Contribution::input(self.input));
+            .clone()
+            .unwrap_or_else(|| Contribution::input(self.input.clone()));
         let (reduce, bcast) = Self::round(
             self.plan, root, self.me, self.op_id, self.kind, input, &self.op,
         )
@@ -419,7 +435,7 @@ where
                 self.start_bcast(Contribution::input(value));
             }
             Some(ReduceOutput::TooManyFailures { info }) => {
-                let mut poison = Contribution::input(self.input);
+                let mut poison = Contribution::input(self.input.clone());
                 poison.info = info;
                 poison.info.subtree_failed = true;
                 self.start_bcast(poison);
@@ -466,10 +482,10 @@ where
         }
         self.decided = Some(Contribution {
             decided: true,
-            ..got
+            ..got.clone()
         });
         // What this rank still owes the reduce carries the result.
-        self.reduce.adopt_decided(got.value);
+        self.reduce.adopt_decided(got.value.clone());
         self.output = Some(AllreduceOutput::Value {
             value: got.value,
             root: self.root,
@@ -479,7 +495,7 @@ where
 
 impl<P, O> Protocol for Allreduce<'_, P, O>
 where
-    P: Copy + Send + 'static,
+    P: Clone + Send + 'static,
     O: Combine<P> + Clone,
 {
     type Payload = Contribution<P>;

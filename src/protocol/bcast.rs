@@ -140,7 +140,7 @@ pub struct Bcast<'p, P> {
     sweep: Sweep,
 }
 
-impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
+impl<'p, P: Clone + Send + 'static> Bcast<'p, P> {
     /// The core of rank `me` for operation `op` broadcasting from `root`.
     /// The root passes its value; the others pass `None`. Errors if `me` or
     /// `root` is out of range, or if the root has no value.
@@ -272,7 +272,7 @@ impl<'p, P: Copy + Send + 'static> Bcast<'p, P> {
             kind: self.kind,
             root: self.root,
             tag,
-            payload: self.value.expect("only colored ranks send"),
+            payload: self.value.clone().expect("only colored ranks send"),
         }
     }
 
@@ -294,7 +294,7 @@ impl<P> Dissemination for Bcast<'_, P> {
     }
 }
 
-impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
+impl<P: Clone + Send + 'static> Protocol for Bcast<'_, P> {
     type Payload = P;
     type Output = P;
 
@@ -397,7 +397,7 @@ impl<P: Copy + Send + 'static> Protocol for Bcast<'_, P> {
 
     fn take_output(&mut self) -> Option<P> {
         if std::mem::take(&mut self.output_ready) {
-            self.value
+            self.value.clone()
         } else {
             None
         }

@@ -1,5 +1,5 @@
 //! The wire message shared by all cores: a small fixed header, so that
-//! engines can fence operations, and a `Copy` payload of the core's own type.
+//! engines can fence operations, and a payload of the core's own type.
 
 use std::fmt;
 
@@ -131,6 +131,35 @@ impl<P> Msg<P> {
 
     /// What the message says of its sender's call, as the receiver's
     /// mismatch error names it.
+    /// The same message with its payload mapped by `f`, or the message
+    /// back if `f` gives its payload back.
+    #[inline]
+    pub fn try_map<Q>(self, f: impl FnOnce(P) -> Result<Q, P>) -> Result<Msg<Q>, Msg<P>> {
+        let Msg {
+            op,
+            kind,
+            root,
+            tag,
+            payload,
+        } = self;
+        match f(payload) {
+            Ok(payload) => Ok(Msg {
+                op,
+                kind,
+                root,
+                tag,
+                payload,
+            }),
+            Err(payload) => Err(Msg {
+                op,
+                kind,
+                root,
+                tag,
+                payload,
+            }),
+        }
+    }
+
     pub fn describe(&self) -> String {
         match self.kind {
             Collective::Broadcast => format!("broadcast from {}", self.root),

@@ -36,7 +36,7 @@ pub struct PairAllreduce<P, O> {
     output: Option<AllreduceOutput<P>>,
 }
 
-impl<P: Copy + Send + 'static, O: Combine<P>> PairAllreduce<P, O> {
+impl<P: Clone + Send + 'static, O: Combine<P>> PairAllreduce<P, O> {
     /// The core of rank `me` (0 or 1) for operation `op_id`, contributing
     /// `input`. `kind` is [`Collective::Allreduce`] or [`Collective::Barrier`].
     pub fn new(me: Rank, op_id: OpId, kind: Collective, input: P, op: O) -> Self {
@@ -84,20 +84,20 @@ impl<P: Copy + Send + 'static, O: Combine<P>> PairAllreduce<P, O> {
         let value = match peer {
             Some(peer) => {
                 let (mut acc, other) = if self.me == 0 {
-                    (self.input, peer)
+                    (self.input.clone(), peer)
                 } else {
-                    (peer, self.input)
+                    (peer, self.input.clone())
                 };
                 self.op.combine(&mut acc, &other);
                 acc
             }
-            None => self.input,
+            None => self.input.clone(),
         };
         self.output = Some(AllreduceOutput::Value { value, root: 0 });
     }
 }
 
-impl<P: Copy + Send + 'static, O: Combine<P>> Protocol for PairAllreduce<P, O> {
+impl<P: Clone + Send + 'static, O: Combine<P>> Protocol for PairAllreduce<P, O> {
     type Payload = Contribution<P>;
     type Output = AllreduceOutput<P>;
 
@@ -131,7 +131,7 @@ impl<P: Copy + Send + 'static, O: Combine<P>> Protocol for PairAllreduce<P, O> {
                 kind: self.kind,
                 root: 0,
                 tag: Tag::UpCorrection,
-                payload: Contribution::input(self.input),
+                payload: Contribution::input(self.input.clone()),
             },
         })
     }

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use crate::buffer::{Buffer, BufferMut};
 use crate::collectives::Collectives;
 use crate::driver::{Driver, DriverConfig, Members, OpRecord, RankState, Transport};
 use crate::error::Error;
@@ -12,17 +13,17 @@ use crate::op::Operation;
 use crate::protocol::allreduce::{AllreduceCore, AllreduceOutput};
 use crate::protocol::bcast::Bcast;
 use crate::protocol::reduce::{Contribution, Reduce, ReduceOutput};
+use crate::runtime::data::Data;
 use crate::runtime::faults::Fault;
 use crate::runtime::team::{Generation, Plans, Shared};
 use crate::runtime::transport::MailboxTransport;
 use crate::types::{Collective, OpId, Rank};
-use crate::wire::{self, Wire, Words};
 
 /// The reduction function of a core kept after its call: a decided
 /// allreduce never combines again, so it is never called.
-type Absorb = fn(&mut Words, &Words);
+type Absorb = fn(&mut Data, &Data);
 
-fn never_combines(_: &mut Words, _: &Words) {}
+fn never_combines(_: &mut Data, _: &Data) {}
 
 /// A rank's handle: its number, the team size, and the collectives (also
 /// through the engine-neutral [`Collectives`] trait).
@@ -97,49 +98,40 @@ impl<'t> Comm<'t> {
     /// so; a round whose coordinator is dead ends in
     /// [`Error::RootFailed`] at once, one whose coordinator dies during it
     /// within the failure timeout. Cost: one broadcast per rank (of
-    /// ceil(size / 512) messages' worth of bitmap each).
+    /// a bitmap of one bit per rank each).
     ///
     /// Errors: this rank failed or hung, ranks disagree on the operation
     /// ([`Error::Mismatch`]), or a broadcast timed out.
     pub fn agree_failed(&mut self) -> Result<Vec<Rank>, Error> {
         let size = self.size();
-        let chunks = (size as usize).div_ceil(BITS_PER_MESSAGE);
-        let mut estimate = bitmap(&self.failed_ranks(), chunks);
+        let mut estimate = vec![0u64; (size as usize).div_ceil(64)];
+        for r in self.failed_ranks() {
+            estimate[r as usize / 64] |= 1 << (r % 64);
+        }
         for coordinator in 0..size {
             let mut got = estimate.clone();
-            let mut delivered = true;
-            for chunk in got.iter_mut() {
-                match self.broadcast_agreement(coordinator, chunk) {
-                    Ok(()) => {}
-                    Err(Error::RootFailed { .. }) => delivered = false,
-                    Err(e) => return Err(e),
-                }
-            }
-            if delivered {
-                estimate = got;
+            match self.broadcast_agreement(coordinator, &mut got) {
+                Ok(()) => estimate = got,
+                Err(Error::RootFailed { .. }) => {}
+                Err(e) => return Err(e),
             }
         }
         Ok((0..size)
-            .filter(|&r| {
-                let (word, bit) = (r as usize / 64, r % 64);
-                estimate[word / wire::WORDS][word % wire::WORDS] & (1 << bit) != 0
-            })
+            .filter(|&r| estimate[r as usize / 64] & (1 << (r % 64)) != 0)
             .collect())
     }
 
     /// One broadcast of the agreement: with the allreduce's plan, whose
-    /// correction reaches every live rank whatever the team's is. Every
-    /// rank makes it, whether or not an earlier chunk of the round failed,
-    /// so that all make the same calls.
-    fn broadcast_agreement(&mut self, root: Rank, words: &mut Words) -> Result<(), Error> {
+    /// correction reaches every live rank whatever the team's is.
+    fn broadcast_agreement(&mut self, root: Rank, bitmap: &mut [u64]) -> Result<(), Error> {
         let op = self.begin_op()?;
         let (plans, me) = (self.plans, self.rank());
-        let value = (root == me).then_some(*words);
+        let value = (root == me).then(|| Data::encode(bitmap, &self.shared.segments));
         let mut core = Bcast::new(plans.allreduce.bcast(), root, me, op, value)
             .map_err(|e| self.abandon(op, e))?;
-        *words = self.driver.drive(op, None, &mut core)?;
+        let got = self.driver.drive(op, None, &mut core)?;
         self.driver.keep(core);
-        Ok(())
+        got.decode_into(bitmap, op, None)
     }
 
     /// Goes on with the survivors: agrees on the failed ranks
@@ -181,65 +173,76 @@ impl<'t> Comm<'t> {
         Ok(failed)
     }
 
-    /// Broadcasts `value` from `root` (corrected-tree broadcast with the
-    /// team's tree and correction): on return, every rank's `value` holds the
-    /// root's. Survives any number of ranks dead before the call (with
-    /// checked or delayed correction), as long as the root lives.
+    /// Broadcasts `buf` from `root` (corrected-tree broadcast with the
+    /// team's tree and correction): on return, every rank's `buf` holds the
+    /// root's. `buf` is one plain-data value or a slice of any length
+    /// ([`crate::buffer`]): up to 56 bytes travel in the messages, more in a
+    /// shared segment the messages refer to. Survives any number of ranks
+    /// dead before the call (with checked or delayed correction), as long
+    /// as the root lives.
     ///
-    /// Errors: `root` out of range, a value too large for a message, this
-    /// rank failed or hung, the ranks disagree on the operation
-    /// ([`Error::Mismatch`], on every rank that has not finished it: the
-    /// rank that meets the mismatch aborts the operation for the team), or
-    /// the root failed ([`Error::RootFailed`]: at once if it failed before
-    /// the operation, within the failure timeout if during it and the value
-    /// does not come), or no value within the team's timeout
-    /// ([`Error::Timeout`]).
-    pub fn broadcast_into<T: Wire>(&mut self, root: Rank, value: &mut T) -> Result<(), Error> {
+    /// Errors: `root` out of range, this rank failed or hung, the ranks
+    /// disagree on the operation ([`Error::Mismatch`], on every rank that
+    /// has not finished it: the rank that meets the mismatch aborts the
+    /// operation for the team), the root failed ([`Error::RootFailed`]: at
+    /// once if it failed before the operation, within the failure timeout
+    /// if during it and the value does not come), no value within the
+    /// team's timeout ([`Error::Timeout`]), or `buf`'s length is not the
+    /// root's ([`Error::LengthMismatch`], on that rank only, after it has
+    /// passed the value on; `buf` is untouched).
+    pub fn broadcast_into<B: BufferMut + ?Sized>(
+        &mut self,
+        root: Rank,
+        buf: &mut B,
+    ) -> Result<(), Error> {
         self.check_root(root)?;
-        let words = if root == self.rank() {
-            Some(wire::encode(value)?)
-        } else {
-            None
-        };
+        let value = (root == self.rank()).then(|| Data::encode(buf.items(), &self.shared.segments));
         let op = self.begin_op()?;
         let started = self.driver.call_started();
         let (plans, me) = (self.plans, self.rank());
         let mut core =
-            Bcast::new(&plans.bcast, root, me, op, words).map_err(|e| self.abandon(op, e))?;
+            Bcast::new(&plans.bcast, root, me, op, value).map_err(|e| self.abandon(op, e))?;
         let got = match self.driver.drive(op, started, &mut core) {
             Ok(got) => got,
             Err(e) => return Err(self.root_failed(e, op, root)),
         };
         self.driver.keep(core);
-        *value = T::decode(&got);
         self.driver.record_latency(started);
-        Ok(())
+        got.decode_into(buf.items_mut(), op, None)
     }
 
-    /// Reduces every rank's `send` with `op` to `root` (up-correction
-    /// reduce with the team's fault budget f): on return at the root,
-    /// `recv` holds the reduction of the inputs of every live rank, and of
-    /// each rank that failed during the call either its input or nothing
-    /// (never part of it). `recv` is untouched elsewhere. `op` must be
-    /// associative and commutative; if it panics, this rank fails.
+    /// Reduces every rank's `send` with `op` to `root`, element by element
+    /// (up-correction reduce with the team's fault budget f): on return at
+    /// the root, `recv` holds the reduction of the inputs of every live
+    /// rank, and of each rank that failed during the call either its input
+    /// or nothing (never part of it; for a slice, the same ranks in every
+    /// element). `recv` is untouched elsewhere. `op` must be associative
+    /// and commutative; if it panics, this rank fails.
     ///
-    /// Errors: `root` out of range, a value too large for a message, an
-    /// operation that does not apply to `T`, this rank failed or hung,
-    /// ranks disagree on the operation ([`Error::Mismatch`]), more than f
-    /// ranks failed ([`Error::TooManyFailures`], at the root), or no result
-    /// within the team's timeout ([`Error::Timeout`]; [`Error::RootFailed`]
-    /// if the root failed: then nobody gets a result, as the paper says).
-    pub fn reduce_into<T: Wire>(
+    /// Errors: `root` out of range, an operation that does not apply to
+    /// the element type, this rank failed or hung, ranks disagree on the
+    /// operation ([`Error::Mismatch`]), more than f ranks failed
+    /// ([`Error::TooManyFailures`], at the root), no result within the
+    /// team's timeout ([`Error::Timeout`]; [`Error::RootFailed`] if the
+    /// root failed: then nobody gets a result, as the paper says), or
+    /// lengths that differ ([`Error::LengthMismatch`] at the root: between
+    /// two ranks' `send`, or between its `send` and `recv`).
+    pub fn reduce_into<S, R>(
         &mut self,
         root: Rank,
-        send: &T,
-        recv: &mut T,
-        op: impl Operation<T>,
-    ) -> Result<(), Error> {
+        send: &S,
+        recv: &mut R,
+        op: impl Operation<S::Item>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized,
+    {
         self.check_root(root)?;
         op.check()?;
-        let input = Contribution::input(wire::encode(send)?);
-        let combine = words_op(&op);
+        let pool = &self.shared.segments;
+        let input = Contribution::input(Data::encode(send.items(), pool));
+        let combine = data_op(&op, pool);
         let id = self.begin_op()?;
         let started = self.driver.call_started();
         let (plans, me) = (self.plans, self.rank());
@@ -253,40 +256,52 @@ impl<'t> Comm<'t> {
             &combine,
         )
         .map_err(|e| self.abandon(id, e))?;
-        match self.driver.drive(id, started, &mut core) {
-            Ok(ReduceOutput::Sent) => {}
-            Ok(ReduceOutput::Root { value, .. }) => *recv = T::decode(&value),
+        let result = match self.driver.drive(id, started, &mut core) {
+            Ok(ReduceOutput::Sent) => None,
+            Ok(ReduceOutput::Root { value, .. }) => Some(value),
             Ok(ReduceOutput::TooManyFailures { .. }) => return Err(self.too_many_failures(id)),
             Err(e) => return Err(self.root_failed(e, id, root)),
-        }
+        };
         // A reduce core is finished once its call returns: nothing to keep.
         self.driver.record_latency(started);
-        Ok(())
+        match result {
+            Some(value) => value.decode_into(recv.items_mut(), id, Some(send.items().len())),
+            None => Ok(()),
+        }
     }
 
-    /// Reduces every rank's `send` with `op` and gives the result to every
-    /// rank in `recv` (up-correction reduce to a root, corrected broadcast
-    /// from it, retried on the next root if that root fails). Every live rank
-    /// gets the same value, holding every live rank's input and each failed
-    /// rank's either everywhere or nowhere, as long as at most f ranks fail.
-    /// `op` must be associative and commutative; if it panics, this rank fails.
+    /// Reduces every rank's `send` with `op`, element by element, and
+    /// gives the result to every rank in `recv` (up-correction reduce to a
+    /// root, corrected broadcast from it, retried on the next root if that
+    /// root fails). Every live rank gets the same value, holding every live
+    /// rank's input and each failed rank's either everywhere or nowhere
+    /// (for a slice: in every element or in none), as long as at most f
+    /// ranks fail. `op` must be associative and commutative; if it panics,
+    /// this rank fails.
     ///
-    /// Errors: a value too large for a message, an operation that does not
-    /// apply to `T`, this rank failed or hung, ranks disagree on the
-    /// operation ([`Error::Mismatch`]), more than f ranks failed
-    /// ([`Error::TooManyFailures`]), or no result within the team's timeout.
-    pub fn all_reduce_into<T: Wire>(
+    /// Errors: an operation that does not apply to the element type, this
+    /// rank failed or hung, ranks disagree on the operation
+    /// ([`Error::Mismatch`]), more than f ranks failed
+    /// ([`Error::TooManyFailures`]), no result within the team's timeout,
+    /// or lengths that differ ([`Error::LengthMismatch`]: every rank if two
+    /// ranks' `send` differ; only this rank, after taking part in full, if
+    /// its `recv` differs from the result).
+    pub fn all_reduce_into<S, R>(
         &mut self,
-        send: &T,
-        recv: &mut T,
-        op: impl Operation<T>,
-    ) -> Result<(), Error> {
+        send: &S,
+        recv: &mut R,
+        op: impl Operation<S::Item>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized,
+    {
         op.check()?;
-        let input = wire::encode(send)?;
-        let combine = words_op(&op);
-        let value = self.allreduce(Collective::Allreduce, input, &combine)?;
-        *recv = T::decode(&value);
-        Ok(())
+        let pool = &self.shared.segments;
+        let input = Data::encode(send.items(), pool);
+        let combine = data_op(&op, pool);
+        let (id, value) = self.allreduce(Collective::Allreduce, input, &combine)?;
+        value.decode_into(recv.items_mut(), id, Some(send.items().len()))
     }
 
     /// Returns once every live rank has entered the barrier (an allreduce of
@@ -295,16 +310,16 @@ impl<'t> Comm<'t> {
     /// Errors: this rank failed or hung, ranks disagree on the operation,
     /// more than f failures, or the team's timeout.
     pub fn barrier(&mut self) -> Result<(), Error> {
-        self.allreduce(Collective::Barrier, [0; wire::WORDS], &never_combines)
+        self.allreduce(Collective::Barrier, Data::EMPTY, &never_combines)
             .map(|_| ())
     }
 
     fn allreduce(
         &mut self,
         kind: Collective,
-        input: Words,
-        combine: &(dyn Fn(&mut Words, &Words) + Sync),
-    ) -> Result<Words, Error> {
+        input: Data,
+        combine: &(dyn Fn(&mut Data, &Data) + Sync),
+    ) -> Result<(OpId, Data), Error> {
         let id = self.begin_op()?;
         let started = self.driver.call_started();
         let (plans, me) = (self.plans, self.rank());
@@ -321,7 +336,7 @@ impl<'t> Comm<'t> {
             self.driver.keep(core.with_op(never_combines as Absorb));
         }
         self.driver.record_latency(started);
-        Ok(value)
+        Ok((id, value))
     }
 
     /// A call that ends before its core is driven still returns: peers
@@ -429,26 +444,38 @@ impl Collectives for Comm<'_> {
         Comm::size(self)
     }
 
-    fn broadcast_into<T: Wire>(&mut self, root: Rank, value: &mut T) -> Result<(), Error> {
-        Comm::broadcast_into(self, root, value)
-    }
-
-    fn reduce_into<T: Wire>(
+    fn broadcast_into<B: BufferMut + ?Sized>(
         &mut self,
         root: Rank,
-        send: &T,
-        recv: &mut T,
-        op: impl Operation<T>,
+        buf: &mut B,
     ) -> Result<(), Error> {
+        Comm::broadcast_into(self, root, buf)
+    }
+
+    fn reduce_into<S, R>(
+        &mut self,
+        root: Rank,
+        send: &S,
+        recv: &mut R,
+        op: impl Operation<S::Item>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized,
+    {
         Comm::reduce_into(self, root, send, recv, op)
     }
 
-    fn all_reduce_into<T: Wire>(
+    fn all_reduce_into<S, R>(
         &mut self,
-        send: &T,
-        recv: &mut T,
-        op: impl Operation<T>,
-    ) -> Result<(), Error> {
+        send: &S,
+        recv: &mut R,
+        op: impl Operation<S::Item>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized,
+    {
         Comm::all_reduce_into(self, send, recv, op)
     }
 
@@ -473,23 +500,11 @@ impl Collectives for Comm<'_> {
     }
 }
 
-/// The reduction of `T` as a function on message words.
-fn words_op<T: Wire>(op: &impl Operation<T>) -> impl Fn(&mut Words, &Words) + '_ {
-    move |acc: &mut Words, other: &Words| {
-        let r = op.apply(&T::decode(acc), &T::decode(other));
-        r.encode(acc);
-    }
-}
-
-/// Ranks one agreement message carries, one bit each.
-const BITS_PER_MESSAGE: usize = wire::WORDS * 64;
-
-/// `ranks` as a bitmap of `chunks` messages' worth of words.
-fn bitmap(ranks: &[Rank], chunks: usize) -> Vec<Words> {
-    let mut map = vec![[0u64; wire::WORDS]; chunks];
-    for &r in ranks {
-        let (word, bit) = (r as usize / 64, r % 64);
-        map[word / wire::WORDS][word % wire::WORDS] |= 1 << bit;
-    }
-    map
+/// The reduction of elements of `T` as a function on values of any length
+/// (new segments come from `pool`).
+fn data_op<'a, T: bytemuck::Pod>(
+    op: &'a impl Operation<T>,
+    pool: &'a crate::runtime::segment::SegmentPool,
+) -> impl Fn(&mut Data, &Data) + Sync + 'a {
+    move |acc: &mut Data, other: &Data| Data::combine(acc, other, op, pool)
 }

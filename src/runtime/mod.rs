@@ -20,24 +20,28 @@
 //! * [`Comm`]: a rank's handle with the collectives (`broadcast_into`,
 //!   `reduce_into`, `all_reduce_into`, `barrier`);
 //! * [`SystemOperation`], [`Operation`] (re-exported from [`crate::op`]):
-//!   reduction operations; [`Wire`] (from [`crate::wire`]): what a message
-//!   can carry;
+//!   reduction operations; [`Buffer`], [`BufferMut`] (from
+//!   [`crate::buffer`]): what a collective reads and writes, one plain-data
+//!   value or a slice of any length;
 //! * [`FaultSchedule`]: fail-stop fault emulation (dead, dies after n sends, hangs);
-//! * [`Packet`]: what a mailbox slot carries.
+//! * [`Packet`]: what a mailbox slot carries; [`data::Data`]: a value of
+//!   any length in it, inline or in a shared [`segment::Segment`].
 //!
 //! The drive loop itself is engine-neutral and lives in [`crate::driver`];
 //! this module supplies its mailbox transport and the public API.
 
 mod comm;
+pub mod data;
 mod faults;
 mod liveness;
 mod packet;
 pub mod pin;
+pub mod segment;
 mod team;
 mod transport;
 
+pub use crate::buffer::{Buffer, BufferMut};
 pub use crate::op::{Operation, Reducible, SystemOperation};
-pub use crate::wire::Wire;
 pub use comm::Comm;
 pub use faults::{Fault, FaultSchedule};
 pub use packet::Packet;

@@ -4,17 +4,18 @@
 use crate::driver::Carries;
 use crate::protocol::reduce::Contribution;
 use crate::protocol::Msg;
-use crate::wire::Words;
+use crate::runtime::data::Data;
 
 /// The thread runtime's wire payload. A broadcast carries its value alone;
 /// reduce, allreduce and barrier carry a partial result with the reduce's
-/// failure information.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// failure information. Values of any length: inline or a shared segment
+/// ([`Data`]).
+#[derive(Clone, Debug, PartialEq)]
 pub enum Packet {
     /// A broadcast's value.
-    Value(Words),
+    Value(Data),
     /// A reduce-like core's partial result.
-    Contribution(Contribution<Words>),
+    Contribution(Contribution<Data>),
 }
 
 // A lane slot is the message and an 8-byte stamp, 64-byte aligned: keep it
@@ -22,32 +23,32 @@ pub enum Packet {
 const _: () = assert!(std::mem::size_of::<Msg<Packet>>() <= 120);
 // The enum's tag costs nothing: it sits in a niche of the contribution.
 const _: () =
-    assert!(std::mem::size_of::<Msg<Packet>>() == std::mem::size_of::<Msg<Contribution<Words>>>());
+    assert!(std::mem::size_of::<Msg<Packet>>() == std::mem::size_of::<Msg<Contribution<Data>>>());
 
-impl Carries<Words> for Packet {
+impl Carries<Data> for Packet {
     #[inline]
-    fn wrap(payload: Words) -> Self {
+    fn wrap(payload: Data) -> Self {
         Packet::Value(payload)
     }
     #[inline]
-    fn unwrap(self) -> Option<Words> {
+    fn unwrap(self) -> Result<Data, Self> {
         match self {
-            Packet::Value(w) => Some(w),
-            Packet::Contribution(_) => None,
+            Packet::Value(w) => Ok(w),
+            other => Err(other),
         }
     }
 }
 
-impl Carries<Contribution<Words>> for Packet {
+impl Carries<Contribution<Data>> for Packet {
     #[inline]
-    fn wrap(payload: Contribution<Words>) -> Self {
+    fn wrap(payload: Contribution<Data>) -> Self {
         Packet::Contribution(payload)
     }
     #[inline]
-    fn unwrap(self) -> Option<Contribution<Words>> {
+    fn unwrap(self) -> Result<Contribution<Data>, Self> {
         match self {
-            Packet::Contribution(c) => Some(c),
-            Packet::Value(_) => None,
+            Packet::Contribution(c) => Ok(c),
+            other => Err(other),
         }
     }
 }

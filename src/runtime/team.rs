@@ -16,6 +16,7 @@ use crate::runtime::faults::FaultSchedule;
 use crate::runtime::liveness::Liveness;
 use crate::runtime::packet::Packet;
 use crate::runtime::pin::{self, Pinning};
+use crate::runtime::segment::SegmentPool;
 use crate::runtime::transport::MailboxTransport;
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use crate::topology::{Tree, TreeSpec, MAX_PROCS};
@@ -330,6 +331,11 @@ pub struct TeamReport<R> {
     /// Pumps of a lent call by another rank's thread that moved something
     /// ([`crate::helping`]; 0 with helping off).
     pub helped: u64,
+    /// Shared segments the run's pool allocated or grew
+    /// ([`crate::runtime::segment`]): values above 56 bytes live in them.
+    /// Segments are reused once free, so a loop of same-sized operations
+    /// adds none after its first rounds.
+    pub segment_allocations: u64,
 }
 
 impl<R> TeamReport<R> {
@@ -367,6 +373,9 @@ pub(crate) struct Shared<'t> {
     /// last run on another core cost more in cache misses than the context
     /// switch it saved), or every other rank if threads are not pinned.
     pub(crate) core_mates: Box<[Box<[Rank]>]>,
+    /// Where values too large for a message slot are written once and
+    /// shared ([`crate::runtime::segment`]).
+    pub(crate) segments: SegmentPool,
 }
 
 #[derive(Default)]
@@ -528,6 +537,7 @@ impl Team {
                 self.config.pinning != Pinning::None && self.config.ranks as usize > cores.len(),
             ),
             core_mates: core_mates(&self.config.pinning, self.config.ranks, &cores),
+            segments: SegmentPool::new(),
         };
         // One pinned rank per core: nobody else needs the core, so a waiting
         // rank spins instead of letting its (virtual) cpu halt.
@@ -600,6 +610,7 @@ impl Team {
             hung,
             ops,
             helped: shared.loans.iter().map(|l| l.helped()).sum(),
+            segment_allocations: shared.segments.allocations(),
         }
     }
 }

@@ -93,7 +93,7 @@ pub struct Engine<P> {
     detector: Option<Tick>,
 }
 
-impl<P: Copy> Engine<P> {
+impl<P: Clone> Engine<P> {
     /// An engine for the model `logp`.
     pub fn new(logp: LogP) -> Self {
         Engine {
@@ -198,9 +198,11 @@ impl<P: Copy> Engine<P> {
         while let Some(t) = self.wakes.next_after(now) {
             now = t;
             let events = self.deliveries.take(now);
-            for &Delivery { to, from, msg } in &events {
+            for Delivery { to, from, msg } in &events {
+                let (to, from) = (*to, *from);
                 if self.slots[to as usize].death > now {
                     let core = &mut cores[to as usize];
+                    let msg = msg.clone();
                     core.handle(now, Event::Message { from, msg });
                     Self::collect(core, to as usize, now, trace);
                 }

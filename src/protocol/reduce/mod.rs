@@ -42,7 +42,7 @@ pub struct Contribution<P> {
     pub decided: bool,
 }
 
-impl<P: Copy> Contribution<P> {
+impl<P: Clone> Contribution<P> {
     /// A fresh input.
     pub fn input(value: P) -> Self {
         Contribution {
@@ -58,7 +58,7 @@ impl<P: Copy> Contribution<P> {
             return;
         }
         if other_decided {
-            self.value = *other;
+            self.value = other.clone();
             self.decided = true;
         } else {
             op.combine(&mut self.value, other);
@@ -191,7 +191,7 @@ pub struct Reduce<'p, P, O> {
     finished: bool,
 }
 
-impl<'p, P: Copy + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
+impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
     /// The core of rank `me` for operation `op_id` reducing `input` to
     /// `root` with `op`. `kind` is the collective the messages carry
     /// (reduce, or the reduce phase of allreduce or barrier). Errors if `me`
@@ -310,7 +310,7 @@ impl<'p, P: Copy + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
     /// Own input folded with every group peer's, in peer order: the value
     /// this rank uses in the tree phase.
     fn up_corrected(&self) -> Contribution<P> {
-        let mut acc = self.input;
+        let mut acc = self.input.clone();
         for (i, (_, slot)) in self.peers.iter().enumerate() {
             if let Slot::Got(v) = slot {
                 acc.absorb(v, self.peer_decided[i], &self.op);
@@ -358,11 +358,14 @@ impl<'p, P: Copy + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
         // Subtrees 1..a hold a member of the root's group, so their results
         // already include the root's up-corrected value.
         let a = groups.root_group_size();
-        let complete = self.children.iter().find_map(|&(k, s)| match s {
-            Slot::Got(c) if !c.info.subtree_failed && (k < a || self.peers_done()) => Some((k, c)),
+        let complete = self.children.iter().find_map(|(k, s)| match s {
+            Slot::Got(c) if !c.info.subtree_failed && (*k < a || self.peers_done()) => {
+                Some((*k, c.clone()))
+            }
             _ => None,
         });
         if let Some((k, c)) = complete {
+            let chosen = c.info;
             let mut acc = c;
             // The failures the result accounts for, each once (Section 4.4:
             // merged lists come from disjoint sets): the chosen subtree's,
@@ -376,7 +379,7 @@ impl<'p, P: Copy + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
                 acc.absorb(&own.value, own.decided, &self.op);
                 own_notes = self.peer_info;
             }
-            self.deliver_root(acc, own_notes, Some(c.info));
+            self.deliver_root(acc, own_notes, Some(chosen));
         } else if self.children.iter().all(|(_, s)| !pending(s)) && self.peers_done() {
             // No complete subtree, but a result an earlier allreduce round
             // delivered came in (Section 5: a decided value replaces the
@@ -387,8 +390,8 @@ impl<'p, P: Copy + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
             let decided = self
                 .children
                 .iter()
-                .find_map(|&(_, s)| match s {
-                    Slot::Got(c) if c.decided => Some(c),
+                .find_map(|(_, s)| match s {
+                    Slot::Got(c) if c.decided => Some(c.clone()),
                     _ => None,
                 })
                 .or(own.decided.then_some(own));
@@ -403,7 +406,7 @@ impl<'p, P: Copy + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
             let delivered = |range: std::ops::Range<Rank>| {
                 self.children
                     .iter()
-                    .any(|&(k, s)| range.contains(&k) && matches!(s, Slot::Got(_)))
+                    .any(|(k, s)| range.contains(k) && matches!(s, Slot::Got(_)))
             };
             let mut info = FailureInfo::default();
             if !delivered(0..Rank::MAX) {
@@ -468,7 +471,7 @@ impl<'p, P: Copy + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
     }
 }
 
-impl<P: Copy + Send + 'static, O: Combine<P>> Protocol for Reduce<'_, P, O> {
+impl<P: Clone + Send + 'static, O: Combine<P>> Protocol for Reduce<'_, P, O> {
     type Payload = Contribution<P>;
     type Output = ReduceOutput<P>;
 
@@ -516,7 +519,7 @@ impl<P: Copy + Send + 'static, O: Combine<P>> Protocol for Reduce<'_, P, O> {
             self.next_peer += 1;
             let tx = Transmit {
                 to: self.real(p),
-                msg: self.msg(Tag::UpCorrection, self.input),
+                msg: self.msg(Tag::UpCorrection, self.input.clone()),
             };
             if self.me == 0 {
                 self.decide_root();

@@ -1,0 +1,95 @@
+//! What a collective reads and writes: one plain-data value, or a slice of
+//! them of any length (0 included), as rsmpi's `Buffer` and `BufferMut`.
+//!
+//! An element is any [`Pod`] type: the integers and floats, arrays of them,
+//! and a user's `#[repr(C)]` struct with `#[derive(Pod, Zeroable, Clone,
+//! Copy)]` (add `bytemuck` with its `derive` feature to your own
+//! `Cargo.toml`). Plain old data is what can travel as bytes and be read
+//! back exactly, with no pointer or invariant to break; `bytemuck` checks
+//! that at compile time (its derive refuses padding and non-plain fields),
+//! which a hand-written encoder could only promise. `bool` and `char` are
+//! not plain data (not every bit pattern is one): send `u8` or `u32`.
+//!
+//! ```
+//! use corrected::prelude::*;
+//!
+//! let team = Team::builder().ranks(3).build()?;
+//! let report = team.run(|comm| {
+//!     // A slice of any length, reduced element by element.
+//!     let local = vec![comm.rank() as f64; 1000];
+//!     let mut global = vec![0.0; 1000];
+//!     comm.all_reduce_into(&local[..], &mut global[..], SystemOperation::sum())?;
+//!     // A single value is a buffer of one element.
+//!     let mut n = 0u64;
+//!     comm.all_reduce_into(&1u64, &mut n, SystemOperation::sum())?;
+//!     Ok::<_, Error>((global[999], n))
+//! });
+//! for (_, got) in report.returned() {
+//!     assert_eq!(got, &Ok((3.0, 3)));
+//! }
+//! # Ok::<(), Error>(())
+//! ```
+
+pub use bytemuck::{Pod, Zeroable};
+
+/// Something a collective reads: its elements, contiguous.
+pub trait Buffer {
+    /// The element type.
+    type Item: Pod;
+    /// The elements.
+    fn items(&self) -> &[Self::Item];
+}
+
+/// Something a collective writes into: its elements, contiguous. Its length
+/// is fixed by the caller; a collective whose data has another length
+/// returns [`crate::Error::LengthMismatch`] and leaves it untouched.
+pub trait BufferMut: Buffer {
+    /// The elements, to overwrite.
+    fn items_mut(&mut self) -> &mut [Self::Item];
+}
+
+/// A single value is a buffer of one element.
+impl<T: Pod> Buffer for T {
+    type Item = T;
+    fn items(&self) -> &[T] {
+        std::slice::from_ref(self)
+    }
+}
+
+impl<T: Pod> BufferMut for T {
+    fn items_mut(&mut self) -> &mut [T] {
+        std::slice::from_mut(self)
+    }
+}
+
+/// A slice: pass a `Vec` as `&v[..]` or `&mut v[..]`.
+impl<T: Pod> Buffer for [T] {
+    type Item = T;
+    fn items(&self) -> &[T] {
+        self
+    }
+}
+
+impl<T: Pod> BufferMut for [T] {
+    fn items_mut(&mut self) -> &mut [T] {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_is_one_element_and_a_slice_its_elements() {
+        assert_eq!(5u32.items(), &[5]);
+        assert_eq!([1.0f64, 2.0].items(), &[[1.0, 2.0]]);
+        let v = [1u8, 2, 3];
+        assert_eq!(v[..].items(), &[1, 2, 3]);
+        let mut x = 0i64;
+        x.items_mut()[0] = -4;
+        assert_eq!(x, -4);
+        let empty: &[u16] = &[];
+        assert!(empty.items().is_empty());
+    }
+}

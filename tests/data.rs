@@ -1,0 +1,475 @@
+//! Data of any size (issue 14): slices of every length, plain-data element
+//! types including a user's struct, length mismatches as typed errors, kills
+//! and panics during large operations, and segment reuse.
+//!
+//! The fault checks use vectors whose element i of rank r is
+//! `input_of(r) * (2i + 1)` (wrapping): the odd factor is invertible modulo
+//! 2^64, so each element of a sum gives back the sum of the inputs of the
+//! ranks it includes. Every element must give back the same sum, and that
+//! sum must pass `includes_exactly`: every live rank once, a rank that died
+//! during the operation in every element or in none. A result whose chunks
+//! disagree on the set of contributions fails this check.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use corrected::check::{includes_exactly, input_of};
+use corrected::prelude::*;
+use corrected::runtime::{Fault, TeamReport};
+use corrected::types::Tick;
+
+/// Tests here run teams of threads: one at a time, so they do not starve
+/// each other on two cores.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+const LENGTHS: [usize; 7] = [0, 1, 7, 8, 9, 1000, 1_000_000];
+
+/// A user's element type: a `#[repr(C)]` struct without padding, with a
+/// field of another user type.
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+struct Cell {
+    count: u32,
+    low: f32,
+    high: f32,
+    tag: Pair,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+struct Pair {
+    lo: u32,
+    hi: u32,
+}
+
+fn merge(a: &Cell, b: &Cell) -> Cell {
+    Cell {
+        count: a.count + b.count,
+        low: a.low.min(b.low),
+        high: a.high.max(b.high),
+        tag: Pair {
+            lo: a.tag.lo.wrapping_add(b.tag.lo),
+            hi: a.tag.hi ^ b.tag.hi,
+        },
+    }
+}
+
+fn cell(rank: u32, i: usize) -> Cell {
+    Cell {
+        count: 1,
+        low: (rank as f32) - i as f32,
+        high: (rank as f32) + i as f32,
+        tag: Pair {
+            lo: rank * 7 + i as u32,
+            hi: rank.rotate_left(i as u32 % 32),
+        },
+    }
+}
+
+fn team(ranks: u32, f: u32) -> Team {
+    Team::builder()
+        .ranks(ranks)
+        .fault_budget(f)
+        .build()
+        .unwrap()
+}
+
+/// Asserts every rank returned `Ok` and all the same value.
+fn all_same<T: PartialEq + std::fmt::Debug>(report: &TeamReport<Result<T, Error>>, what: &str) {
+    let mut first: Option<&T> = None;
+    for (r, got) in report.returned() {
+        let got = got
+            .as_ref()
+            .unwrap_or_else(|e| panic!("{what}: rank {r}: {e}"));
+        match first {
+            None => first = Some(got),
+            Some(f) => assert!(f == got, "{what}: rank {r} differs"),
+        }
+    }
+    assert!(
+        report.failed.is_empty(),
+        "{what}: {:?} failed",
+        report.failed
+    );
+}
+
+#[test]
+fn every_length_of_f64_u8_and_a_user_struct_reaches_every_rank_alike() {
+    let _s = serial();
+    for ranks in [2, 5] {
+        let t = team(ranks, 1);
+        for n in LENGTHS {
+            // f64: small integers, so every order of summing is exact and
+            // the expected value is known; bitwise equality across ranks
+            // is checked on the raw bits.
+            let report = t.run(|comm| {
+                let me = comm.rank();
+                let local: Vec<f64> = (0..n).map(|i| (me as usize * 3 + i % 5) as f64).collect();
+                let mut sum = vec![-1.0; n];
+                comm.all_reduce_into(&local[..], &mut sum[..], SystemOperation::sum())?;
+                let mut root = if me == 1 { local.clone() } else { vec![0.0; n] };
+                comm.broadcast_into(1, &mut root[..])?;
+                let mut at0 = vec![0.0; n];
+                comm.reduce_into(0, &local[..], &mut at0[..], SystemOperation::max())?;
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                Ok::<_, Error>((bits(&sum), bits(&root), (me == 0).then(|| bits(&at0))))
+            });
+            let what = format!("f64 P={ranks} n={n}");
+            for (r, got) in report.returned() {
+                let (sum, root, at0) = got.as_ref().unwrap_or_else(|e| panic!("{what}: {r}: {e}"));
+                for i in 0..n {
+                    let want: f64 = (0..ranks).map(|q| (q as usize * 3 + i % 5) as f64).sum();
+                    assert_eq!(f64::from_bits(sum[i]), want, "{what}: rank {r} sum[{i}]");
+                    assert_eq!(
+                        f64::from_bits(root[i]),
+                        (3 + i % 5) as f64,
+                        "{what}: bcast[{i}]"
+                    );
+                    if let Some(at0) = at0 {
+                        let max = ((ranks as usize - 1) * 3 + i % 5) as f64;
+                        assert_eq!(f64::from_bits(at0[i]), max, "{what}: reduce[{i}]");
+                    }
+                }
+            }
+            // Bitwise the same (above: equal as numbers).
+            let sums: Vec<_> = report
+                .returned()
+                .map(|(_, g)| &g.as_ref().unwrap().0)
+                .collect();
+            assert!(sums.windows(2).all(|w| w[0] == w[1]), "{what}");
+            assert!(report.failed.is_empty(), "{what}");
+
+            // u8: wrapping sums and a bitwise operation.
+            let report = t.run(|comm| {
+                let me = comm.rank() as u8;
+                let local: Vec<u8> = (0..n).map(|i| (i as u8).wrapping_mul(31) ^ me).collect();
+                let mut sum = vec![0u8; n];
+                comm.all_reduce_into(&local[..], &mut sum[..], SystemOperation::sum())?;
+                let mut xor = vec![0u8; n];
+                comm.all_reduce_into(&local[..], &mut xor[..], SystemOperation::bitwise_xor())?;
+                Ok((sum, xor))
+            });
+            let what = format!("u8 P={ranks} n={n}");
+            for (r, got) in report.returned() {
+                let (sum, xor) = got.as_ref().unwrap();
+                for i in 0..n {
+                    let parts = (0..ranks as u8).map(|q| (i as u8).wrapping_mul(31) ^ q);
+                    let want = parts.clone().fold(0u8, u8::wrapping_add);
+                    assert_eq!(sum[i], want, "{what}: rank {r} sum[{i}]");
+                    assert_eq!(xor[i], parts.fold(0, |a, b| a ^ b), "{what}: xor[{i}]");
+                }
+            }
+            all_same(&report, &what);
+
+            // A user's struct with a closure.
+            let report = t.run(|comm| {
+                let me = comm.rank();
+                let local: Vec<Cell> = (0..n).map(|i| cell(me, i)).collect();
+                let mut merged = vec![Cell::zeroed(); n];
+                comm.all_reduce_into(&local[..], &mut merged[..], merge)?;
+                Ok(merged)
+            });
+            let what = format!("Cell P={ranks} n={n}");
+            for (r, got) in report.returned() {
+                let merged = got.as_ref().unwrap();
+                for (i, m) in merged.iter().enumerate() {
+                    let want = (1..ranks).fold(cell(0, i), |acc, q| merge(&acc, &cell(q, i)));
+                    assert_eq!(*m, want, "{what}: rank {r} [{i}]");
+                }
+            }
+            all_same(&report, &what);
+        }
+    }
+}
+
+/// `a^-1 mod 2^64` for odd `a` (Newton's iteration).
+fn inverse(a: u64) -> u64 {
+    let mut x = a;
+    for _ in 0..6 {
+        x = x.wrapping_mul(2u64.wrapping_sub(a.wrapping_mul(x)));
+    }
+    x
+}
+
+fn element(rank: u32, i: usize) -> u64 {
+    input_of(rank).wrapping_mul(2 * i as u64 + 1)
+}
+
+/// The sum of inputs element `i` of a result includes.
+fn included(v: u64, i: usize) -> u64 {
+    v.wrapping_mul(inverse(2 * i as u64 + 1))
+}
+
+fn wrapping_sum(a: &u64, b: &u64) -> u64 {
+    a.wrapping_add(*b)
+}
+
+/// A team whose detector declares a silent rank failed within a second,
+/// far below its operation timeout.
+fn faulty_team(ranks: u32, f: u32, faults: FaultSchedule) -> Team {
+    Team::builder()
+        .ranks(ranks)
+        .fault_budget(f)
+        .faults(faults)
+        .failure_timeout(Duration::from_secs(1))
+        .op_timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// Every kill point of one or two victims (before the operation, after the
+/// n-th send, at the end of the call) in an allreduce and a broadcast of
+/// `n` elements: every live rank gets the same vector, every element
+/// includes the same contributions, exactly (within the budget), and a
+/// broadcast from a live root reaches every live rank whole.
+fn kills_during(ranks: u32, f: u32, n: usize) {
+    const END: u32 = 1 << 20;
+    let points = [0, 1, 2, 3, 5, END];
+    let mut cases: Vec<Vec<(u32, u32)>> = Vec::new();
+    for v in 0..ranks {
+        for &p in &points {
+            cases.push(vec![(v, p)]);
+        }
+    }
+    if f >= 2 {
+        for (a, b) in [(1, 2), (0, 3), (2, 4)] {
+            for (p, q) in [(0, 1), (2, END), (1, 3)] {
+                cases.push(vec![(a, p), (b, q)]);
+            }
+        }
+    }
+    for kills in cases {
+        let faults = kills.iter().fold(FaultSchedule::none(), |s, &(r, p)| {
+            s.at(r, 0, Fault::DieAfterSends(p)).at(r, 1, Fault::Dead)
+        });
+        let report = faulty_team(ranks, f, faults).run(|comm| {
+            let me = comm.rank();
+            let local: Vec<u64> = (0..n).map(|i| element(me, i)).collect();
+            let mut out = vec![0u64; n];
+            let all = comm
+                .all_reduce_into(&local[..], &mut out[..], wrapping_sum)
+                .map(|()| out.clone());
+            let mut got = if me == 0 { local.clone() } else { vec![0; n] };
+            let bcast = comm.broadcast_into(0, &mut got[..]).map(|()| got);
+            (all, bcast)
+        });
+        let name = format!("P={ranks} f={f} n={n} kills {kills:?}");
+        let victims: Vec<u32> = kills.iter().map(|&(r, _)| r).collect();
+        let death: Vec<Tick> = (0..ranks)
+            .map(|r| match kills.iter().find(|&&(k, _)| k == r) {
+                Some(&(_, 0)) => 0,
+                Some(_) => 1,
+                None => Tick::MAX,
+            })
+            .collect();
+        let mut failed = report.failed.clone();
+        failed.sort_unstable();
+        let mut want = victims.clone();
+        want.sort_unstable();
+        assert_eq!(failed, want, "{name}: the victims, and only they, die");
+        let mut agreed: Option<&Vec<u64>> = None;
+        for (r, (all, bcast)) in report.returned().filter(|(r, _)| !victims.contains(r)) {
+            let v = all
+                .as_ref()
+                .unwrap_or_else(|e| panic!("{name}: rank {r}: {e}"));
+            assert_eq!(v.len(), n);
+            if n > 0 {
+                let set = included(v[0], 0);
+                assert!(includes_exactly(set, &death), "{name}: rank {r}");
+                for (i, &x) in v.iter().enumerate() {
+                    assert_eq!(
+                        included(x, i),
+                        set,
+                        "{name}: rank {r} element {i} disagrees"
+                    );
+                }
+            }
+            assert!(*agreed.get_or_insert(v) == v, "{name}: rank {r} differs");
+            match bcast {
+                Ok(b) => {
+                    let want: Vec<u64> = (0..n).map(|i| element(0, i)).collect();
+                    assert!(*b == want, "{name}: rank {r} broadcast");
+                }
+                Err(Error::RootFailed { root: 0, .. }) if victims.contains(&0) => {}
+                Err(e) => panic!("{name}: rank {r} broadcast: {e}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn large_vectors_keep_the_fault_guarantees_at_every_kill_point() {
+    let _s = serial();
+    // Inline (5 elements) and shared (1000), f = 1 and 2.
+    for n in [5, 1000] {
+        kills_during(5, 1, n);
+    }
+    kills_during(6, 2, 1000);
+}
+
+#[test]
+fn a_panic_in_the_user_operation_on_a_large_vector_fails_that_rank_only() {
+    let _s = serial();
+    let n = 100_000;
+    for victim in [0u32, 3] {
+        let report = faulty_team(5, 1, FaultSchedule::none()).run(|comm| {
+            let me = comm.rank();
+            let local: Vec<u64> = (0..n).map(|i| element(me, i)).collect();
+            let mut out = vec![0u64; n];
+            // The victim's closure panics on the first element it combines.
+            let op = move |a: &u64, b: &u64| {
+                if me == victim {
+                    panic!("user operation failed on rank {me}");
+                }
+                a.wrapping_add(*b)
+            };
+            comm.all_reduce_into(&local[..], &mut out[..], op)
+                .map(|()| out)
+        });
+        assert!(report.failed.contains(&victim), "{:?}", report.failed);
+        let mut death = vec![Tick::MAX; 5];
+        death[victim as usize] = 1;
+        let mut agreed = None;
+        let mut live = 0;
+        for (r, got) in report.returned() {
+            let v = got.as_ref().unwrap_or_else(|e| panic!("rank {r}: {e}"));
+            let set = included(v[0], 0);
+            assert!(includes_exactly(set, &death), "victim {victim}: rank {r}");
+            assert!(v.iter().enumerate().all(|(i, &x)| included(x, i) == set));
+            assert!(*agreed.get_or_insert(v) == v);
+            live += 1;
+        }
+        // Does the victim combine at all? With f = 1 every rank takes its
+        // group peer's input (up-correction), so it does: it panics.
+        assert_eq!(live, 4, "victim {victim}");
+    }
+}
+
+#[test]
+fn length_mismatches_are_typed_errors_on_the_ranks_that_see_them() {
+    let _s = serial();
+    let t = team(5, 1);
+    for n in [3usize, 100] {
+        let report = t.run(|comm| {
+            let me = comm.rank();
+            // Broadcast: rank 2's buffer is one element short. It takes
+            // part in full and only it fails; its buffer is untouched.
+            let mut b = vec![7u32; if me == 2 { n - 1 } else { n }];
+            if me == 0 {
+                b.iter_mut().for_each(|x| *x = 1);
+            }
+            let bcast = comm.broadcast_into(0, &mut b[..]).map(|()| b.clone());
+            let kept = b;
+            // Allreduce: rank 3's output is one element long: only it fails.
+            let local = vec![me as u64; n];
+            let mut out = vec![0u64; if me == 3 { n + 1 } else { n }];
+            let short_out = comm
+                .all_reduce_into(&local[..], &mut out[..], SystemOperation::sum())
+                .map(|()| out.clone());
+            // Allreduce: rank 4's input is longer: nobody has a result.
+            let input = vec![1u64; if me == 4 { n + 2 } else { n }];
+            let mut out = vec![0u64; input.len()];
+            let long_in = comm.all_reduce_into(&input[..], &mut out[..], SystemOperation::sum());
+            // Reduce: the root's input and output lengths differ.
+            let mut at0 = vec![0u64; if me == 0 { n + 1 } else { n }];
+            let reduce = comm.reduce_into(0, &local[..], &mut at0[..], SystemOperation::sum());
+            // The team goes on: the next operation is whole everywhere.
+            let mut next = 0u64;
+            let after = comm
+                .all_reduce_into(&1u64, &mut next, SystemOperation::sum())
+                .map(|()| next);
+            (bcast, kept, short_out, long_in, reduce, after)
+        });
+        assert!(report.failed.is_empty());
+        for (r, (bcast, kept, short_out, long_in, reduce, after)) in report.returned() {
+            let what = format!("n={n} rank {r}");
+            match r {
+                2 => assert_eq!(
+                    *bcast,
+                    Err(Error::LengthMismatch {
+                        op: 0,
+                        mine: n - 1,
+                        theirs: n
+                    }),
+                    "{what}"
+                ),
+                _ => assert_eq!(*bcast, Ok(vec![1; n]), "{what}"),
+            }
+            if r == 2 {
+                assert_eq!(
+                    *kept,
+                    vec![7; n - 1],
+                    "{what}: a failed broadcast wrote its buffer"
+                );
+            }
+            match r {
+                3 => assert_eq!(
+                    *short_out,
+                    Err(Error::LengthMismatch {
+                        op: 1,
+                        mine: n + 1,
+                        theirs: n
+                    }),
+                    "{what}"
+                ),
+                _ => assert_eq!(*short_out, Ok(vec![10; n]), "{what}"),
+            }
+            let (mine, theirs) = if r == 4 { (n + 2, n) } else { (n, n + 2) };
+            assert_eq!(
+                *long_in,
+                Err(Error::LengthMismatch {
+                    op: 2,
+                    mine,
+                    theirs
+                }),
+                "{what}"
+            );
+            match r {
+                0 => assert_eq!(
+                    *reduce,
+                    Err(Error::LengthMismatch {
+                        op: 3,
+                        mine: n + 1,
+                        theirs: n
+                    }),
+                    "{what}"
+                ),
+                _ => assert_eq!(*reduce, Ok(()), "{what}"),
+            }
+            assert_eq!(*after, Ok(5), "{what}");
+        }
+    }
+}
+
+#[test]
+fn a_loop_of_large_allreduces_reuses_its_segments() {
+    let _s = serial();
+    let t = team(4, 1);
+    let run = |rounds: usize| {
+        let report = t.run(|comm| {
+            let local = vec![comm.rank() as f64; 10_000];
+            let mut out = vec![0.0; 10_000];
+            for _ in 0..rounds {
+                comm.all_reduce_into(&local[..], &mut out[..], SystemOperation::sum())?;
+                comm.broadcast_into(1, &mut out[..])?;
+            }
+            Ok::<_, Error>(out[9_999])
+        });
+        for (_, got) in report.returned() {
+            assert_eq!(*got, Ok(6.0));
+        }
+        report.segment_allocations
+    };
+    let (short, long) = (run(20), run(200));
+    // A warm pool serves every later operation: ten times the operations,
+    // no more allocations (a little slack for segments still held by
+    // messages in flight at the moment a rank takes one).
+    assert!(short > 0, "large values go through segments");
+    assert!(
+        long <= short + 4,
+        "{short} allocations for 20 rounds, {long} for 200"
+    );
+}
