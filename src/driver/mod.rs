@@ -746,6 +746,7 @@ impl<'t, T: Transport> Driver<'t, T> {
     /// call with a mismatch: a message the core's header does not accept,
     /// whose payload is another kind of core's, or another rank's abort of
     /// the operation.
+    #[inline]
     fn hand<C>(
         &mut self,
         core: &mut C,
@@ -911,6 +912,7 @@ impl<'t, T: Transport> Driver<'t, T> {
 
     /// Sends one message, or keeps it in the outbox if the channel is full.
     /// Messages to failed ranks vanish, as fail-stop says.
+    #[inline]
     fn transmit(&mut self, op: OpId, to: Rank, msg: Msg<T::Payload>) -> Result<(), Error> {
         // Fail-stop: a rank that died (say, by its send budget while a
         // lingering core was sending) sends nothing more. (One declared

@@ -76,6 +76,7 @@ impl<P: Clone + Send + 'static, O: Combine<P>> PairAllreduce<P, O> {
     /// Delivers the peer's input combined with this rank's, lower rank
     /// first (both ranks compute the same bits), or this rank's alone if
     /// the peer failed first. The single round is reported as root 0.
+    #[inline]
     fn decide(&mut self, peer: Option<P>) {
         if self.decided {
             return;

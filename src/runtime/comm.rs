@@ -176,7 +176,7 @@ impl<'t> Comm<'t> {
     /// Broadcasts `buf` from `root` (corrected-tree broadcast with the
     /// team's tree and correction): on return, every rank's `buf` holds the
     /// root's. `buf` is one plain-data value or a slice of any length
-    /// ([`crate::buffer`]): up to 56 bytes travel in the messages, more in a
+    /// ([`crate::buffer`]): up to 55 bytes travel in the messages, more in a
     /// shared segment the messages refer to. Survives any number of ranks
     /// dead before the call (with checked or delayed correction), as long
     /// as the root lives.
@@ -314,6 +314,7 @@ impl<'t> Comm<'t> {
             .map(|_| ())
     }
 
+    #[inline]
     fn allreduce(
         &mut self,
         kind: Collective,

@@ -332,7 +332,7 @@ pub struct TeamReport<R> {
     /// ([`crate::helping`]; 0 with helping off).
     pub helped: u64,
     /// Shared segments the run's pool allocated or grew
-    /// ([`crate::runtime::segment`]): values above 56 bytes live in them.
+    /// ([`crate::runtime::segment`]): values above 55 bytes live in them.
     /// Segments are reused once free, so a loop of same-sized operations
     /// adds none after its first rounds.
     pub segment_allocations: u64,
