@@ -2,7 +2,7 @@
 //! one a rank is in. Messages of later operations wait here until the rank
 //! gets there; messages of earlier ones are the caller's to route or drop.
 
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 
 use crate::types::{OpId, Rank};
 
@@ -23,10 +23,15 @@ pub enum Route {
 pub struct Fence<M> {
     /// Operations below this one have been entered.
     next: OpId,
-    /// Early messages by operation, in arrival order within one: a sender
-    /// that runs far ahead leaves many, and releasing one operation's must
-    /// not cost a scan of all.
-    early: BTreeMap<OpId, Vec<(Rank, M)>>,
+    /// Early messages by operation: `early[i]` holds those of operation
+    /// `base + i`, in arrival order. Releasing one operation's costs no scan
+    /// of the others' (a sender that runs far ahead leaves many), and the
+    /// lists are reused ([`Fence::release_into`]): a rank holding messages
+    /// every operation allocates nothing once warm.
+    early: VecDeque<Vec<(Rank, M)>>,
+    base: OpId,
+    /// Emptied lists, for reuse.
+    spare: Vec<Vec<(Rank, M)>>,
     held: usize,
 }
 
@@ -34,7 +39,9 @@ impl<M> Default for Fence<M> {
     fn default() -> Self {
         Fence {
             next: 0,
-            early: BTreeMap::new(),
+            early: VecDeque::new(),
+            base: 0,
+            spare: Vec::new(),
             held: 0,
         }
     }
@@ -72,15 +79,49 @@ impl<M> Fence<M> {
     /// Keeps a message of a later operation.
     pub fn hold(&mut self, from: Rank, op: OpId, msg: M) {
         debug_assert!(op >= self.next);
-        self.early.entry(op).or_default().push((from, msg));
+        if self.early.is_empty() {
+            self.base = op;
+        }
+        while op < self.base {
+            let list = self.spare.pop().unwrap_or_default();
+            self.early.push_front(list);
+            self.base -= 1;
+        }
+        let i = (op - self.base) as usize;
+        while self.early.len() <= i {
+            let list = self.spare.pop().unwrap_or_default();
+            self.early.push_back(list);
+        }
+        self.early[i].push((from, msg));
         self.held += 1;
     }
 
-    /// Takes the kept messages of operation `op`, in arrival order.
+    /// Moves the kept messages of operation `op` into `out`, in arrival
+    /// order, and drops those of earlier operations (entered but never
+    /// driven: their messages are past).
+    pub fn release_into(&mut self, op: OpId, out: &mut Vec<(Rank, M)>) {
+        while self.base <= op {
+            let Some(mut list) = self.early.pop_front() else {
+                break;
+            };
+            self.held -= list.len();
+            if self.base == op {
+                out.append(&mut list);
+            } else {
+                list.clear();
+            }
+            self.spare.push(list);
+            self.base += 1;
+        }
+    }
+
+    /// Takes the kept messages of operation `op`, in arrival order (see
+    /// [`Fence::release_into`]).
+    #[cfg(any(test, loom))]
     pub fn release(&mut self, op: OpId) -> Vec<(Rank, M)> {
-        let now = self.early.remove(&op).unwrap_or_default();
-        self.held -= now.len();
-        now
+        let mut out = Vec::new();
+        self.release_into(op, &mut out);
+        out
     }
 
     /// How many messages wait for later operations (the loom model and the
@@ -108,6 +149,24 @@ mod tests {
         assert_eq!(f.enter(), 1);
         assert_eq!(f.route(0), Route::Past);
         assert_eq!(f.release(1), vec![(4, 'b')]);
+        assert_eq!(f.held(), 0);
+        // Held out of order, far ahead; one operation entered but never
+        // released (its messages are dropped with the next release).
+        f.hold(1, 5, 'e');
+        f.hold(2, 3, 'c');
+        f.hold(3, 2, 'x');
+        f.hold(4, 5, 'f');
+        assert_eq!(f.held(), 4);
+        for _ in 2..4 {
+            f.enter();
+        }
+        assert_eq!(f.release(3), vec![(2, 'c')]);
+        assert_eq!(f.held(), 2);
+        f.enter();
+        f.enter();
+        let mut out = Vec::new();
+        f.release_into(5, &mut out);
+        assert_eq!(out, vec![(1, 'e'), (4, 'f')]);
         assert_eq!(f.held(), 0);
     }
 }

@@ -139,6 +139,9 @@ pub struct Driver<'t, T: Transport> {
     state: RankState,
     /// The operation this rank is in, and messages of later ones.
     fence: Fence<Msg<T::Payload>>,
+    /// The current operation's early messages, while the core takes them
+    /// (a list kept between calls, so that taking them allocates nothing).
+    early: Vec<(Rank, Msg<T::Payload>)>,
     lingering: VecDeque<Kept<'t, T::Payload>>,
     /// The communicator's ranks as transport ranks (see [`Members`]): the
     /// cores of calls from now on number ranks so. Every other rank number
@@ -172,6 +175,7 @@ impl<'t, T: Transport> Driver<'t, T> {
             config,
             state: RankState::Alive,
             fence: Fence::new(),
+            early: Vec::new(),
             lingering: VecDeque::new(),
             members: Members::ALL,
             me,
@@ -456,9 +460,13 @@ impl<'t, T: Transport> Driver<'t, T> {
         // Hand the core what came early, then every failure known so far
         // (the messages a failed rank sent were all taken before its failure
         // entered `known_failed`, see `learn_failures`).
-        for (from, msg) in self.fence.release(op) {
+        let mut early = std::mem::take(&mut self.early);
+        self.fence.release_into(op, &mut early);
+        for (from, msg) in early.drain(..) {
             self.hand(core, op, tick, from, msg)?;
         }
+        // Kept for the next call: its capacity stays.
+        self.early = early;
         tell_failures::<T::Payload, C>(core, &self.known_failed, self.members, self.me, tick);
         let me = self.me;
         let members = self.members;
