@@ -127,11 +127,17 @@ fn main() {
             );
             for (f, team) in teams.iter().enumerate() {
                 let name = format!("allreduce/f={f}");
-                bench(&mut group, &name, team, bytes, &move |comm, input, out, _| {
-                    comm.all_reduce_into(input, out, SystemOperation::sum())
-                        .unwrap();
-                    assert_eq!(out.first().copied().unwrap_or(sum), sum);
-                });
+                bench(
+                    &mut group,
+                    &name,
+                    team,
+                    bytes,
+                    &move |comm, input, out, _| {
+                        comm.all_reduce_into(input, out, SystemOperation::sum())
+                            .unwrap();
+                        assert_eq!(out.first().copied().unwrap_or(sum), sum);
+                    },
+                );
             }
             bench(
                 &mut group,

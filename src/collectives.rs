@@ -77,6 +77,67 @@ pub trait Collectives {
         S: Buffer + ?Sized,
         R: BufferMut<Item = S::Item> + ?Sized;
 
+    /// Broadcasts an owned value that is not plain data (a `String`, a
+    /// `Vec<String>`, a serde struct) from `root`: the root encodes it with
+    /// `postcard` (compact, no schema), broadcasts the length, then the
+    /// bytes; the others decode into `value`. Two corrected broadcasts, with
+    /// their guarantees. Provided for every engine.
+    ///
+    /// Errors: those of [`Collectives::broadcast_into`], and
+    /// [`Error::Encoding`] on every rank if the root cannot encode the
+    /// value (it still takes part, so nobody waits), or on a rank that
+    /// cannot decode it into `T` (a type other than the root's is found
+    /// when its bytes do not decode or are not all used: the encoding
+    /// carries no schema, so not always).
+    fn broadcast_value<T>(&mut self, root: Rank, value: &mut T) -> Result<(), Error>
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned,
+        Self: Sized,
+    {
+        /// The length a root sends when it could not encode its value.
+        const UNENCODABLE: u64 = u64::MAX;
+        let me = self.rank();
+        let mut failure = None;
+        let mut bytes = Vec::new();
+        if me == root {
+            match postcard::to_allocvec(value) {
+                Ok(b) => bytes = b,
+                Err(e) => failure = Some(format!("rank {root} could not encode its value: {e}")),
+            }
+        }
+        let mut len = if failure.is_some() {
+            UNENCODABLE
+        } else {
+            bytes.len() as u64
+        };
+        self.broadcast_into(root, &mut len)?;
+        if len == UNENCODABLE {
+            return Err(Error::Encoding {
+                message: failure
+                    .unwrap_or_else(|| format!("rank {root} could not encode its value")),
+            });
+        }
+        let len = usize::try_from(len).map_err(|_| Error::Encoding {
+            message: format!("{len} bytes do not fit in memory"),
+        })?;
+        bytes.resize(len, 0);
+        self.broadcast_into(root, &mut bytes[..])?;
+        if me != root {
+            let bad = |why: String| Error::Encoding {
+                message: format!(
+                    "the value from rank {root} does not decode as {}: {why}",
+                    std::any::type_name::<T>()
+                ),
+            };
+            let (got, rest) = postcard::take_from_bytes(&bytes).map_err(|e| bad(e.to_string()))?;
+            if !rest.is_empty() {
+                return Err(bad(format!("{} bytes left over", rest.len())));
+            }
+            *value = got;
+        }
+        Ok(())
+    }
+
     /// Returns once every live rank has entered the barrier.
     fn barrier(&mut self) -> Result<(), Error>;
 

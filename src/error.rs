@@ -269,6 +269,13 @@ pub enum Error {
         /// The other length.
         theirs: usize,
     },
+    /// A value could not be encoded to bytes or decoded from them
+    /// ([`crate::Collectives::broadcast_value`]).
+    #[error("encoding: {message}")]
+    Encoding {
+        /// What went wrong.
+        message: String,
+    },
     /// A reduction operation does not apply to the values' type (e.g. a
     /// bitwise operation on floats). Every rank checks the same before the
     /// operation starts, so all fail alike and nothing was sent; the caller

@@ -177,6 +177,23 @@ fn run_refuses_results_beyond_memory() {
 }
 
 #[test]
+fn run_carries_vectors_of_any_size_and_checks_every_element() {
+    for op in ["bcast", "reduce", "allreduce"] {
+        let (code, v, stderr) = run_json(&format!(
+            "--ranks 5 --op {op} --f 1 --iters 20 --bytes 4096 --kill-after-sends 3:1"
+        ));
+        assert_eq!(code, Some(0), "{op}: {stderr}");
+        assert_eq!(v["bytes"], 4096, "{v}");
+        assert!(v["bandwidth_gbs"].as_f64().unwrap() > 0.0, "{v}");
+        assert_eq!((&v["wrong"], &v["violations"]), (&0.into(), &0.into()), "{v}");
+        assert_eq!(v["result_consistent"], true, "{v}");
+    }
+    refused("run --bytes 12", "--bytes");
+    refused("run --bytes 0", "--bytes");
+    refused("run --ranks 64 --bytes 1000000000000", "this run needs about");
+}
+
+#[test]
 fn a_kill_after_sends_beyond_the_operation_fires_at_its_end() {
     // Rank 3 sends fewer than 100 messages in the first broadcast: it dies
     // when its call ends, after its last send (a kill point always fires).

@@ -473,3 +473,78 @@ fn a_loop_of_large_allreduces_reuses_its_segments() {
         "{short} allocations for 20 rounds, {long} for 200"
     );
 }
+
+#[derive(Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Config {
+    name: String,
+    hosts: Vec<String>,
+    weights: Vec<f64>,
+    retries: Option<u32>,
+}
+
+/// A value whose encoding fails (as a type with an invalid state would).
+#[derive(Debug, Default, PartialEq, serde::Deserialize)]
+struct Unencodable(u8);
+
+impl serde::Serialize for Unencodable {
+    fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+        Err(serde::ser::Error::custom(
+            "this value refuses to be encoded",
+        ))
+    }
+}
+
+#[test]
+fn values_that_are_not_plain_data_broadcast_through_an_encoding() {
+    let _s = serial();
+    let t = team(5, 1);
+    let report = t.run(|comm| {
+        let me = comm.rank();
+        let mut text = if me == 2 {
+            "héllo, wörld".repeat(100)
+        } else {
+            String::new()
+        };
+        comm.broadcast_value(2, &mut text)?;
+        let mut config = Config::default();
+        if me == 0 {
+            config = Config {
+                name: "run 7".into(),
+                hosts: (0..50).map(|i| format!("node{i}")).collect(),
+                weights: vec![0.5; 1000],
+                retries: Some(3),
+            };
+        }
+        comm.broadcast_value(0, &mut config)?;
+        // Not encodable at the root: every rank learns it, nobody waits.
+        let mut bad = Unencodable(1);
+        let refused = comm.broadcast_value(0, &mut bad);
+        // Decoded as another type than the root's: only the decoders fail.
+        let mut as_number = 0u64;
+        let mut words = vec!["a".to_string()];
+        let mismatched = if me == 0 {
+            comm.broadcast_value(0, &mut words)
+        } else {
+            comm.broadcast_value(0, &mut as_number)
+        };
+        Ok::<_, Error>((text, config, refused, mismatched))
+    });
+    for (r, got) in report.returned() {
+        let (text, config, refused, mismatched) = got.as_ref().unwrap();
+        assert_eq!(*text, "héllo, wörld".repeat(100), "rank {r}");
+        assert_eq!(config.hosts.len(), 50, "rank {r}");
+        assert_eq!(config.weights, vec![0.5; 1000]);
+        assert_eq!((config.name.as_str(), config.retries), ("run 7", Some(3)));
+        assert!(
+            matches!(refused, Err(Error::Encoding { message }) if message.contains("could not encode")),
+            "rank {r}: {refused:?}"
+        );
+        match r {
+            0 => assert_eq!(*mismatched, Ok(())),
+            _ => assert!(
+                matches!(mismatched, Err(Error::Encoding { .. })),
+                "rank {r}"
+            ),
+        }
+    }
+}

@@ -71,6 +71,11 @@ pub struct RunArgs {
     /// Number of operations (1 or more).
     #[arg(long, default_value_t = 1000)]
     iters: u32,
+    /// Bytes of each rank's value: 8 (one u64), or any multiple of 8 (a
+    /// vector of u64, broadcast whole or reduced element by element, every
+    /// element checked). A barrier carries none.
+    #[arg(long, default_value_t = 8)]
+    bytes: u64,
     /// Least microseconds between two correction messages of one rank
     /// (0: no pacing); a full sweep, (ranks - 1) x pace, must take less than --timeout.
     #[arg(long, default_value_t = 0.0)]
@@ -187,6 +192,35 @@ impl Faults<'_> {
     }
 }
 
+/// A value as a vector of `n` elements: element k is `x * (2k + 1)`
+/// (wrapping). The odd factor is invertible modulo 2^64, so a wrapping sum
+/// of such vectors gives back, from each element, the sum of the `x` it
+/// includes ([`gather`]).
+fn spread(x: u64, n: usize) -> Vec<u64> {
+    (0..n as u64).map(|k| x.wrapping_mul(2 * k + 1)).collect()
+}
+
+/// The one value every element of `v` stands for, or a value no check
+/// accepts (the first element's, off by one) if two elements disagree: a
+/// result whose elements include different ranks is wrong.
+fn gather(v: &[u64]) -> u64 {
+    let x = v[0];
+    let agree = v.iter().enumerate().all(|(k, &e)| {
+        let odd = 2 * k as u64 + 1;
+        // e * odd^-1 (Newton's iteration for the inverse modulo 2^64).
+        let mut inv = odd;
+        for _ in 0..6 {
+            inv = inv.wrapping_mul(2u64.wrapping_sub(odd.wrapping_mul(inv)));
+        }
+        e.wrapping_mul(inv) == x
+    });
+    if agree {
+        x
+    } else {
+        x.wrapping_add(1)
+    }
+}
+
 fn wrapping_sum(a: &u64, b: &u64) -> u64 {
     a.wrapping_add(*b)
 }
@@ -204,10 +238,27 @@ fn kind(e: &Error) -> &'static str {
     }
 }
 
+/// Bytes per second over a latency in nanoseconds, in GB/s (10^9 bytes).
+fn bandwidth(bytes: u64, latency_ns: f64) -> f64 {
+    if latency_ns > 0.0 {
+        bytes as f64 / latency_ns
+    } else {
+        0.0
+    }
+}
+
 /// The options' own checks: values out of range, a rank with two faults.
 /// Before the team is built: nothing has started.
 fn check_options(args: &RunArgs) -> Result<(), CliError> {
     at_least_one("--iters", args.iters.into())?;
+    if args.bytes == 0 || args.bytes % 8 != 0 {
+        return Err(out_of_range(
+            "--bytes",
+            args.bytes,
+            "it must be a positive multiple of 8 (values are vectors of u64)",
+            "pass --bytes 8 (the default), or e.g. --bytes 1048576",
+        ));
+    }
     if !(args.timeout > 0.0 && args.timeout <= MAX_TIMEOUT_S) {
         return Err(out_of_range(
             "--timeout",
@@ -309,11 +360,18 @@ fn check_team(args: &RunArgs, correction: Correction, ranks: u32) -> Result<(), 
     let per_op = (size_of::<OpStats>() + 2 * size_of::<u64>()) as u64;
     let (ranks, iters) = (u64::from(ranks), u64::from(args.iters));
     let need = bytes(bytes(ranks, iters), per_rank_op).saturating_add(bytes(iters, per_op));
+    // And its input and output vectors, plus about as much in segments.
+    let data = bytes(ranks, args.bytes.saturating_mul(4));
     check_memory(
         "this run",
-        need,
-        || format!("{ranks} ranks x {iters} operations x {per_rank_op} bytes of results"),
-        "fewer --iters or --ranks",
+        need.saturating_add(data),
+        || {
+            format!(
+                "{ranks} ranks x ({iters} operations x {per_rank_op} bytes of results + 4 x {} bytes of values)",
+                args.bytes
+            )
+        },
+        "fewer --iters, --ranks or --bytes",
     )
 }
 
@@ -493,6 +551,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     }
     check_team(&args, correction, ranks)?;
     let (iters, root, panics) = (args.iters, args.root, &args.panic);
+    let n = (args.bytes / 8) as usize;
     let progress = Progress::new(ranks, iters);
     let started = std::time::Instant::now();
     let report = progress.show_while(|| {
@@ -500,24 +559,26 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             let me = comm.rank();
             let _done = progress.rank_started();
             let mut got: Vec<Got> = Vec::with_capacity(iters as usize);
+            let input: Vec<u64> = spread(input_of(me), n);
+            let mut v = vec![0u64; n];
             for i in 0..iters {
                 if i == iters / 2 && panics.contains(&me) {
                     panic!("rank {me} panics on purpose (--panic)");
                 }
-                let mut v = 0u64;
                 got.push(match op {
                     Op::Bcast => {
                         if me == root {
-                            v = expected(i);
+                            v.copy_from_slice(&spread(expected(i), n));
                         }
-                        comm.broadcast_into(root, &mut v).map(|()| Some(v))
+                        comm.broadcast_into(root, &mut v[..])
+                            .map(|()| Some(gather(&v)))
                     }
                     Op::Reduce => comm
-                        .reduce_into(root, &input_of(me), &mut v, wrapping_sum)
-                        .map(|()| (me == root).then_some(v)),
+                        .reduce_into(root, &input[..], &mut v[..], wrapping_sum)
+                        .map(|()| (me == root).then(|| gather(&v))),
                     Op::Allreduce => comm
-                        .all_reduce_into(&input_of(me), &mut v, wrapping_sum)
-                        .map(|()| Some(v)),
+                        .all_reduce_into(&input[..], &mut v[..], wrapping_sum)
+                        .map(|()| Some(gather(&v))),
                     Op::Barrier => comm.barrier().map(|()| None),
                 });
                 progress.op_done();
@@ -551,7 +612,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             "f": (!op.rooted() || op == Op::Reduce).then(|| team.fault_budget()),
             "tree": tree.to_string(),
             "correction": correction.to_string(),
+            "bytes": (op != Op::Barrier).then_some(args.bytes),
             "latency_ns": { "p50": lat.p50, "p99": lat.p99, "max": lat.max, "mean": lat.mean },
+            "bandwidth_gbs": (op != Op::Barrier).then(|| bandwidth(args.bytes, lat.p50)),
             "messages_per_op": messages_per_op,
             "helped_pumps_per_op": report.helped as f64 / report.ops.len().max(1) as f64,
             "delivered": t.delivered,
@@ -585,6 +648,13 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             lat.p99 / 1e3,
             lat.max / 1e3
         );
+        if op != Op::Barrier {
+            out!(
+                "{} bytes per rank: {:.3} GB/s at the p50 latency",
+                args.bytes,
+                bandwidth(args.bytes, lat.p50)
+            );
+        }
         out!(
             "messages per operation: {messages_per_op:.2}, helped pumps per operation: {:.2}",
             report.helped as f64 / report.ops.len().max(1) as f64
