@@ -22,6 +22,16 @@ pub trait Operation<T>: Sync {
     /// `a ∘ b`.
     fn apply(&self, a: &T, b: &T) -> T;
 
+    /// `out[i] = a[i] ∘ b[i]` for every `i` (the three of one length): how
+    /// a vector reduces. The default applies [`Operation::apply`] element
+    /// by element; the [`SystemOperation`]s pick their operator once, so
+    /// that the loop vectorizes.
+    fn apply_slices(&self, a: &[T], b: &[T], out: &mut [T]) {
+        for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
+            *o = self.apply(x, y);
+        }
+    }
+
     /// Checks before the collective starts that the operation applies to
     /// `T` (e.g. no bitwise operation on floats). Every rank checks the
     /// same, so all fail alike.
@@ -107,11 +117,31 @@ pub trait Reducible: Pod {
     /// `op(self, other)`; bitwise operations on types without them return `self`
     /// (never reached: [`Operation::check`] refuses them first).
     fn reduce(&self, other: &Self, op: SystemOperation) -> Self;
+
+    /// `out[i] = op(a[i], b[i])`, with `op` matched once, not per element.
+    fn reduce_slices(a: &[Self], b: &[Self], out: &mut [Self], op: SystemOperation) {
+        for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
+            *o = x.reduce(y, op);
+        }
+    }
+}
+
+/// `out[i] = f(a[i], b[i])`: one loop per operator, which the compiler can
+/// vectorize.
+#[inline(always)]
+fn each<T: Copy>(a: &[T], b: &[T], out: &mut [T], f: impl Fn(T, T) -> T) {
+    for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
+        *o = f(*x, *y);
+    }
 }
 
 impl<T: Reducible> Operation<T> for SystemOperation {
     fn apply(&self, a: &T, b: &T) -> T {
         a.reduce(b, *self)
+    }
+
+    fn apply_slices(&self, a: &[T], b: &[T], out: &mut [T]) {
+        T::reduce_slices(a, b, out, *self);
     }
 
     fn check(&self) -> Result<(), Error> {
@@ -144,6 +174,17 @@ macro_rules! int_reducible {
                     SystemOperation::BitwiseXor => self ^ o,
                 }
             }
+            fn reduce_slices(a: &[Self], b: &[Self], out: &mut [Self], op: SystemOperation) {
+                match op {
+                    SystemOperation::Sum => each(a, b, out, <$t>::wrapping_add),
+                    SystemOperation::Product => each(a, b, out, <$t>::wrapping_mul),
+                    SystemOperation::Min => each(a, b, out, <$t>::min),
+                    SystemOperation::Max => each(a, b, out, <$t>::max),
+                    SystemOperation::BitwiseAnd => each(a, b, out, |x, y| x & y),
+                    SystemOperation::BitwiseOr => each(a, b, out, |x, y| x | y),
+                    SystemOperation::BitwiseXor => each(a, b, out, |x, y| x ^ y),
+                }
+            }
         }
     )*};
 }
@@ -160,6 +201,15 @@ macro_rules! float_reducible {
                     SystemOperation::Min => self.min(*o),
                     SystemOperation::Max => self.max(*o),
                     _ => *self,
+                }
+            }
+            fn reduce_slices(a: &[Self], b: &[Self], out: &mut [Self], op: SystemOperation) {
+                match op {
+                    SystemOperation::Sum => each(a, b, out, |x, y| x + y),
+                    SystemOperation::Product => each(a, b, out, |x, y| x * y),
+                    SystemOperation::Min => each(a, b, out, <$t>::min),
+                    SystemOperation::Max => each(a, b, out, <$t>::max),
+                    _ => out.copy_from_slice(a),
                 }
             }
         }
@@ -196,5 +246,40 @@ mod tests {
         assert!(Operation::<[i64; 4]>::check(&SystemOperation::bitwise_or()).is_ok());
         let closure = |a: &u32, b: &u32| a.max(b) * 2;
         assert_eq!(closure.apply(&3, &5), 10);
+    }
+
+    fn slices_agree_with_elements<T: Reducible + PartialEq + std::fmt::Debug>(a: &[T], b: &[T]) {
+        let ops = [
+            SystemOperation::sum(),
+            SystemOperation::product(),
+            SystemOperation::min(),
+            SystemOperation::max(),
+            SystemOperation::bitwise_and(),
+            SystemOperation::bitwise_or(),
+            SystemOperation::bitwise_xor(),
+        ];
+        for op in ops
+            .into_iter()
+            .filter(|op| Operation::<T>::check(op).is_ok())
+        {
+            let mut out = vec![T::zeroed(); a.len()];
+            op.apply_slices(a, b, &mut out);
+            let want: Vec<T> = a.iter().zip(b).map(|(x, y)| op.apply(x, y)).collect();
+            assert_eq!(out, want, "{}", op.name());
+        }
+    }
+
+    #[test]
+    fn slices_reduce_as_their_elements_do() {
+        let a: Vec<i32> = (0..100).map(|i| i * 7 - 300).collect();
+        let b: Vec<i32> = (0..100).map(|i| i32::MAX - i * 3).collect();
+        slices_agree_with_elements(&a, &b);
+        let a: Vec<u8> = (0..=255).collect();
+        let b: Vec<u8> = (0..=255).rev().collect();
+        slices_agree_with_elements(&a, &b);
+        let a: Vec<f64> = (0..100).map(|i| i as f64 * 0.5 - 7.0).collect();
+        let b: Vec<f64> = (0..100).map(|i| 3.0 - i as f64).collect();
+        slices_agree_with_elements(&a, &b);
+        slices_agree_with_elements(&[[1u16, 2], [3, 4]], &[[5, 1], [0, 9]]);
     }
 }

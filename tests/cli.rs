@@ -185,12 +185,19 @@ fn run_carries_vectors_of_any_size_and_checks_every_element() {
         assert_eq!(code, Some(0), "{op}: {stderr}");
         assert_eq!(v["bytes"], 4096, "{v}");
         assert!(v["bandwidth_gbs"].as_f64().unwrap() > 0.0, "{v}");
-        assert_eq!((&v["wrong"], &v["violations"]), (&0.into(), &0.into()), "{v}");
+        assert_eq!(
+            (&v["wrong"], &v["violations"]),
+            (&0.into(), &0.into()),
+            "{v}"
+        );
         assert_eq!(v["result_consistent"], true, "{v}");
     }
     refused("run --bytes 12", "--bytes");
     refused("run --bytes 0", "--bytes");
-    refused("run --ranks 64 --bytes 1000000000000", "this run needs about");
+    refused(
+        "run --ranks 64 --bytes 1000000000000",
+        "this run needs about",
+    );
 }
 
 #[test]

@@ -220,10 +220,7 @@ impl Data {
         } else {
             let apply = |out: &mut [u8]| {
                 let (a, b): (&[T], &[T]) = (bytemuck::cast_slice(a), bytemuck::cast_slice(b));
-                let out: &mut [T] = bytemuck::cast_slice_mut(out);
-                for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
-                    *o = op.apply(x, y);
-                }
+                op.apply_slices(a, b, bytemuck::cast_slice_mut(out));
             };
             match acc {
                 Data::Inline(_) => Data::Inline(Inline::build(a.len(), apply)),
