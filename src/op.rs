@@ -32,6 +32,14 @@ pub trait Operation<T>: Sync {
         }
     }
 
+    /// `acc[i] = acc[i] ∘ b[i]` for every `i`: [`Operation::apply_slices`]
+    /// in place.
+    fn accumulate(&self, acc: &mut [T], b: &[T]) {
+        for (x, y) in acc.iter_mut().zip(b) {
+            *x = self.apply(x, y);
+        }
+    }
+
     /// Checks before the collective starts that the operation applies to
     /// `T` (e.g. no bitwise operation on floats). Every rank checks the
     /// same, so all fail alike.
@@ -124,6 +132,21 @@ pub trait Reducible: Pod {
             *o = x.reduce(y, op);
         }
     }
+
+    /// `acc[i] = op(acc[i], b[i])`, with `op` matched once.
+    fn accumulate(acc: &mut [Self], b: &[Self], op: SystemOperation) {
+        for (x, y) in acc.iter_mut().zip(b) {
+            *x = x.reduce(y, op);
+        }
+    }
+}
+
+/// `acc[i] = f(acc[i], b[i])`, one loop per operator.
+#[inline(always)]
+fn each_into<T: Copy>(acc: &mut [T], b: &[T], f: impl Fn(T, T) -> T) {
+    for (x, y) in acc.iter_mut().zip(b) {
+        *x = f(*x, *y);
+    }
 }
 
 /// `out[i] = f(a[i], b[i])`: one loop per operator, which the compiler can
@@ -142,6 +165,10 @@ impl<T: Reducible> Operation<T> for SystemOperation {
 
     fn apply_slices(&self, a: &[T], b: &[T], out: &mut [T]) {
         T::reduce_slices(a, b, out, *self);
+    }
+
+    fn accumulate(&self, acc: &mut [T], b: &[T]) {
+        T::accumulate(acc, b, *self);
     }
 
     fn check(&self) -> Result<(), Error> {
@@ -185,6 +212,17 @@ macro_rules! int_reducible {
                     SystemOperation::BitwiseXor => each(a, b, out, |x, y| x ^ y),
                 }
             }
+            fn accumulate(acc: &mut [Self], b: &[Self], op: SystemOperation) {
+                match op {
+                    SystemOperation::Sum => each_into(acc, b, <$t>::wrapping_add),
+                    SystemOperation::Product => each_into(acc, b, <$t>::wrapping_mul),
+                    SystemOperation::Min => each_into(acc, b, <$t>::min),
+                    SystemOperation::Max => each_into(acc, b, <$t>::max),
+                    SystemOperation::BitwiseAnd => each_into(acc, b, |x, y| x & y),
+                    SystemOperation::BitwiseOr => each_into(acc, b, |x, y| x | y),
+                    SystemOperation::BitwiseXor => each_into(acc, b, |x, y| x ^ y),
+                }
+            }
         }
     )*};
 }
@@ -210,6 +248,15 @@ macro_rules! float_reducible {
                     SystemOperation::Min => each(a, b, out, <$t>::min),
                     SystemOperation::Max => each(a, b, out, <$t>::max),
                     _ => out.copy_from_slice(a),
+                }
+            }
+            fn accumulate(acc: &mut [Self], b: &[Self], op: SystemOperation) {
+                match op {
+                    SystemOperation::Sum => each_into(acc, b, |x, y| x + y),
+                    SystemOperation::Product => each_into(acc, b, |x, y| x * y),
+                    SystemOperation::Min => each_into(acc, b, <$t>::min),
+                    SystemOperation::Max => each_into(acc, b, <$t>::max),
+                    _ => {}
                 }
             }
         }
@@ -266,6 +313,9 @@ mod tests {
             op.apply_slices(a, b, &mut out);
             let want: Vec<T> = a.iter().zip(b).map(|(x, y)| op.apply(x, y)).collect();
             assert_eq!(out, want, "{}", op.name());
+            let mut acc = a.to_vec();
+            op.accumulate(&mut acc, b);
+            assert_eq!(acc, want, "{} in place", op.name());
         }
     }
 

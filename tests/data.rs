@@ -303,11 +303,12 @@ fn kills_during(ranks: u32, f: u32, n: usize) {
 #[test]
 fn large_vectors_keep_the_fault_guarantees_at_every_kill_point() {
     let _s = serial();
-    // Inline (5 elements) and shared (1000), f = 1 and 2.
-    for n in [5, 1000] {
+    // Inline (5 elements) and shared (20 000: 3 chunks of a large
+    // allreduce), f = 1 and 2.
+    for n in [5, 20_000] {
         kills_during(5, 1, n);
     }
-    kills_during(6, 2, 1000);
+    kills_during(6, 2, 20_000);
 }
 
 #[test]
@@ -315,14 +316,25 @@ fn a_panic_in_the_user_operation_on_a_large_vector_fails_that_rank_only() {
     let _s = serial();
     let n = 100_000;
     for victim in [0u32, 3] {
+        // The ranks agree on the inputs, then reduce chunks (13 of them):
+        // the victim's closure panics on the first element it reduces; the
+        // others' wait until it has, so that the victim surely claims a
+        // chunk (the others hold at most one each meanwhile) and the
+        // others must compute the one it dropped.
+        let panicked = std::sync::atomic::AtomicBool::new(false);
         let report = faulty_team(5, 1, FaultSchedule::none()).run(|comm| {
             let me = comm.rank();
             let local: Vec<u64> = (0..n).map(|i| element(me, i)).collect();
             let mut out = vec![0u64; n];
-            // The victim's closure panics on the first element it combines.
+            let panicked = &panicked;
             let op = move |a: &u64, b: &u64| {
+                use std::sync::atomic::Ordering::SeqCst;
                 if me == victim {
+                    panicked.store(true, SeqCst);
                     panic!("user operation failed on rank {me}");
+                }
+                while !panicked.load(SeqCst) {
+                    std::thread::yield_now();
                 }
                 a.wrapping_add(*b)
             };
@@ -342,8 +354,6 @@ fn a_panic_in_the_user_operation_on_a_large_vector_fails_that_rank_only() {
             assert!(*agreed.get_or_insert(v) == v);
             live += 1;
         }
-        // Does the victim combine at all? With f = 1 every rank takes its
-        // group peer's input (up-correction), so it does: it panics.
         assert_eq!(live, 4, "victim {victim}");
     }
 }

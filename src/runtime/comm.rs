@@ -302,10 +302,13 @@ impl<'t> Comm<'t> {
     {
         op.check()?;
         let pool = &self.shared.segments;
-        let input = Data::encode(send.items(), pool);
+        // Beyond a message slot, the protocol agrees on the inputs, and
+        // then every rank reduces its share of the chunks
+        // ([`crate::runtime::lazy`]).
+        let input = Data::encode_lazy(send.items(), pool);
         let combine = data_op(&op, pool);
         let (id, value) = self.allreduce(Collective::Allreduce, input, &combine)?;
-        value.decode_into(recv.items_mut(), id, Some(send.items().len()))
+        value.reduce_into(recv.items_mut(), id, send.items().len(), &op, pool)
     }
 
     /// Returns once every live rank has entered the barrier (an allreduce of

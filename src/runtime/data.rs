@@ -15,8 +15,10 @@ use bytemuck::Pod;
 
 use crate::error::Error;
 use crate::op::Operation;
+use crate::runtime::lazy::LazySum;
 use crate::runtime::segment::{Segment, SegmentPool};
 use crate::types::OpId;
+use std::sync::Arc;
 
 /// Bytes a value may have and still travel inline: six `f64` and then some.
 pub const INLINE_BYTES: usize = 55;
@@ -92,8 +94,35 @@ pub enum Data {
     /// At most [`INLINE_BYTES`] bytes in the message itself, or the
     /// reduction of values of different lengths.
     Inline(Inline),
-    /// Larger values: a reference to a shared segment.
-    Shared(Segment),
+    /// Larger values, by reference.
+    Shared(Shared),
+}
+
+/// A larger value, by reference.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Shared {
+    /// Its bytes, in a shared segment.
+    Bytes(Segment),
+    /// A large allreduce's inputs, reduced by every rank together once
+    /// they agree on them ([`crate::runtime::lazy`]).
+    Lazy(Arc<LazySum>),
+}
+
+/// What a value is, by form.
+enum Form<'a> {
+    Bytes(&'a [u8]),
+    Lazy(&'a Arc<LazySum>),
+    Mismatch([u64; 2]),
+}
+
+impl Form<'_> {
+    fn len(&self) -> u64 {
+        match self {
+            Form::Bytes(b) => b.len() as u64,
+            Form::Lazy(l) => l.len() as u64,
+            Form::Mismatch(_) => 0,
+        }
+    }
 }
 
 // The shared form sits beside the inline marker: no tag.
@@ -133,16 +162,66 @@ impl Data {
                 }
             }))
         } else {
-            Data::Shared(pool.fill(bytes.len(), |out| out.copy_from_slice(bytes)))
+            Data::Shared(Shared::Bytes(
+                pool.fill(bytes.len(), |out| out.copy_from_slice(bytes)),
+            ))
         }
     }
 
-    /// The bytes, or the two lengths that met.
+    /// `items` as an allreduce input: inline if they fit (reduced as they
+    /// travel), else a lazy sum of one segment (reduced by every rank
+    /// together once the inputs are agreed).
+    pub fn encode_lazy<T: Pod>(items: &[T], pool: &SegmentPool) -> Data {
+        match Data::encode(items, pool) {
+            Data::Shared(Shared::Bytes(s)) => Data::Shared(Shared::Lazy(LazySum::single(s))),
+            small => small,
+        }
+    }
+
     #[inline]
-    fn bytes(&self) -> Result<&[u8], [u64; 2]> {
+    fn form(&self) -> Form<'_> {
         match self {
-            Data::Inline(i) => i.bytes(),
-            Data::Shared(s) => Ok(s.bytes()),
+            Data::Inline(i) => match i.bytes() {
+                Ok(b) => Form::Bytes(b),
+                Err(lens) => Form::Mismatch(lens),
+            },
+            Data::Shared(Shared::Bytes(s)) => Form::Bytes(s.bytes()),
+            Data::Shared(Shared::Lazy(l)) => Form::Lazy(l),
+        }
+    }
+
+    /// The error for a result that is a mismatch of `lens` (bytes), seen by
+    /// a rank whose buffer (or input) has `mine` elements of `size` bytes.
+    fn mismatch_error(op: OpId, lens: [u64; 2], mine: usize, size: usize) -> Error {
+        let lens = lens.map(|l| l as usize / size);
+        let theirs = if lens[0] != mine { lens[0] } else { lens[1] };
+        Error::LengthMismatch { op, mine, theirs }
+    }
+
+    /// [`Data::decode_into`] for a reduction's result: a lazy sum is
+    /// reduced first, with `reduce`, together with every rank that got it.
+    pub fn reduce_into<T: Pod>(
+        &self,
+        out: &mut [T],
+        op: OpId,
+        mine: usize,
+        reduce: &(impl Operation<T> + ?Sized),
+        pool: &SegmentPool,
+    ) -> Result<(), Error> {
+        match self.form() {
+            Form::Lazy(sum) => {
+                let size = std::mem::size_of::<T>().max(1);
+                if sum.len() != std::mem::size_of_val(out) {
+                    return Err(Error::LengthMismatch {
+                        op,
+                        mine: out.len(),
+                        theirs: sum.len() / size,
+                    });
+                }
+                sum.reduce_into(out, reduce, pool);
+                Ok(())
+            }
+            _ => self.decode_into(out, op, Some(mine)),
         }
     }
 
@@ -158,12 +237,24 @@ impl Data {
         mine: Option<usize>,
     ) -> Result<(), Error> {
         let size = std::mem::size_of::<T>().max(1);
-        let bytes = self.bytes().map_err(|lens| {
-            let lens = lens.map(|l| l as usize / size);
-            let mine = mine.unwrap_or(out.len());
-            let theirs = if lens[0] != mine { lens[0] } else { lens[1] };
-            Error::LengthMismatch { op, mine, theirs }
-        })?;
+        let bytes = match self.form() {
+            Form::Bytes(b) => b,
+            Form::Mismatch(lens) => {
+                return Err(Data::mismatch_error(
+                    op,
+                    lens,
+                    mine.unwrap_or(out.len()),
+                    size,
+                ))
+            }
+            Form::Lazy(_) => {
+                return Err(Error::Mismatch {
+                    op,
+                    mine: "a value to copy".into(),
+                    theirs: "an allreduce's inputs, not reduced".into(),
+                })
+            }
+        };
         if let [one] = out {
             if bytes.len() == std::mem::size_of::<T>() {
                 *one = bytemuck::pod_read_unaligned(bytes);
@@ -192,17 +283,26 @@ impl Data {
         op: &(impl Operation<T> + ?Sized),
         pool: &SegmentPool,
     ) {
-        let (a, b) = match (acc.bytes(), other.bytes()) {
-            (Err(_), _) => return,
-            (Ok(_), Err(lens)) => {
+        let (a, b) = match (acc.form(), other.form()) {
+            (Form::Mismatch(_), _) => return,
+            (_, Form::Mismatch(lens)) => {
                 *acc = Data::mismatch(lens);
                 return;
             }
-            (Ok(a), Ok(b)) if a.len() != b.len() => {
-                *acc = Data::mismatch([a.len() as u64, b.len() as u64]);
+            (a, b) if a.len() != b.len() => {
+                *acc = Data::mismatch([a.len(), b.len()]);
                 return;
             }
-            (Ok(a), Ok(b)) => (a, b),
+            (Form::Lazy(a), Form::Lazy(b)) => {
+                *acc = Data::Shared(Shared::Lazy(LazySum::join(a, b)));
+                return;
+            }
+            (Form::Bytes(a), Form::Bytes(b)) => (a, b),
+            // Forms one collective never mixes: say so, as for lengths.
+            (a, b) => {
+                *acc = Data::mismatch([a.len(), b.len()]);
+                return;
+            }
         };
         let size = std::mem::size_of::<T>();
         if size == 0 {
@@ -224,7 +324,7 @@ impl Data {
             };
             match acc {
                 Data::Inline(_) => Data::Inline(Inline::build(a.len(), apply)),
-                Data::Shared(_) => Data::Shared(pool.fill(a.len(), apply)),
+                Data::Shared(_) => Data::Shared(Shared::Bytes(pool.fill(a.len(), apply))),
             }
         };
         *acc = combined;

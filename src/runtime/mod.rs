@@ -33,6 +33,7 @@
 mod comm;
 pub mod data;
 mod faults;
+pub mod lazy;
 mod liveness;
 mod packet;
 pub mod pin;

@@ -1,0 +1,258 @@
+//! A large allreduce's value: the inputs it reduces, not yet reduced. The
+//! up-correction allreduce runs unchanged on it; reducing two partial
+//! results joins their lists of inputs. Every live rank delivers the same
+//! value, one shared [`LazySum`], so every rank knows the same inputs; then
+//! all of them reduce it together, chunk by chunk, each chunk once
+//! ([`LazySum::reduce_into`]).
+//!
+//! This is how a vector's reduction uses every core while keeping the
+//! guarantees of a single value: the set of contributions is decided once,
+//! by the protocol (reduce paper Sections 4 and 5: every live rank's input
+//! once, a failed rank's everywhere or nowhere), before any element is
+//! computed, so every element is the reduction over that one set. Inputs
+//! are segments, held by the value, so they outlive a rank that fails after
+//! contributing. No rank waits on another's chunk for good: a chunk claimed
+//! but not being computed is computed by whoever needs it (the result of a
+//! chunk does not depend on who computes it: the inputs are folded in the
+//! list's order), and a chunk being computed is waited for, not done twice.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use bytemuck::Pod;
+
+use crate::op::Operation;
+use crate::runtime::segment::{Segment, SegmentPool};
+
+/// Bytes per chunk of a lazy reduction, at least: large enough that a
+/// chunk's work dwarfs claiming and publishing it, small enough that the
+/// ranks of a team share the work evenly.
+pub const CHUNK_BYTES: usize = 64 << 10;
+
+/// Inputs to reduce, in a fixed order, and the chunks of their reduction as
+/// ranks compute them.
+pub struct LazySum {
+    /// Bytes of each input and of the result.
+    len: usize,
+    /// The inputs, in the order they fold.
+    terms: Vec<Segment>,
+    /// The reduction's chunks, made on the first [`LazySum::reduce_into`].
+    board: OnceLock<Board>,
+}
+
+struct Board {
+    /// Bytes per chunk (a multiple of the element size; the last is short).
+    chunk: usize,
+    /// The next chunk nobody has claimed.
+    next: AtomicUsize,
+    /// Each chunk's result, once computed.
+    done: Box<[OnceLock<Segment>]>,
+}
+
+impl LazySum {
+    /// One input.
+    pub fn single(input: Segment) -> Arc<LazySum> {
+        Arc::new(LazySum {
+            len: input.len(),
+            terms: vec![input],
+            board: OnceLock::new(),
+        })
+    }
+
+    /// The inputs of both, `a`'s first. Lengths must be equal.
+    pub fn join(a: &LazySum, b: &LazySum) -> Arc<LazySum> {
+        debug_assert_eq!(a.len, b.len);
+        let mut terms = Vec::with_capacity(a.terms.len() + b.terms.len());
+        terms.extend(a.terms.iter().cloned());
+        terms.extend(b.terms.iter().cloned());
+        Arc::new(LazySum {
+            len: a.len,
+            terms,
+            board: OnceLock::new(),
+        })
+    }
+
+    /// Bytes of each input.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the inputs are empty (no bytes).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// How many inputs it reduces.
+    pub fn terms(&self) -> usize {
+        self.terms.len()
+    }
+
+    /// Computes the reduction with `op` into `out` (exactly [`len`] bytes of
+    /// `T`), sharing the work with every other rank that calls this on the
+    /// same value: each claims chunks in turn and publishes them, then
+    /// copies every chunk into its own `out`. A chunk another rank is still
+    /// computing is waited for (parked, not spun); one whose rank claimed it
+    /// but has not started, or whose computation panicked, is computed here.
+    /// So a rank that fails or stalls costs the others at most one chunk's
+    /// work, never a wait for good (a user operation that never returns
+    /// blocks its chunk, as it would block any reduction).
+    ///
+    /// [`len`]: LazySum::len
+    pub fn reduce_into<T: Pod>(
+        &self,
+        out: &mut [T],
+        op: &(impl Operation<T> + ?Sized),
+        pool: &SegmentPool,
+    ) {
+        let size = std::mem::size_of::<T>();
+        let out: &mut [u8] = bytemuck::cast_slice_mut(out);
+        debug_assert_eq!(out.len(), self.len);
+        if size == 0 || self.len == 0 {
+            return;
+        }
+        let board = self.board.get_or_init(|| {
+            let chunk = CHUNK_BYTES.div_ceil(size) * size;
+            let chunks = self.len.div_ceil(chunk);
+            Board {
+                chunk,
+                next: AtomicUsize::new(0),
+                done: (0..chunks).map(|_| OnceLock::new()).collect(),
+            }
+        });
+        let chunks = board.done.len();
+        let range = |c: usize| c * board.chunk..((c + 1) * board.chunk).min(self.len);
+        let chunk = |c: usize| board.done[c].get_or_init(|| self.compute(range(c), op, pool));
+        // Claim and compute until every chunk is claimed.
+        loop {
+            let c = board.next.fetch_add(1, Ordering::Relaxed);
+            if c >= chunks {
+                break;
+            }
+            chunk(c);
+        }
+        // Then copy them all out.
+        for c in 0..chunks {
+            out[range(c)].copy_from_slice(chunk(c).bytes());
+        }
+    }
+
+    /// The reduction of `range` (bytes) of every input, folded in order.
+    fn compute<T: Pod>(
+        &self,
+        range: std::ops::Range<usize>,
+        op: &(impl Operation<T> + ?Sized),
+        pool: &SegmentPool,
+    ) -> Segment {
+        fn part<'s, T: Pod>(t: &'s Segment, range: &std::ops::Range<usize>) -> &'s [T] {
+            bytemuck::cast_slice(&t.bytes()[range.clone()])
+        }
+        pool.fill(range.len(), |bytes| {
+            let acc: &mut [T] = bytemuck::cast_slice_mut(bytes);
+            match self.terms.as_slice() {
+                [] => acc.fill(T::zeroed()),
+                [only] => acc.copy_from_slice(part(only, &range)),
+                [first, second, rest @ ..] => {
+                    op.apply_slices(part(first, &range), part(second, &range), acc);
+                    for t in rest {
+                        op.accumulate(acc, part(t, &range));
+                    }
+                }
+            }
+        })
+    }
+}
+
+impl std::fmt::Debug for LazySum {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "LazySum({} inputs of {} bytes)",
+            self.terms.len(),
+            self.len
+        )
+    }
+}
+
+/// Two lazy values are equal when they are the same value.
+impl PartialEq for LazySum {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op::SystemOperation;
+
+    fn inputs(pool: &SegmentPool, n: usize, k: u64) -> Arc<LazySum> {
+        let v: Vec<u64> = (0..n as u64).map(|i| i * 1000 + k).collect();
+        LazySum::single(pool.fill(n * 8, |b| b.copy_from_slice(bytemuck::cast_slice(&v))))
+    }
+
+    #[test]
+    fn ranks_share_the_chunks_and_get_the_same_result() {
+        let pool = SegmentPool::new();
+        let n = 3 * CHUNK_BYTES / 8 + 5;
+        let sum = (0..4)
+            .map(|k| inputs(&pool, n, k))
+            .reduce(|a, b| LazySum::join(&a, &b))
+            .unwrap();
+        assert_eq!(sum.terms(), 4);
+        let results: Vec<Vec<u64>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..3)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut out = vec![0u64; n];
+                        sum.reduce_into(&mut out, &SystemOperation::sum(), &pool);
+                        out
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for out in &results {
+            assert!(out
+                .iter()
+                .enumerate()
+                .all(|(i, &x)| x == 4 * i as u64 * 1000 + 6));
+        }
+        // Each chunk was computed once: 4 chunks, 4 segments beyond the inputs.
+        assert_eq!(pool.segments(), 4 + 4);
+    }
+
+    #[test]
+    fn a_chunk_claimed_by_a_rank_that_never_finishes_is_computed_by_another() {
+        let pool = SegmentPool::new();
+        let n = 2 * CHUNK_BYTES / 8;
+        let make = || LazySum::join(&inputs(&pool, n, 1), &inputs(&pool, n, 2));
+        let want: Vec<u64> = (0..n as u64).map(|i| 2 * i * 1000 + 3).collect();
+        // A rank claimed chunk 0 and died before computing it.
+        let sum = make();
+        sum.board.get_or_init(|| Board {
+            chunk: CHUNK_BYTES,
+            next: AtomicUsize::new(1),
+            done: (0..2).map(|_| OnceLock::new()).collect(),
+        });
+        let mut out = vec![0u64; n];
+        sum.reduce_into(&mut out, &SystemOperation::sum(), &pool);
+        assert_eq!(out, want);
+        // A rank's computation of a chunk panicked (its user operation):
+        // the chunk stays open, and the next rank computes it.
+        let sum = make();
+        let panicking = |a: &u64, b: &u64| -> u64 {
+            if *a == 1 {
+                panic!("user operation");
+            }
+            a + b
+        };
+        let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut out = vec![0u64; n];
+            sum.reduce_into(&mut out, &panicking, &pool);
+        }));
+        assert!(died.is_err());
+        let mut out = vec![0u64; n];
+        sum.reduce_into(&mut out, &SystemOperation::sum(), &pool);
+        assert_eq!(out, want);
+    }
+}
