@@ -7,8 +7,8 @@
 //!
 //! Timing: the default team (packed pinning, helping when ranks outnumber
 //! cores, no records). Each sample is one team run: every rank allocates and
-//! touches its buffers, makes one untimed call (so that lanes and segments
-//! exist), lines up on a yielding barrier, and times its loop of `iters`
+//! touches its buffers, makes [`WARM`] untimed calls (so that lanes exist
+//! and the segment pool has its steady size), lines up on a yielding barrier, and times its loop of `iters`
 //! calls back to back; the sample is the slowest rank's loop. Results are
 //! checked outside the loop. Groups, each `name/P/bytes`:
 //! - `bcast/checked`: `broadcast_into(0, &mut buf[..])`, checked correction.
@@ -37,6 +37,9 @@ use corrected::runtime::{Comm, SystemOperation, Team};
 const SIZES: [usize; 5] = [8, 1 << 10, 64 << 10, 1 << 20, 16 << 20];
 const RANKS: [u32; 2] = [2, 8];
 
+/// Untimed calls before each sample's timed loop.
+const WARM: usize = 4;
+
 /// What a rank does in one timed call, given its rank, its input and its
 /// output (both `n` values), and the shared root buffer for the floors.
 type Call = dyn Fn(&mut Comm<'_>, &[f64], &mut [f64], &[f64]) + Sync;
@@ -48,7 +51,12 @@ fn sample(team: &Team, n: usize, iters: u64, call: &Call) -> Duration {
     let report = team.run(|comm| {
         let input: Vec<f64> = vec![comm.rank() as f64 + 1.0; n];
         let mut output = vec![0.0f64; n];
-        call(comm, &input, &mut output, &root);
+        // Warm: lanes made, and the segment pool at its steady size (a
+        // value is held until later operations retire the cores that keep
+        // it, so the pool fills over a few calls).
+        for _ in 0..WARM {
+            call(comm, &input, &mut output, &root);
+        }
         barrier.wait();
         let started = Instant::now();
         for _ in 0..iters {

@@ -305,7 +305,7 @@ impl<'t> Comm<'t> {
         // Beyond a message slot, the protocol agrees on the inputs, and
         // then every rank reduces its share of the chunks
         // ([`crate::runtime::lazy`]).
-        let input = Data::encode_lazy(send.items(), pool);
+        let input = Data::encode_lazy(self.rank(), send.items(), pool);
         let combine = data_op(&op, pool);
         let (id, value) = self.allreduce(Collective::Allreduce, input, &combine)?;
         value.reduce_into(recv.items_mut(), id, send.items().len(), &op, pool)

@@ -17,7 +17,7 @@ use crate::error::Error;
 use crate::op::Operation;
 use crate::runtime::lazy::LazySum;
 use crate::runtime::segment::{Segment, SegmentPool};
-use crate::types::OpId;
+use crate::types::{OpId, Rank};
 use std::sync::Arc;
 
 /// Bytes a value may have and still travel inline: six `f64` and then some.
@@ -168,12 +168,12 @@ impl Data {
         }
     }
 
-    /// `items` as an allreduce input: inline if they fit (reduced as they
-    /// travel), else a lazy sum of one segment (reduced by every rank
-    /// together once the inputs are agreed).
-    pub fn encode_lazy<T: Pod>(items: &[T], pool: &SegmentPool) -> Data {
+    /// `items`, the input of `rank`, as an allreduce input: inline if they
+    /// fit (reduced as they travel), else a lazy sum of one segment
+    /// (reduced by every rank together once the inputs are agreed).
+    pub fn encode_lazy<T: Pod>(rank: Rank, items: &[T], pool: &SegmentPool) -> Data {
         match Data::encode(items, pool) {
-            Data::Shared(Shared::Bytes(s)) => Data::Shared(Shared::Lazy(LazySum::single(s))),
+            Data::Shared(Shared::Bytes(s)) => Data::Shared(Shared::Lazy(LazySum::single(rank, s))),
             small => small,
         }
     }

@@ -23,24 +23,40 @@ use bytemuck::Pod;
 
 use crate::op::Operation;
 use crate::runtime::segment::{Segment, SegmentPool};
+use crate::types::Rank;
 
 /// Bytes per chunk of a lazy reduction, at least: large enough that a
 /// chunk's work dwarfs claiming and publishing it, small enough that the
 /// ranks of a team share the work evenly.
 pub const CHUNK_BYTES: usize = 64 << 10;
 
-/// Inputs to reduce, in a fixed order, and the chunks of their reduction as
-/// ranks compute them.
+/// Inputs to reduce, in the order of their ranks, and the chunks of their
+/// reduction as ranks compute them.
 pub struct LazySum {
     /// Bytes of each input and of the result.
     len: usize,
-    /// The inputs, in the order they fold.
-    terms: Vec<Segment>,
-    /// The reduction's chunks, made on the first [`LazySum::reduce_into`].
-    board: OnceLock<Board>,
+    /// The inputs by rank: the order they fold in, whatever the order in
+    /// which the protocol joined them, so the result's bits do not depend
+    /// on the tree, the root, or the failures on the way.
+    terms: Vec<Term>,
+}
+
+/// One rank's input, and a board for the chunks of any sum whose first
+/// input it is.
+#[derive(Clone)]
+struct Term {
+    rank: Rank,
+    input: Segment,
+    /// The chunks of the reduction of a sum that starts with this input.
+    /// Every rank delivers a sum of the same inputs, so with the same first
+    /// one, so all share this board, even when they joined the inputs
+    /// apart (the two ranks of a pair exchange each join their own).
+    board: Arc<OnceLock<Board>>,
 }
 
 struct Board {
+    /// The element size of the rank that made the board.
+    size: usize,
     /// Bytes per chunk (a multiple of the element size; the last is short).
     chunk: usize,
     /// The next chunk nobody has claimed.
@@ -50,26 +66,35 @@ struct Board {
 }
 
 impl LazySum {
-    /// One input.
-    pub fn single(input: Segment) -> Arc<LazySum> {
+    /// The input of `rank`.
+    pub fn single(rank: Rank, input: Segment) -> Arc<LazySum> {
         Arc::new(LazySum {
             len: input.len(),
-            terms: vec![input],
-            board: OnceLock::new(),
+            terms: vec![Term {
+                rank,
+                input,
+                board: Arc::new(OnceLock::new()),
+            }],
         })
     }
 
-    /// The inputs of both, `a`'s first. Lengths must be equal.
+    /// The inputs of both, in rank order. Lengths must be equal.
     pub fn join(a: &LazySum, b: &LazySum) -> Arc<LazySum> {
         debug_assert_eq!(a.len, b.len);
         let mut terms = Vec::with_capacity(a.terms.len() + b.terms.len());
-        terms.extend(a.terms.iter().cloned());
-        terms.extend(b.terms.iter().cloned());
-        Arc::new(LazySum {
-            len: a.len,
-            terms,
-            board: OnceLock::new(),
-        })
+        let (mut i, mut j) = (0, 0);
+        while i < a.terms.len() || j < b.terms.len() {
+            let from_a =
+                j == b.terms.len() || (i < a.terms.len() && a.terms[i].rank <= b.terms[j].rank);
+            if from_a {
+                terms.push(a.terms[i].clone());
+                i += 1;
+            } else {
+                terms.push(b.terms[j].clone());
+                j += 1;
+            }
+        }
+        Arc::new(LazySum { len: a.len, terms })
     }
 
     /// Bytes of each input.
@@ -110,15 +135,27 @@ impl LazySum {
         if size == 0 || self.len == 0 {
             return;
         }
-        let board = self.board.get_or_init(|| {
+        let Some(first) = self.terms.first() else {
+            out.fill(0);
+            return;
+        };
+        let board = first.board.get_or_init(|| {
             let chunk = CHUNK_BYTES.div_ceil(size) * size;
             let chunks = self.len.div_ceil(chunk);
             Board {
+                size,
                 chunk,
                 next: AtomicUsize::new(0),
                 done: (0..chunks).map(|_| OnceLock::new()).collect(),
             }
         });
+        if board.size != size {
+            // Another rank reduces other elements (same bytes, another
+            // type): its chunks are not ours. Alone, then.
+            let all = self.compute::<T>(0..self.len, op, pool);
+            out.copy_from_slice(all.bytes());
+            return;
+        }
         let chunks = board.done.len();
         let range = |c: usize| c * board.chunk..((c + 1) * board.chunk).min(self.len);
         let chunk = |c: usize| board.done[c].get_or_init(|| self.compute(range(c), op, pool));
@@ -143,8 +180,8 @@ impl LazySum {
         op: &(impl Operation<T> + ?Sized),
         pool: &SegmentPool,
     ) -> Segment {
-        fn part<'s, T: Pod>(t: &'s Segment, range: &std::ops::Range<usize>) -> &'s [T] {
-            bytemuck::cast_slice(&t.bytes()[range.clone()])
+        fn part<'s, T: Pod>(t: &'s Term, range: &std::ops::Range<usize>) -> &'s [T] {
+            bytemuck::cast_slice(&t.input.bytes()[range.clone()])
         }
         pool.fill(range.len(), |bytes| {
             let acc: &mut [T] = bytemuck::cast_slice_mut(bytes);
@@ -187,18 +224,22 @@ mod tests {
 
     fn inputs(pool: &SegmentPool, n: usize, k: u64) -> Arc<LazySum> {
         let v: Vec<u64> = (0..n as u64).map(|i| i * 1000 + k).collect();
-        LazySum::single(pool.fill(n * 8, |b| b.copy_from_slice(bytemuck::cast_slice(&v))))
+        let input = pool.fill(n * 8, |b| b.copy_from_slice(bytemuck::cast_slice(&v)));
+        LazySum::single(k as Rank, input)
     }
 
     #[test]
     fn ranks_share_the_chunks_and_get_the_same_result() {
         let pool = SegmentPool::new();
         let n = 3 * CHUNK_BYTES / 8 + 5;
-        let sum = (0..4)
+        let sum = [2, 0, 3, 1]
             .map(|k| inputs(&pool, n, k))
+            .into_iter()
             .reduce(|a, b| LazySum::join(&a, &b))
             .unwrap();
         assert_eq!(sum.terms(), 4);
+        let ranks: Vec<Rank> = sum.terms.iter().map(|t| t.rank).collect();
+        assert_eq!(ranks, [0, 1, 2, 3], "inputs fold in rank order");
         let results: Vec<Vec<u64>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..3)
                 .map(|_| {
@@ -229,7 +270,8 @@ mod tests {
         let want: Vec<u64> = (0..n as u64).map(|i| 2 * i * 1000 + 3).collect();
         // A rank claimed chunk 0 and died before computing it.
         let sum = make();
-        sum.board.get_or_init(|| Board {
+        sum.terms[0].board.get_or_init(|| Board {
+            size: 8,
             chunk: CHUNK_BYTES,
             next: AtomicUsize::new(1),
             done: (0..2).map(|_| OnceLock::new()).collect(),
@@ -254,5 +296,21 @@ mod tests {
         let mut out = vec![0u64; n];
         sum.reduce_into(&mut out, &SystemOperation::sum(), &pool);
         assert_eq!(out, want);
+    }
+
+    #[test]
+    fn ranks_that_read_the_bytes_as_another_type_reduce_alone() {
+        let pool = SegmentPool::new();
+        // 3 * 8 * 4096 bytes: whole u64s and whole [u8; 3]s.
+        let n = 3 * 4096;
+        let sum = LazySum::join(&inputs(&pool, n, 1), &inputs(&pool, n, 2));
+        let mut words = vec![0u64; n];
+        sum.reduce_into(&mut words, &SystemOperation::sum(), &pool);
+        let mut triples = vec![[0u8; 3]; n * 8 / 3];
+        let xor = |a: &[u8; 3], b: &[u8; 3]| [a[0] ^ b[0], a[1] ^ b[1], a[2] ^ b[2]];
+        sum.reduce_into(&mut triples, &xor, &pool);
+        let a: &[u8] = bytemuck::cast_slice(&sum.terms[0].input.bytes()[..3]);
+        let b: &[u8] = bytemuck::cast_slice(&sum.terms[1].input.bytes()[..3]);
+        assert_eq!(triples[0], [a[0] ^ b[0], a[1] ^ b[1], a[2] ^ b[2]]);
     }
 }

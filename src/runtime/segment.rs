@@ -102,18 +102,27 @@ impl SegmentPool {
         // Free: the pool's clone is the only one. `Arc::get_mut` decides,
         // with the ordering that makes the last holder's reads happen
         // before our writes.
-        let mut free = None;
+        // Best fit: the smallest free block that fits (a chunk must not
+        // take a whole vector's block), else the largest free one, to grow.
+        let mut free: Option<(usize, usize)> = None;
         for (i, b) in blocks.iter_mut().enumerate() {
-            if Arc::get_mut(b).is_some() {
-                let fits = b.capacity() >= lines;
-                if fits || free.is_none() {
-                    free = Some(i);
-                }
-                if fits {
+            if Arc::get_mut(b).is_none() {
+                continue;
+            }
+            let cap = b.capacity();
+            let better = match free {
+                None => true,
+                Some((_, best)) if best >= lines => cap >= lines && cap < best,
+                Some((_, best)) => cap > best,
+            };
+            if better {
+                free = Some((i, cap));
+                if cap == lines {
                     break;
                 }
             }
         }
+        let free = free.map(|(i, _)| i);
         match free {
             Some(i) => {
                 let block = blocks.swap_remove(i);

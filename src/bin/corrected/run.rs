@@ -617,6 +617,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             "bandwidth_gbs": (op != Op::Barrier).then(|| bandwidth(args.bytes, lat.p50)),
             "messages_per_op": messages_per_op,
             "helped_pumps_per_op": report.helped as f64 / report.ops.len().max(1) as f64,
+            "segment_allocations": report.segment_allocations,
             "delivered": t.delivered,
             "missing": t.missing,
             "missing_by_error": t.errors,
