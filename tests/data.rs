@@ -303,12 +303,12 @@ fn kills_during(ranks: u32, f: u32, n: usize) {
 #[test]
 fn large_vectors_keep_the_fault_guarantees_at_every_kill_point() {
     let _s = serial();
-    // Inline (5 elements) and shared (20 000: 3 chunks of a large
-    // allreduce), f = 1 and 2.
-    for n in [5, 20_000] {
+    // Inline (5 elements), shared and reduced as it travels (1000), and
+    // reduced lazily (40 000: 5 chunks of a large allreduce), f = 1 and 2.
+    for n in [5, 1000, 40_000] {
         kills_during(5, 1, n);
     }
-    kills_during(6, 2, 20_000);
+    kills_during(6, 2, 40_000);
 }
 
 #[test]

@@ -15,7 +15,7 @@ use bytemuck::Pod;
 
 use crate::error::Error;
 use crate::op::Operation;
-use crate::runtime::lazy::LazySum;
+use crate::runtime::lazy::{LazySum, LAZY_MIN_BYTES};
 use crate::runtime::segment::{Segment, SegmentPool};
 use crate::types::{OpId, Rank};
 use std::sync::Arc;
@@ -168,13 +168,16 @@ impl Data {
         }
     }
 
-    /// `items`, the input of `rank`, as an allreduce input: inline if they
-    /// fit (reduced as they travel), else a lazy sum of one segment
-    /// (reduced by every rank together once the inputs are agreed).
+    /// `items`, the input of `rank`, as an allreduce input: from
+    /// [`LAZY_MIN_BYTES`] a lazy sum of one segment (reduced by every rank
+    /// together once the inputs are agreed), below as [`Data::encode`]
+    /// (reduced as it travels).
     pub fn encode_lazy<T: Pod>(rank: Rank, items: &[T], pool: &SegmentPool) -> Data {
         match Data::encode(items, pool) {
-            Data::Shared(Shared::Bytes(s)) => Data::Shared(Shared::Lazy(LazySum::single(rank, s))),
-            small => small,
+            Data::Shared(Shared::Bytes(s)) if s.len() >= LAZY_MIN_BYTES => {
+                Data::Shared(Shared::Lazy(LazySum::single(rank, s)))
+            }
+            other => other,
         }
     }
 

@@ -30,6 +30,12 @@ use crate::types::Rank;
 /// ranks of a team share the work evenly.
 pub const CHUNK_BYTES: usize = 64 << 10;
 
+/// Bytes from which an allreduce reduces lazily (four chunks): below, the
+/// partial results combine as they travel, which `cargo bench --bench data`
+/// measured faster up to 64 KiB (one chunk, whose ranks would mostly wait
+/// for each other) and slower from 1 MiB.
+pub const LAZY_MIN_BYTES: usize = 4 * CHUNK_BYTES;
+
 /// Inputs to reduce, in the order of their ranks, and the chunks of their
 /// reduction as ranks compute them.
 pub struct LazySum {
