@@ -10,6 +10,11 @@
 //! a call adds to a barrier-separated step, whatever the barrier's skew). `... -- pingpong` prints the raw
 //! two-thread ping-pong (one way, ns): two atomics on separate cache lines,
 //! each side spinning on its own, the floor two-rank numbers follow.
+//! `... -- handoff N` prints the cost of one hand-off between N threads
+//! pinned to one core (ns): a token passed round, each thread yielding until
+//! it holds it. With N ranks per core, an operation in which every rank
+//! must run at least once costs at least N such hand-offs per core, the
+//! floor of an oversubscribed collective (docs/benchmarks.md).
 //!
 //! For same-run comparisons of our own settings: `HELP=0` (or `1`) turns
 //! [helping](corrected::helping) off (on) instead of the default (on when
@@ -51,14 +56,48 @@ fn pingpong() -> f64 {
     started.as_nanos() as f64 / (2 * rounds) as f64
 }
 
+/// One hand-off among `n` threads pinned to the first core, in ns: thread
+/// i waits (yielding) for the token to be i, then passes it to i + 1.
+fn handoff(n: usize) -> f64 {
+    let rounds = 20_000u64;
+    let token = CachePadded::new(AtomicU64::new(0));
+    let core = core_affinity::get_core_ids().and_then(|c| c.first().copied());
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for i in 0..n as u64 {
+            let token = &token;
+            s.spawn(move || {
+                if let Some(core) = core {
+                    core_affinity::set_for_current(core);
+                }
+                for round in 0..rounds {
+                    let mine = round * n as u64 + i;
+                    while token.load(Ordering::Acquire) != mine {
+                        std::thread::yield_now();
+                    }
+                    token.store(mine + 1, Ordering::Release);
+                }
+            });
+        }
+    });
+    started.elapsed().as_nanos() as f64 / (rounds * n as u64) as f64
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("pingpong") {
         println!("{:.1}", pingpong());
         return Ok(());
     }
+    if args.first().map(String::as_str) == Some("handoff") {
+        let n = args.get(1).map_or(Ok(4), |n| n.parse())?;
+        println!("{:.1}", handoff(n));
+        return Ok(());
+    }
     let [op, ranks, f, mode, iters] = args.as_slice() else {
-        return Err("usage: timing OP RANKS F MODE ITERS | timing pingpong".into());
+        return Err(
+            "usage: timing OP RANKS F MODE ITERS | timing pingpong | timing handoff N".into(),
+        );
     };
     let (ranks, f, iters): (u32, u32, u32) = (ranks.parse()?, f.parse()?, iters.parse()?);
     let bcast = match op.as_str() {
