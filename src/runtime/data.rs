@@ -25,7 +25,7 @@ pub const INLINE_BYTES: usize = 55;
 
 /// A value of at most [`INLINE_BYTES`] bytes, or a length mismatch, held in
 /// seven words. The last byte (the 56th) is a marker: the length plus one,
-/// or [`MISMATCH`]. Never zero, so `Data` needs no tag of its own, and it
+/// or 255 for a length mismatch. Never zero, so `Data` needs no tag of its own, and it
 /// is written and copied as whole words only: a tag or length of its own,
 /// written byte-wise and read back in wider loads, stalled store
 /// forwarding on every move of a value (measured: 15 % on the two-rank
