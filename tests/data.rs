@@ -220,17 +220,20 @@ fn faulty_team(ranks: u32, f: u32, faults: FaultSchedule) -> Team {
         .unwrap()
 }
 
-/// Every kill point of one or two victims (before the operation, after the
-/// n-th send, at the end of the call) in an allreduce and a broadcast of
+/// Kill points of one or two victims (before the operation, after the n-th
+/// send, at the end of the call) in an allreduce and a broadcast of
 /// `n` elements: every live rank gets the same vector, every element
 /// includes the same contributions, exactly (within the budget), and a
 /// broadcast from a live root reaches every live rank whole.
 fn kills_during(ranks: u32, f: u32, n: usize) {
     const END: u32 = 1 << 20;
-    let points = [0, 1, 2, 3, 5, END];
+    // Every send point of a single victim (a rank of these teams sends
+    // fewer than 16 messages in an allreduce; later points fire at the end
+    // of its call), and a sample of pairs.
+    let points = (0..16).chain([END]);
     let mut cases: Vec<Vec<(u32, u32)>> = Vec::new();
     for v in 0..ranks {
-        for &p in &points {
+        for p in points.clone() {
             cases.push(vec![(v, p)]);
         }
     }
