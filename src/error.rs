@@ -112,6 +112,15 @@ pub enum ConfigError {
         /// The overhead o given.
         overhead: Tick,
     },
+    /// A LogGP message cost out of its domain: (bytes - 1) x G above 2^32
+    /// ticks.
+    #[error("bad message size: {bytes} bytes at a gap of {gap_per_byte} ticks per byte cost more than 2^32 ticks")]
+    BadMessageSize {
+        /// Bytes per message.
+        bytes: u64,
+        /// LogGP's G, ticks per byte.
+        gap_per_byte: Tick,
+    },
     /// A fault plan is out of its domain (a fault rate outside [0, 1), a
     /// domain fault that leaves no rank alive).
     #[error("bad fault plan: {0}")]
@@ -321,6 +330,10 @@ mod tests {
             ConfigError::BadLogP {
                 latency: 0,
                 overhead: 1,
+            },
+            ConfigError::BadMessageSize {
+                bytes: 1 << 40,
+                gap_per_byte: 1 << 40,
             },
             ConfigError::BadFaults(s()),
             ConfigError::BadTopology(s()),

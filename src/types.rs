@@ -76,6 +76,55 @@ impl LogP {
     }
 }
 
+/// LogGP's gap per byte G (Alexandrov et al., 1995) and the size of every
+/// message of a simulated operation: a send of `bytes` bytes occupies its
+/// process o + (bytes - 1) G ticks and arrives L later; the receive takes o.
+/// [`MessageSize::SMALL`] (G = 0) is plain LogP: the papers' model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MessageSize {
+    /// Bytes per message.
+    pub bytes: u64,
+    /// G: ticks per byte beyond the first.
+    pub gap_per_byte: Tick,
+}
+
+impl MessageSize {
+    /// Plain LogP: no per-byte cost.
+    pub const SMALL: MessageSize = MessageSize {
+        bytes: 8,
+        gap_per_byte: 0,
+    };
+
+    /// A size whose per-message cost (bytes - 1) x G is at most
+    /// [`LogP::MAX`] ticks.
+    pub fn new(bytes: u64, gap_per_byte: Tick) -> Result<MessageSize, crate::error::ConfigError> {
+        let m = MessageSize {
+            bytes,
+            gap_per_byte,
+        };
+        match bytes.saturating_sub(1).checked_mul(gap_per_byte) {
+            Some(extra) if extra <= LogP::MAX => Ok(m),
+            _ => Err(crate::error::ConfigError::BadMessageSize {
+                bytes,
+                gap_per_byte,
+            }),
+        }
+    }
+
+    /// (bytes - 1) x G: what a send costs its process beyond o.
+    pub fn extra(&self) -> Tick {
+        self.bytes
+            .saturating_sub(1)
+            .saturating_mul(self.gap_per_byte)
+    }
+}
+
+impl Default for MessageSize {
+    fn default() -> Self {
+        MessageSize::SMALL
+    }
+}
+
 impl Default for LogP {
     fn default() -> Self {
         LogP::PAPER

@@ -177,6 +177,20 @@ fn run_refuses_results_beyond_memory() {
 }
 
 #[test]
+fn sim_charges_loggp_per_byte() {
+    let out =
+        corrected("sim --procs 8 --correction none --runs 1 --bytes 10 --gap-per-byte 3 --json");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    // Three hops of o + (k - 1) G + L + o = 1 + 27 + 2 + 1.
+    assert_eq!(v["coloring_latency"]["max"], 93.0, "{v}");
+    assert_eq!((&v["bytes"], &v["gap_per_byte"]), (&10.into(), &3.into()));
+    refused(
+        "sim --procs 8 --bytes 4096 --gap-per-byte 10000000000",
+        "bad message size",
+    );
+}
+
+#[test]
 fn run_carries_vectors_of_any_size_and_checks_every_element() {
     for op in ["bcast", "reduce", "allreduce"] {
         let (code, v, stderr) = run_json(&format!(

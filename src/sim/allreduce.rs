@@ -10,7 +10,7 @@ use crate::sim::engine::{Trace, NEVER};
 use crate::sim::faults::FaultPlan;
 use crate::sim::reduce::ReduceConfig;
 use crate::sim::runner::{CollectiveRun, Runner};
-use crate::types::{Collective, LogP, Tick};
+use crate::types::{Collective, LogP, MessageSize, Tick};
 
 /// An allreduce experiment.
 #[derive(Clone, Debug)]
@@ -19,6 +19,8 @@ pub struct AllreduceScenario {
     logp: LogP,
     faults: FaultPlan,
     detector: Tick,
+    /// Every message's size (LogGP's G; plain LogP by default).
+    message: MessageSize,
 }
 
 impl AllreduceScenario {
@@ -38,8 +40,11 @@ impl AllreduceScenario {
             logp: c.logp,
             faults: c.faults,
             detector: c.detector,
+            message: MessageSize::SMALL,
         })
     }
+
+    crate::sim::runner::message_size_methods!();
 
     /// The plans every rank shares.
     pub fn plan(&self) -> &AllreducePlan {
@@ -65,7 +70,7 @@ impl<'s> AllreduceSim<'s> {
     pub fn new(scenario: &'s AllreduceScenario) -> Self {
         AllreduceSim {
             scenario,
-            runner: Runner::new(scenario.logp, Some(scenario.detector)),
+            runner: Runner::new(scenario.logp, Some(scenario.detector), scenario.message),
         }
     }
 

@@ -14,7 +14,7 @@ use crate::sim::faults::FaultPlan;
 use crate::sim::runner::{CollectiveRun, Runner};
 use crate::sim::stats::Stats;
 use crate::topology::{ring, TreeSpec};
-use crate::types::{LogP, Rank, Tick};
+use crate::types::{LogP, MessageSize, Rank, Tick};
 
 /// What a simulated broadcast carries: a token, enough to tell the root's
 /// value from any other. Small on purpose: at 64K ranks the cores and the
@@ -40,6 +40,8 @@ pub struct BcastScenario {
     logp: LogP,
     faults: FaultPlan,
     dissemination_time: Tick,
+    /// Every message's size (LogGP's G; plain LogP by default).
+    message: MessageSize,
 }
 
 impl BcastScenario {
@@ -59,8 +61,11 @@ impl BcastScenario {
             plan,
             logp,
             faults,
+            message: MessageSize::SMALL,
         })
     }
+
+    crate::sim::runner::message_size_methods!();
 
     /// The plan every rank shares.
     pub fn plan(&self) -> &BcastPlan {
@@ -125,7 +130,7 @@ impl<'s> BcastSim<'s> {
         BcastSim {
             scenario,
             // Corrected broadcast needs no failure detector.
-            runner: Runner::new(scenario.logp, None),
+            runner: Runner::new(scenario.logp, None, scenario.message),
             death: Vec::new(),
         }
     }

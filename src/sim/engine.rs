@@ -24,7 +24,7 @@
 
 use crate::protocol::{Event, Msg, Protocol, Tag, Transmit};
 use crate::sim::queue::{BucketQueue, WakeSets};
-use crate::types::{LogP, Rank, Tick};
+use crate::types::{LogP, MessageSize, Rank, Tick};
 
 /// Death time of a rank that never fails.
 pub const NEVER: Tick = Tick::MAX;
@@ -91,6 +91,8 @@ pub struct Engine<P> {
     /// Failed ranks to report, by the tick of the report.
     notices: BucketQueue<Rank>,
     detector: Option<Tick>,
+    /// LogGP's (bytes - 1) x G: what each send costs beyond o.
+    extra: Tick,
 }
 
 impl<P: Clone> Engine<P> {
@@ -104,7 +106,15 @@ impl<P: Clone> Engine<P> {
             sends_left: Vec::new(),
             notices: BucketQueue::default(),
             detector: None,
+            extra: 0,
         }
+    }
+
+    /// Every message of the runs to come has `size` (LogGP): a send
+    /// occupies its process o + (bytes - 1) G. [`MessageSize::SMALL`] is
+    /// plain LogP.
+    pub fn set_message_size(&mut self, size: MessageSize) {
+        self.extra = size.extra();
     }
 
     /// Turns the failure detector on (`Some(delay)`) or off. With it, every
@@ -301,14 +311,17 @@ impl<P: Clone> Engine<P> {
         if slot.death <= now {
             return;
         }
+        // A send occupies its process o + (bytes - 1) G (LogGP; G = 0: LogP),
+        // a receive o.
         let (o, l) = (self.logp.overhead, self.logp.latency);
+        let send = o + self.extra;
         let core = &mut cores[ri];
         if slot.send_free <= now {
             if let Some(Transmit { to, msg }) = core.poll_transmit(now) {
                 trace.sends_by_rank[ri] += 1;
                 trace.sends_by_tag[msg.tag as usize] += 1;
-                self.slots[ri].send_free = now + o;
-                self.wakes.set(now + o, r);
+                self.slots[ri].send_free = now + send;
+                self.wakes.set(now + send, r);
                 if let Some(left) = self.sends_left.get_mut(ri).filter(|l| **l != UNLIMITED) {
                     *left -= 1;
                     if *left == 0 {
@@ -317,7 +330,7 @@ impl<P: Clone> Engine<P> {
                         self.schedule_notice(r, now + 1, &mut Vec::new());
                     }
                 }
-                let arrival = now + o + l;
+                let arrival = now + send + l;
                 let dest = &mut self.slots[to as usize];
                 let done = arrival.max(dest.recv_free) + o;
                 let end = if dest.death > done {

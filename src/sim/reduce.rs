@@ -12,7 +12,7 @@ use crate::sim::engine::{Trace, NEVER, UNLIMITED};
 use crate::sim::faults::FaultPlan;
 use crate::sim::runner::{CollectiveRun, Runner};
 use crate::topology::TreeSpec;
-use crate::types::{Collective, LogP, Rank, Tick};
+use crate::types::{Collective, LogP, MessageSize, Rank, Tick};
 
 /// The root of every simulated reduce.
 pub const ROOT: Rank = 0;
@@ -62,6 +62,8 @@ pub struct ReduceScenario {
     logp: LogP,
     faults: FaultPlan,
     detector: Tick,
+    /// Every message's size (LogGP's G; plain LogP by default).
+    message: MessageSize,
 }
 
 impl ReduceScenario {
@@ -77,8 +79,11 @@ impl ReduceScenario {
             logp: c.logp,
             faults: c.faults,
             detector: c.detector,
+            message: MessageSize::SMALL,
         })
     }
+
+    crate::sim::runner::message_size_methods!();
 
     /// The plan every rank shares.
     pub fn plan(&self) -> &ReducePlan {
@@ -114,7 +119,7 @@ impl<'s> ReduceSim<'s> {
     pub fn new(scenario: &'s ReduceScenario) -> Self {
         ReduceSim {
             scenario,
-            runner: Runner::new(scenario.logp, Some(scenario.detector)),
+            runner: Runner::new(scenario.logp, Some(scenario.detector), scenario.message),
         }
     }
 

@@ -9,10 +9,30 @@ use serde::Serialize;
 use crate::protocol::Protocol;
 use crate::sim::engine::{Engine, Trace, NEVER};
 use crate::sim::faults::FaultPlan;
-use crate::types::{LogP, Rank, Tick};
+use crate::types::{LogP, MessageSize, Rank, Tick};
 
 /// Reusable state to run cores of one kind many times: the engine's queues,
 /// the cores and the trace keep their capacity between runs.
+/// `with_message_size` and `message_size` for a scenario with a `message:
+/// MessageSize` field: every experiment has them alike.
+macro_rules! message_size_methods {
+    () => {
+        /// The same scenario with every message of `size` (LogGP): a send
+        /// occupies its process o + (bytes - 1) G. The plans (tree shapes,
+        /// the synchronized correction's start) stay those of plain LogP.
+        pub fn with_message_size(mut self, size: MessageSize) -> Self {
+            self.message = size;
+            self
+        }
+
+        /// Every message's size.
+        pub fn message_size(&self) -> MessageSize {
+            self.message
+        }
+    };
+}
+pub(crate) use message_size_methods;
+
 #[derive(Debug)]
 pub(crate) struct Runner<C: Protocol> {
     engine: Engine<C::Payload>,
@@ -24,9 +44,10 @@ impl<C: Protocol> Runner<C> {
     /// A runner for the model `logp`, with a failure detector that tells
     /// every live rank of a death `detector` ticks after it (`None`: no
     /// detector, as corrected broadcast needs none).
-    pub(crate) fn new(logp: LogP, detector: Option<Tick>) -> Self {
+    pub(crate) fn new(logp: LogP, detector: Option<Tick>, size: MessageSize) -> Self {
         let mut engine = Engine::new(logp);
         engine.set_detector(detector);
+        engine.set_message_size(size);
         Runner {
             engine,
             cores: Vec::new(),

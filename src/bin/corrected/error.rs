@@ -132,6 +132,9 @@ impl CliError {
                     format!("pass --f {} or less", procs.saturating_sub(1))
                 }
                 ConfigError::BadLogP { .. } => "pass --latency and --overhead of 1 or more".into(),
+                ConfigError::BadMessageSize { .. } => {
+                    "pass a smaller --bytes or --gap-per-byte".into()
+                }
                 ConfigError::BadFaults(_) if cmd == Subcommand::Topo => {
                     "pass a smaller --kill-domain, or more --ranks".into()
                 }

@@ -12,7 +12,7 @@ use corrected::sim::{
     ReduceConfig, ReduceScenario, ReduceSim, Stats,
 };
 use corrected::topology::MAX_PROCS;
-use corrected::types::{Rank, Tick};
+use corrected::types::{MessageSize, Rank, Tick};
 use corrected::ConfigError;
 
 use crate::error::CliError;
@@ -34,6 +34,14 @@ pub struct SimArgs {
     /// Fault budget f of reduce and allreduce.
     #[arg(long, default_value_t = 1)]
     f: u32,
+    /// Bytes of every message (LogGP: a send occupies its process
+    /// o + (bytes - 1) x G ticks).
+    #[arg(long, default_value_t = 8)]
+    bytes: u64,
+    /// LogGP's gap per byte G, in ticks (0, the default: plain LogP, the
+    /// papers' model).
+    #[arg(long, default_value_t = 0)]
+    gap_per_byte: Tick,
     /// Failure information of reduce: list, count or bit.
     #[arg(long, default_value = "bit")]
     failure_scheme: String,
@@ -157,7 +165,9 @@ pub fn run(args: SimArgs) -> Result<ExitCode, CliError> {
     // Live ranks left uncolored are violations only where the correction
     // guarantees delivery: no rank dies during the run (the root lives).
     let guaranteed = correction.guarantees_delivery() && faults.static_only();
-    let scenario = BcastScenario::new(spec, args.procs, correction, logp, faults)?;
+    let size = MessageSize::new(args.bytes, args.gap_per_byte)?;
+    let scenario =
+        BcastScenario::new(spec, args.procs, correction, logp, faults)?.with_message_size(size);
     let (runs, seconds) = monte_carlo(
         &args,
         || BcastSim::new(&scenario),
@@ -176,6 +186,8 @@ pub fn run(args: SimArgs) -> Result<ExitCode, CliError> {
             "correction": correction.to_string(),
             "latency": logp.latency,
             "overhead": logp.overhead,
+            "bytes": size.bytes,
+            "gap_per_byte": size.gap_per_byte,
             "fault_rate": args.fault_rate,
             "seed": args.seed,
             "dissemination_time": scenario.dissemination_time(),
@@ -287,15 +299,16 @@ fn run_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<ExitCode,
         faults,
         detector: args.detector,
     };
+    let size = MessageSize::new(args.bytes, args.gap_per_byte)?;
     let (runs, seconds) = if op == Op::Reduce {
-        let sc = ReduceScenario::new(config)?;
+        let sc = ReduceScenario::new(config)?.with_message_size(size);
         monte_carlo(
             args,
             || ReduceSim::new(&sc),
             |sim: &mut ReduceSim, s| sim.run(s),
         )
     } else {
-        let sc = AllreduceScenario::new(config, correction)?;
+        let sc = AllreduceScenario::new(config, correction)?.with_message_size(size);
         monte_carlo(
             args,
             || AllreduceSim::new(&sc),
@@ -323,6 +336,8 @@ fn run_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<ExitCode,
             "correction": correction.to_string(),
             "latency": logp.latency,
             "overhead": logp.overhead,
+            "bytes": size.bytes,
+            "gap_per_byte": size.gap_per_byte,
             "detector": args.detector,
             "fault_rate": args.fault_rate,
             "seed": args.seed,
