@@ -96,6 +96,12 @@ impl<M> Fence<M> {
         self.held += 1;
     }
 
+    /// Whether no message waits here.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.held == 0
+    }
+
     /// Moves the kept messages of operation `op` into `out`, in arrival
     /// order, and drops those of earlier operations (entered but never
     /// driven: their messages are past).

@@ -460,13 +460,15 @@ impl<'t, T: Transport> Driver<'t, T> {
         // Hand the core what came early, then every failure known so far
         // (the messages a failed rank sent were all taken before its failure
         // entered `known_failed`, see `learn_failures`).
-        let mut early = std::mem::take(&mut self.early);
-        self.fence.release_into(op, &mut early);
-        for (from, msg) in early.drain(..) {
-            self.hand(core, op, tick, from, msg)?;
+        if !self.fence.is_empty() {
+            let mut early = std::mem::take(&mut self.early);
+            self.fence.release_into(op, &mut early);
+            for (from, msg) in early.drain(..) {
+                self.hand(core, op, tick, from, msg)?;
+            }
+            // Kept for the next call: its capacity stays.
+            self.early = early;
         }
-        // Kept for the next call: its capacity stays.
-        self.early = early;
         tell_failures::<T::Payload, C>(core, &self.known_failed, self.members, self.me, tick);
         let me = self.me;
         let members = self.members;

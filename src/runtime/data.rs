@@ -212,6 +212,7 @@ impl Data {
         pool: &SegmentPool,
     ) -> Result<(), Error> {
         match self.form() {
+            Form::Bytes(_) | Form::Mismatch(_) => self.decode_into(out, op, Some(mine)),
             Form::Lazy(sum) => {
                 let size = std::mem::size_of::<T>().max(1);
                 if sum.len() != std::mem::size_of_val(out) {
@@ -224,7 +225,6 @@ impl Data {
                 sum.reduce_into(out, reduce, pool);
                 Ok(())
             }
-            _ => self.decode_into(out, op, Some(mine)),
         }
     }
 
@@ -286,6 +286,21 @@ impl Data {
         op: &(impl Operation<T> + ?Sized),
         pool: &SegmentPool,
     ) {
+        let size = std::mem::size_of::<T>();
+        if let (Data::Inline(x), Data::Inline(y)) = (&*acc, other) {
+            // One value each (the common case, and the hot path of a small
+            // allreduce): no forms, no slices, no loop.
+            if size > 0 && x.marker() as usize == size + 1 && y.marker() == x.marker() {
+                let r = op.apply(
+                    &bytemuck::pod_read_unaligned(&bytemuck::bytes_of(x)[..size]),
+                    &bytemuck::pod_read_unaligned(&bytemuck::bytes_of(y)[..size]),
+                );
+                *acc = Data::Inline(Inline::build(size, |out| {
+                    out.copy_from_slice(bytemuck::bytes_of(&r))
+                }));
+                return;
+            }
+        }
         let (a, b) = match (acc.form(), other.form()) {
             (Form::Mismatch(_), _) => return,
             (_, Form::Mismatch(lens)) => {
@@ -307,20 +322,10 @@ impl Data {
                 return;
             }
         };
-        let size = std::mem::size_of::<T>();
         if size == 0 {
             return;
         }
-        let combined = if a.len() == size && matches!(acc, Data::Inline(_)) {
-            // A single value (the common case): no loop, no length checks.
-            let r = op.apply(
-                &bytemuck::pod_read_unaligned(a),
-                &bytemuck::pod_read_unaligned(b),
-            );
-            Data::Inline(Inline::build(size, |out| {
-                out.copy_from_slice(bytemuck::bytes_of(&r))
-            }))
-        } else {
+        let combined = {
             let apply = |out: &mut [u8]| {
                 let (a, b): (&[T], &[T]) = (bytemuck::cast_slice(a), bytemuck::cast_slice(b));
                 op.apply_slices(a, b, bytemuck::cast_slice_mut(out));
