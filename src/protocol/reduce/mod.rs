@@ -173,10 +173,10 @@ pub struct Reduce<'p, P, O> {
     op_id: OpId,
     kind: Collective,
     input: Contribution<P>,
-    /// Group peers (virtual) and what they sent.
-    peers: Vec<(Rank, Slot<P>)>,
+    /// Group peers (virtual) and what they sent: a value, and whether it is
+    /// a decided allreduce result.
+    peers: Vec<(Rank, Slot<(P, bool)>)>,
     next_peer: usize,
-    peer_decided: Vec<bool>,
     /// Tree children (virtual) and their partial results.
     children: Vec<(Rank, Slot<Contribution<P>>)>,
     /// Failures seen in up-correction and of children.
@@ -221,7 +221,6 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
             op_id,
             kind,
             input,
-            peer_decided: vec![false; peers.len()],
             peers,
             next_peer: 0,
             children: plan.tree.children(v).map(|c| (c, Slot::Pending)).collect(),
@@ -262,7 +261,6 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
             input: self.input,
             peers: self.peers,
             next_peer: self.next_peer,
-            peer_decided: self.peer_decided,
             children: self.children,
             info: self.info,
             peer_info: self.peer_info,
@@ -311,9 +309,9 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
     /// this rank uses in the tree phase.
     fn up_corrected(&self) -> Contribution<P> {
         let mut acc = self.input.clone();
-        for (i, (_, slot)) in self.peers.iter().enumerate() {
-            if let Slot::Got(v) = slot {
-                acc.absorb(v, self.peer_decided[i], &self.op);
+        for (_, slot) in &self.peers {
+            if let Slot::Got((v, decided)) = slot {
+                acc.absorb(v, *decided, &self.op);
             }
         }
         acc
@@ -486,8 +484,8 @@ impl<P: Clone + Send + 'static, O: Combine<P>> Protocol for Reduce<'_, P, O> {
                     Tag::UpCorrection => {
                         if let Some(i) = self.peers.iter().position(|(p, _)| *p == v) {
                             if pending(&self.peers[i].1) {
-                                self.peers[i].1 = Slot::Got(msg.payload.value);
-                                self.peer_decided[i] = msg.payload.decided;
+                                self.peers[i].1 =
+                                    Slot::Got((msg.payload.value, msg.payload.decided));
                             }
                         }
                     }
