@@ -15,6 +15,8 @@ use crate::protocol::bcast::Bcast;
 use crate::protocol::reduce::{Contribution, Reduce, ReduceOutput};
 use crate::runtime::data::Data;
 use crate::runtime::faults::Fault;
+use crate::runtime::lazy::LAZY_MIN_BYTES;
+use crate::runtime::lent::Lending;
 use crate::runtime::team::{Generation, Plans, Shared};
 use crate::runtime::transport::MailboxTransport;
 use crate::types::{Collective, OpId, Rank};
@@ -305,10 +307,23 @@ impl<'t> Comm<'t> {
         // Beyond a message slot, the protocol agrees on the inputs, and
         // then every rank reduces its share of the chunks
         // ([`crate::runtime::lazy`]).
-        let input = Data::encode_lazy(self.rank(), send.items(), pool);
+        // The input is read where it is, lent for this call
+        // ([`crate::runtime::lent`]): its drop, on every way out of the
+        // call, revokes the loan (copying the input first, unless this rank
+        // completed the reduction).
+        let bytes: &[u8] = bytemuck::cast_slice(send.items());
+        let mut lending = (bytes.len() >= LAZY_MIN_BYTES).then(|| Lending::new(bytes, pool));
+        let input = match &lending {
+            Some(lending) => Data::lazy(self.rank(), lending.lent()),
+            None => Data::encode(send.items(), pool),
+        };
         let combine = data_op(&op, pool);
         let (id, value) = self.allreduce(Collective::Allreduce, input, &combine)?;
-        value.reduce_into(recv.items_mut(), id, send.items().len(), &op, pool)
+        let result = value.reduce_into(recv.items_mut(), id, send.items().len(), &op, pool);
+        if let (Some(lending), Ok(()), true) = (&mut lending, &result, value.is_lazy()) {
+            lending.settle();
+        }
+        result
     }
 
     /// Returns once every live rank has entered the barrier (an allreduce of

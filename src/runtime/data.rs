@@ -15,7 +15,8 @@ use bytemuck::Pod;
 
 use crate::error::Error;
 use crate::op::Operation;
-use crate::runtime::lazy::{LazySum, LAZY_MIN_BYTES};
+use crate::runtime::lazy::LazySum;
+use crate::runtime::lent::Lent;
 use crate::runtime::segment::{Segment, SegmentPool};
 use crate::types::{OpId, Rank};
 use std::sync::Arc;
@@ -168,17 +169,15 @@ impl Data {
         }
     }
 
-    /// `items`, the input of `rank`, as an allreduce input: from
-    /// [`LAZY_MIN_BYTES`] a lazy sum of one segment (reduced by every rank
-    /// together once the inputs are agreed), below as [`Data::encode`]
-    /// (reduced as it travels).
-    pub fn encode_lazy<T: Pod>(rank: Rank, items: &[T], pool: &SegmentPool) -> Data {
-        match Data::encode(items, pool) {
-            Data::Shared(Shared::Bytes(s)) if s.len() >= LAZY_MIN_BYTES => {
-                Data::Shared(Shared::Lazy(LazySum::single(rank, s)))
-            }
-            other => other,
-        }
+    /// The lent input of `rank` to a large allreduce: a lazy sum of one
+    /// input, reduced by every rank together once the inputs are agreed.
+    pub fn lazy(rank: Rank, input: &Arc<Lent>) -> Data {
+        Data::Shared(Shared::Lazy(LazySum::single(rank, Arc::clone(input))))
+    }
+
+    /// Whether this is a large allreduce's value, not yet reduced.
+    pub fn is_lazy(&self) -> bool {
+        matches!(self, Data::Shared(Shared::Lazy(_)))
     }
 
     #[inline]
@@ -222,8 +221,16 @@ impl Data {
                         theirs: sum.len() / size,
                     });
                 }
-                sum.reduce_into(out, reduce, pool);
-                Ok(())
+                sum.reduce_into(out, reduce, pool)
+                    .map_err(|(size, align)| Error::Mismatch {
+                        op,
+                        mine: format!(
+                            "elements of {} bytes, aligned to {}",
+                            std::mem::size_of::<T>(),
+                            std::mem::align_of::<T>()
+                        ),
+                        theirs: format!("elements of {size} bytes, aligned to {align}"),
+                    })
             }
         }
     }

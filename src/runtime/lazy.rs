@@ -10,8 +10,9 @@
 //! by the protocol (reduce paper Sections 4 and 5: every live rank's input
 //! once, a failed rank's everywhere or nowhere), before any element is
 //! computed, so every element is the reduction over that one set. Inputs
-//! are segments, held by the value, so they outlive a rank that fails after
-//! contributing. No rank waits on another's chunk for good: a chunk claimed
+//! are read where their ranks lent them ([`crate::runtime::lent`]), and from
+//! a copy once a rank left its call without completing the reduction, so
+//! they outlive a rank that fails after contributing. No rank waits on another's chunk for good: a chunk claimed
 //! but not being computed is computed by whoever needs it (the result of a
 //! chunk does not depend on who computes it: the inputs are folded in the
 //! list's order), and a chunk being computed is waited for, not done twice.
@@ -22,6 +23,7 @@ use std::sync::{Arc, OnceLock};
 use bytemuck::Pod;
 
 use crate::op::Operation;
+use crate::runtime::lent::Lent;
 use crate::runtime::segment::{Segment, SegmentPool};
 use crate::types::Rank;
 
@@ -52,7 +54,7 @@ pub struct LazySum {
 #[derive(Clone)]
 struct Term {
     rank: Rank,
-    input: Segment,
+    input: Arc<Lent>,
     /// The chunks of the reduction of a sum that starts with this input.
     /// Every rank delivers a sum of the same inputs, so with the same first
     /// one, so all share this board, even when they joined the inputs
@@ -61,8 +63,9 @@ struct Term {
 }
 
 struct Board {
-    /// The element size of the rank that made the board.
+    /// The element size and alignment of the rank that made the board.
     size: usize,
+    align: usize,
     /// Bytes per chunk (a multiple of the element size; the last is short).
     chunk: usize,
     /// The next chunk nobody has claimed.
@@ -73,7 +76,7 @@ struct Board {
 
 impl LazySum {
     /// The input of `rank`.
-    pub fn single(rank: Rank, input: Segment) -> Arc<LazySum> {
+    pub fn single(rank: Rank, input: Arc<Lent>) -> Arc<LazySum> {
         Arc::new(LazySum {
             len: input.len(),
             terms: vec![Term {
@@ -126,7 +129,12 @@ impl LazySum {
     /// but has not started, or whose computation panicked, is computed here.
     /// So a rank that fails or stalls costs the others at most one chunk's
     /// work, never a wait for good (a user operation that never returns
-    /// blocks its chunk, as it would block any reduction).
+    /// blocks its chunk, as it would block any reduction). When this
+    /// returns `Ok`, every chunk is computed: nobody reads the inputs again.
+    ///
+    /// Errors with the element size and alignment of the rank that began
+    /// the reduction, if they are not `T`'s (ranks reduce the bytes as
+    /// different types).
     ///
     /// [`len`]: LazySum::len
     pub fn reduce_into<T: Pod>(
@@ -134,33 +142,32 @@ impl LazySum {
         out: &mut [T],
         op: &(impl Operation<T> + ?Sized),
         pool: &SegmentPool,
-    ) {
-        let size = std::mem::size_of::<T>();
+    ) -> Result<(), (usize, usize)> {
+        let (size, align) = (std::mem::size_of::<T>(), std::mem::align_of::<T>());
         let out: &mut [u8] = bytemuck::cast_slice_mut(out);
         debug_assert_eq!(out.len(), self.len);
         if size == 0 || self.len == 0 {
-            return;
+            return Ok(());
         }
         let Some(first) = self.terms.first() else {
             out.fill(0);
-            return;
+            return Ok(());
         };
         let board = first.board.get_or_init(|| {
             let chunk = CHUNK_BYTES.div_ceil(size) * size;
             let chunks = self.len.div_ceil(chunk);
             Board {
                 size,
+                align,
                 chunk,
                 next: AtomicUsize::new(0),
                 done: (0..chunks).map(|_| OnceLock::new()).collect(),
             }
         });
-        if board.size != size {
-            // Another rank reduces other elements (same bytes, another
-            // type): its chunks are not ours. Alone, then.
-            let all = self.compute::<T>(0..self.len, op, pool);
-            out.copy_from_slice(all.bytes());
-            return;
+        if (board.size, board.align) != (size, align) {
+            // Another rank reduces these bytes as another type: its chunks
+            // are not ours, and the inputs it lent may not suit our type.
+            return Err((board.size, board.align));
         }
         let chunks = board.done.len();
         let range = |c: usize| c * board.chunk..((c + 1) * board.chunk).min(self.len);
@@ -177,6 +184,7 @@ impl LazySum {
         for c in 0..chunks {
             out[range(c)].copy_from_slice(chunk(c).bytes());
         }
+        Ok(())
     }
 
     /// The reduction of `range` (bytes) of every input, folded in order.
@@ -186,18 +194,25 @@ impl LazySum {
         op: &(impl Operation<T> + ?Sized),
         pool: &SegmentPool,
     ) -> Segment {
-        fn part<'s, T: Pod>(t: &'s Term, range: &std::ops::Range<usize>) -> &'s [T] {
-            bytemuck::cast_slice(&t.input.bytes()[range.clone()])
-        }
         pool.fill(range.len(), |bytes| {
             let acc: &mut [T] = bytemuck::cast_slice_mut(bytes);
             match self.terms.as_slice() {
                 [] => acc.fill(T::zeroed()),
-                [only] => acc.copy_from_slice(part(only, &range)),
+                [only] => {
+                    let a = only.input.read();
+                    acc.copy_from_slice(bytemuck::cast_slice(&a[range.clone()]));
+                }
                 [first, second, rest @ ..] => {
-                    op.apply_slices(part(first, &range), part(second, &range), acc);
+                    let (a, b) = (first.input.read(), second.input.read());
+                    op.apply_slices(
+                        bytemuck::cast_slice(&a[range.clone()]),
+                        bytemuck::cast_slice(&b[range.clone()]),
+                        acc,
+                    );
+                    drop((a, b));
                     for t in rest {
-                        op.accumulate(acc, part(t, &range));
+                        let x = t.input.read();
+                        op.accumulate(acc, bytemuck::cast_slice(&x[range.clone()]));
                     }
                 }
             }
@@ -231,7 +246,7 @@ mod tests {
     fn inputs(pool: &SegmentPool, n: usize, k: u64) -> Arc<LazySum> {
         let v: Vec<u64> = (0..n as u64).map(|i| i * 1000 + k).collect();
         let input = pool.fill(n * 8, |b| b.copy_from_slice(bytemuck::cast_slice(&v)));
-        LazySum::single(k as Rank, input)
+        LazySum::single(k as Rank, Lent::from_segment(input))
     }
 
     #[test]
@@ -251,7 +266,8 @@ mod tests {
                 .map(|_| {
                     s.spawn(|| {
                         let mut out = vec![0u64; n];
-                        sum.reduce_into(&mut out, &SystemOperation::sum(), &pool);
+                        sum.reduce_into(&mut out, &SystemOperation::sum(), &pool)
+                            .unwrap();
                         out
                     })
                 })
@@ -278,12 +294,14 @@ mod tests {
         let sum = make();
         sum.terms[0].board.get_or_init(|| Board {
             size: 8,
+            align: 8,
             chunk: CHUNK_BYTES,
             next: AtomicUsize::new(1),
             done: (0..2).map(|_| OnceLock::new()).collect(),
         });
         let mut out = vec![0u64; n];
-        sum.reduce_into(&mut out, &SystemOperation::sum(), &pool);
+        sum.reduce_into(&mut out, &SystemOperation::sum(), &pool)
+            .unwrap();
         assert_eq!(out, want);
         // A rank's computation of a chunk panicked (its user operation):
         // the chunk stays open, and the next rank computes it.
@@ -296,27 +314,31 @@ mod tests {
         };
         let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut out = vec![0u64; n];
-            sum.reduce_into(&mut out, &panicking, &pool);
+            let _ = sum.reduce_into(&mut out, &panicking, &pool);
         }));
         assert!(died.is_err());
         let mut out = vec![0u64; n];
-        sum.reduce_into(&mut out, &SystemOperation::sum(), &pool);
+        sum.reduce_into(&mut out, &SystemOperation::sum(), &pool)
+            .unwrap();
         assert_eq!(out, want);
     }
 
     #[test]
-    fn ranks_that_read_the_bytes_as_another_type_reduce_alone() {
+    fn ranks_that_read_the_bytes_as_another_type_get_an_error() {
         let pool = SegmentPool::new();
         // 3 * 8 * 4096 bytes: whole u64s and whole [u8; 3]s.
         let n = 3 * 4096;
         let sum = LazySum::join(&inputs(&pool, n, 1), &inputs(&pool, n, 2));
         let mut words = vec![0u64; n];
-        sum.reduce_into(&mut words, &SystemOperation::sum(), &pool);
+        sum.reduce_into(&mut words, &SystemOperation::sum(), &pool)
+            .unwrap();
         let mut triples = vec![[0u8; 3]; n * 8 / 3];
         let xor = |a: &[u8; 3], b: &[u8; 3]| [a[0] ^ b[0], a[1] ^ b[1], a[2] ^ b[2]];
-        sum.reduce_into(&mut triples, &xor, &pool);
-        let a: &[u8] = bytemuck::cast_slice(&sum.terms[0].input.bytes()[..3]);
-        let b: &[u8] = bytemuck::cast_slice(&sum.terms[1].input.bytes()[..3]);
-        assert_eq!(triples[0], [a[0] ^ b[0], a[1] ^ b[1], a[2] ^ b[2]]);
+        assert_eq!(sum.reduce_into(&mut triples, &xor, &pool), Err((8, 8)));
+        // Same size, another alignment: an error too (a lent buffer of
+        // the first type need not be aligned for the second).
+        let mut pairs = vec![[0u32; 2]; n];
+        let add = |a: &[u32; 2], b: &[u32; 2]| [a[0] + b[0], a[1] + b[1]];
+        assert_eq!(sum.reduce_into(&mut pairs, &add, &pool), Err((8, 8)));
     }
 }

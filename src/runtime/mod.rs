@@ -34,6 +34,7 @@ mod comm;
 pub mod data;
 mod faults;
 pub mod lazy;
+pub mod lent;
 mod liveness;
 mod packet;
 pub mod pin;

@@ -1,0 +1,109 @@
+//! Loom models of a lent allreduce input (`corrected::runtime::lent`): the
+//! owner lends its buffer for its call, readers lease it, and the owner's
+//! guard revokes the loan on its way out of the call. Run (a few seconds):
+//!
+//! ```sh
+//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p loom-tests --release --test lent
+//! ```
+//!
+//! The buffer's end of life is a loom cell: a reader touches it (`with`)
+//! while its lease holds the owner's bytes, and the owner touches it
+//! (`with_mut`) once the guard has dropped, standing for the caller reusing
+//! or freeing the buffer. If a lease's reads were not ordered before the end
+//! of the owner's revocation (the reader's Release decrement, the owner's
+//! Acquire wait), or a lease could be taken after the revocation, loom
+//! reports the two accesses as concurrent.
+#![cfg(loom)]
+
+use corrected::runtime::lent::Lending;
+use corrected::runtime::segment::SegmentPool;
+use loom::cell::UnsafeCell;
+use loom::sync::Arc;
+use loom::thread;
+
+const BYTES: [u8; 4] = [1, 2, 3, 4];
+
+fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(bound);
+    model.check(f);
+}
+
+/// `readers` threads each read the input once while the owner lends it and
+/// then leaves its call without settling: every reader sees the bytes,
+/// in place under a lease ordered before the buffer's end, or from the
+/// fallback copy.
+fn lend_and_leave(readers: usize) {
+    let pool = SegmentPool::new();
+    let alive = Arc::new(UnsafeCell::new(()));
+    let buffer = BYTES;
+    let lending = Lending::new(&buffer, &pool);
+    let handles: Vec<_> = (0..readers)
+        .map(|_| {
+            let alive = Arc::clone(&alive);
+            let input = std::sync::Arc::clone(lending.lent());
+            thread::spawn(move || {
+                let reading = input.read();
+                if reading.in_place() {
+                    // The owner's buffer is still in its call.
+                    alive.with(|_| ());
+                }
+                assert_eq!(&*reading, &BYTES[..]);
+                reading.in_place()
+            })
+        })
+        .collect();
+    drop(lending);
+    // The call is over: the caller may now free or reuse the buffer.
+    alive.with_mut(|_| ());
+    for h in handles {
+        h.join().unwrap();
+    }
+}
+
+/// One reader against the owner's revocation.
+#[test]
+fn a_lease_ends_before_the_loan_does() {
+    model(3, || lend_and_leave(1));
+}
+
+/// Two readers: the count of leases in flight admits both, and the
+/// revocation waits for both.
+#[test]
+fn two_leases_end_before_the_loan_does() {
+    model(2, || lend_and_leave(2));
+}
+
+/// A settled input: the reader finished its reduction (it says so through a
+/// Release store the owner acquires, as a completed chunk board does) before
+/// the owner settles and revokes, so no fallback is needed and none is made.
+#[test]
+fn a_settled_loan_ends_after_its_last_lease() {
+    model(3, || {
+        let pool = SegmentPool::new();
+        let alive = Arc::new(UnsafeCell::new(()));
+        let done = Arc::new(loom::sync::atomic::AtomicBool::new(false));
+        let buffer = BYTES;
+        let mut lending = Lending::new(&buffer, &pool);
+        let reader = {
+            let (alive, done) = (Arc::clone(&alive), Arc::clone(&done));
+            let input = std::sync::Arc::clone(lending.lent());
+            thread::spawn(move || {
+                let reading = input.read();
+                assert!(reading.in_place(), "nobody revoked before the end");
+                alive.with(|_| ());
+                assert_eq!(&*reading, &BYTES[..]);
+                drop(reading);
+                done.store(true, loom::sync::atomic::Ordering::Release);
+            })
+        };
+        while !done.load(loom::sync::atomic::Ordering::Acquire) {
+            thread::yield_now();
+        }
+        lending.settle();
+        drop(lending);
+        alive.with_mut(|_| ());
+        assert_eq!(pool.segments(), 0, "a settled input is not copied");
+        reader.join().unwrap();
+    });
+}

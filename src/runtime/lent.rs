@@ -1,0 +1,295 @@
+//! A large allreduce's input, read in place: the rank lends its own buffer
+//! for the length of its call, and the ranks that compute chunks of the
+//! reduction ([`crate::runtime::lazy`]) read it there, instead of reading a
+//! copy in a segment. This halves the memory traffic of an allreduce of
+//! several MiB (`cargo bench --bench data`; docs/benchmarks.md).
+//!
+//! **Lifetimes.** A [`Lent`] buffer is shared (an `Arc`) with every message
+//! and every value that carries the input, which may outlive the owner's
+//! call by far. The bytes do not: they are the owner's borrowed slice. So
+//! every read happens under a *lease* ([`Lent::read`]), and the owner's
+//! call ends by *revoking* the loan ([`Lending`]'s drop, on every path out
+//! of the call: a result, an error, this rank's failure, a panic
+//! unwinding): no new lease after it, and the revocation waits for the
+//! leases in flight (a chunk's reduction: microseconds). A reader that comes
+//! later reads the *fallback*, a copy of the input in a segment that the
+//! owner writes before it revokes, unless the input is *settled*: the owner
+//! has completed the reduction of the sum it delivered, so every chunk of
+//! that sum is computed and nobody reads the inputs again (every live rank
+//! delivers the same sum, and its chunks are computed once, for all).
+//!
+//! So the copy into a segment, which every large input paid before, is paid
+//! only by a rank that leaves its call without completing the reduction (it
+//! failed, it got an error, it panicked), and its input stays readable for
+//! the ranks that include it. A reader that found a settled input revoked
+//! would mean two ranks delivered different sums: it panics with that
+//! message rather than read freed memory.
+//!
+//! A hung or frozen owner holds its buffer (it never leaves its call), so
+//! the leases of others go on; a reader that panics (a user operation) ends
+//! its lease as it unwinds. Checked by the loom model `loom-tests/tests/lent.rs`.
+
+use std::marker::PhantomData;
+use std::sync::{Arc, OnceLock};
+
+use crate::runtime::segment::{Segment, SegmentPool};
+use crate::sync::{spin_loop, thread, AtomicUsize, Ordering};
+
+/// The state's top bit: revoked (no new lease); the rest: leases in flight.
+const REVOKED: usize = 1 << (usize::BITS - 1);
+
+/// A rank's input buffer, lent for the length of its call (see the module).
+pub struct Lent {
+    ptr: *const u8,
+    len: usize,
+    state: AtomicUsize,
+    /// A copy of the bytes, written before the loan is revoked, unless the
+    /// input was settled.
+    fallback: OnceLock<Segment>,
+}
+
+// SAFETY: the pointer is only dereferenced in `Lent::read` under a lease,
+// and `Lending` (the owner's guard, which borrows the buffer for as long as
+// it lives) revokes the loan and waits for every lease before the borrow
+// ends. The buffer is a shared borrow, so reads from several threads at once
+// are sound; nothing writes through `ptr`.
+unsafe impl Send for Lent {}
+// SAFETY: as for `Send`: shared access is reads of an immutable borrow under
+// leases, and atomics and a `OnceLock` otherwise.
+unsafe impl Sync for Lent {}
+
+impl Lent {
+    /// An input that is a segment already (no owner to wait for): revoked
+    /// from the start, its fallback the segment.
+    pub fn from_segment(segment: Segment) -> Arc<Lent> {
+        let lent = Lent {
+            ptr: std::ptr::null(),
+            len: segment.len(),
+            state: AtomicUsize::new(REVOKED),
+            fallback: OnceLock::new(),
+        };
+        let _ = lent.fallback.set(segment);
+        Arc::new(lent)
+    }
+
+    /// The length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no byte.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The bytes: the owner's buffer under a lease (held until the
+    /// returned [`Reading`] drops) while the loan stands, else the fallback.
+    ///
+    /// # Panics
+    /// If the loan was revoked as settled (no fallback): only if two ranks
+    /// delivered different sums, which the allreduce protocol rules out.
+    pub fn read(&self) -> Reading<'_> {
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            if s & REVOKED != 0 {
+                // `OnceLock::get` acquires what the owner's `set` wrote.
+                let copy = self.fallback.get().expect(
+                    "an allreduce input read after its owner settled it: \
+                     two ranks delivered different sums",
+                );
+                return Reading {
+                    bytes: copy.bytes(),
+                    lease: None,
+                };
+            }
+            // Acquire: keeps the reads under the lease after it is taken.
+            match self
+                .state
+                .compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(now) => s = now,
+            }
+        }
+        let lease = Lease(&self.state);
+        // SAFETY: the lease is taken and the loan was not revoked when it
+        // was; the owner's revocation waits until this lease ends (`Lease`'s
+        // drop, also on unwinding) before its borrow of the buffer ends, and
+        // the slice cannot outlive the `Reading` that holds the lease.
+        let bytes = unsafe { std::slice::from_raw_parts(self.ptr, self.len) };
+        Reading {
+            bytes,
+            lease: Some(lease),
+        }
+    }
+}
+
+/// An input's bytes, readable while this lives (a lease on the owner's
+/// buffer, or the fallback).
+pub struct Reading<'a> {
+    bytes: &'a [u8],
+    lease: Option<Lease<'a>>,
+}
+
+impl Reading<'_> {
+    /// Whether the bytes are the owner's buffer, read in place.
+    pub fn in_place(&self) -> bool {
+        self.lease.is_some()
+    }
+}
+
+impl std::ops::Deref for Reading<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.bytes
+    }
+}
+
+impl std::fmt::Debug for Lent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Lent({} bytes)", self.len)
+    }
+}
+
+/// A lease in flight; its drop ends it.
+struct Lease<'a>(&'a AtomicUsize);
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        // Release: the reads under the lease happen before the owner's
+        // Acquire load that sees the count drop.
+        self.0.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// The owner's side of a loan: it borrows the buffer, and its drop revokes
+/// the loan (copying the bytes to the fallback first, unless
+/// [`Lending::settle`] was called) and waits for the leases in flight.
+/// Never leaked: it lives in the owner's call frame only.
+pub struct Lending<'a> {
+    lent: Arc<Lent>,
+    pool: &'a SegmentPool,
+    settled: bool,
+    _buffer: PhantomData<&'a [u8]>,
+}
+
+impl<'a> Lending<'a> {
+    /// Lends `bytes` until the returned guard drops.
+    pub fn new(bytes: &'a [u8], pool: &'a SegmentPool) -> Lending<'a> {
+        Lending {
+            lent: Arc::new(Lent {
+                ptr: bytes.as_ptr(),
+                len: bytes.len(),
+                state: AtomicUsize::new(0),
+                fallback: OnceLock::new(),
+            }),
+            pool,
+            settled: false,
+            _buffer: PhantomData,
+        }
+    }
+
+    /// The loan, to travel in the allreduce's value.
+    pub fn lent(&self) -> &Arc<Lent> {
+        &self.lent
+    }
+
+    /// Nobody will read the input after the owner's call: the reduction of
+    /// the sum this rank delivered is complete (every chunk computed).
+    pub fn settle(&mut self) {
+        self.settled = true;
+    }
+}
+
+impl Drop for Lending<'_> {
+    fn drop(&mut self) {
+        let lent = &*self.lent;
+        if !self.settled {
+            // Others may still need the input: copy it while the buffer is
+            // ours (concurrent leases only read), and publish the copy
+            // before the revocation.
+            // SAFETY: `Lending` borrows the buffer for its whole life.
+            let bytes = unsafe { std::slice::from_raw_parts(lent.ptr, lent.len) };
+            let copy = self.pool.fill(bytes.len(), |b| b.copy_from_slice(bytes));
+            let _ = lent.fallback.set(copy);
+        }
+        lent.state.fetch_or(REVOKED, Ordering::AcqRel);
+        // Acquire: every lease's reads happen before this returns and the
+        // borrow of the buffer ends.
+        let mut spins = 0u32;
+        while lent.state.load(Ordering::Acquire) != REVOKED {
+            if spins < 64 {
+                spin_loop();
+                spins += 1;
+            } else {
+                thread::yield_now();
+            }
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_in_place_then_from_the_fallback_after_an_unsettled_end() {
+        let pool = SegmentPool::new();
+        let lent = {
+            let mine = vec![7u8; 1000];
+            let lending = Lending::new(&mine, &pool);
+            let r = lending.lent().read();
+            assert!(r.in_place());
+            assert_eq!(r.as_ptr(), mine.as_ptr());
+            drop(r);
+            Arc::clone(lending.lent())
+        };
+        let r = lent.read();
+        assert!(!r.in_place());
+        assert_eq!(&*r, &[7u8; 1000][..]);
+        assert_eq!(pool.segments(), 1);
+    }
+
+    #[test]
+    fn a_settled_end_copies_nothing() {
+        let pool = SegmentPool::new();
+        let mine = vec![1u8; 64];
+        let mut lending = Lending::new(&mine, &pool);
+        let lent = Arc::clone(lending.lent());
+        assert_eq!(&*lent.read(), &mine[..]);
+        lending.settle();
+        drop(lending);
+        assert_eq!(pool.segments(), 0);
+        assert!(std::panic::catch_unwind(|| lent.read().len()).is_err());
+    }
+
+    #[test]
+    fn revocation_waits_for_a_lease_in_flight() {
+        use std::sync::atomic::AtomicBool;
+        let pool = SegmentPool::new();
+        let mine = vec![3u8; 4096];
+        let reading = AtomicBool::new(false);
+        let ended = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let mut lending = Lending::new(&mine, &pool);
+            lending.settle();
+            let lent = Arc::clone(lending.lent());
+            let (reading, ended) = (&reading, &ended);
+            s.spawn(move || {
+                let b = lent.read();
+                reading.store(true, std::sync::atomic::Ordering::SeqCst);
+                // Hold the lease until the owner has started revoking.
+                while lent.state.load(Ordering::Relaxed) & REVOKED == 0 {
+                    std::thread::yield_now();
+                }
+                assert!(!ended.load(std::sync::atomic::Ordering::SeqCst));
+                assert!(b.iter().all(|&x| x == 3));
+            });
+            while !reading.load(std::sync::atomic::Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+            drop(lending);
+            ended.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+    }
+}
