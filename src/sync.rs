@@ -26,7 +26,7 @@ mod imp {
     pub(crate) use loom::cell::UnsafeCell;
     pub(crate) use loom::hint::spin_loop;
     pub(crate) use loom::sync::atomic::{
-        fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+        fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
     };
 
     /// Threads as loom models them (no `park_timeout`).
@@ -39,7 +39,7 @@ mod imp {
 mod imp {
     pub(crate) use std::hint::spin_loop;
     pub(crate) use std::sync::atomic::{
-        fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+        fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
     };
 
     /// std's threads.

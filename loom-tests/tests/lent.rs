@@ -15,7 +15,7 @@
 //! reports the two accesses as concurrent.
 #![cfg(loom)]
 
-use corrected::runtime::lent::Lending;
+use corrected::runtime::lent::{Lending, LendingOutput};
 use corrected::runtime::segment::SegmentPool;
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
@@ -106,4 +106,64 @@ fn a_settled_loan_ends_after_its_last_lease() {
         assert_eq!(pool.segments(), 0, "a settled input is not copied");
         reader.join().unwrap();
     });
+}
+
+/// A lent output of two chunks: `writers` threads each push both chunks'
+/// results while the owner completes what nobody pushed (or, if `leave`,
+/// leaves at once, as on a panic, closing what is empty). Each chunk's
+/// writes never overlap and all end before the owner's loan does (the
+/// loom cells inside `LentOutput`), and a completed output holds every
+/// chunk.
+fn push_and_complete(writers: usize, leave: bool) {
+    let pool = SegmentPool::new();
+    let results = [
+        pool.fill(2, |b| b.copy_from_slice(&[1, 2])),
+        pool.fill(1, |b| b[0] = 3),
+    ];
+    let mut out = [0u8; 3];
+    {
+        let lending = LendingOutput::new(&mut out, 2);
+        let handles: Vec<_> = (0..writers)
+            .map(|_| {
+                let output = std::sync::Arc::clone(lending.lent());
+                let results = results.clone();
+                thread::spawn(move || {
+                    for (c, r) in results.iter().enumerate() {
+                        output.write(c, r.bytes());
+                    }
+                })
+            })
+            .collect();
+        if !leave {
+            for (c, r) in results.iter().enumerate() {
+                lending.complete(c, || r.clone());
+            }
+        }
+        drop(lending);
+        if !leave {
+            assert_eq!(out, [1, 2, 3]);
+        }
+        for h in handles {
+            h.join().unwrap();
+        }
+    }
+}
+
+/// One writer against the owner completing its output.
+#[test]
+fn pushed_chunks_land_once_and_before_the_loan_ends() {
+    model(3, || push_and_complete(1, false));
+}
+
+/// Two writers: one thread at a time writes a chunk.
+#[test]
+fn two_writers_never_write_a_chunk_at_once() {
+    model(2, || push_and_complete(2, false));
+}
+
+/// The owner leaves without completing (a panic in its reduction): no
+/// write is left in flight when its loan ends.
+#[test]
+fn a_closed_output_takes_no_write_after_its_end() {
+    model(3, || push_and_complete(1, true));
 }

@@ -319,7 +319,14 @@ impl<'t> Comm<'t> {
         };
         let combine = data_op(&op, pool);
         let (id, value) = self.allreduce(Collective::Allreduce, input, &combine)?;
-        let result = value.reduce_into(recv.items_mut(), id, send.items().len(), &op, pool);
+        let result = value.reduce_into(
+            self.rank(),
+            recv.items_mut(),
+            id,
+            send.items().len(),
+            &op,
+            pool,
+        );
         if let (Some(lending), Ok(()), true) = (&mut lending, &result, value.is_lazy()) {
             lending.settle();
         }

@@ -201,9 +201,12 @@ impl Data {
     }
 
     /// [`Data::decode_into`] for a reduction's result: a lazy sum is
-    /// reduced first, with `reduce`, together with every rank that got it.
+    /// reduced first, with `reduce`, together with every rank that got it
+    /// (`me` is this rank, whose `out` the others may write chunks into).
+    #[allow(clippy::too_many_arguments)]
     pub fn reduce_into<T: Pod>(
         &self,
+        me: Rank,
         out: &mut [T],
         op: OpId,
         mine: usize,
@@ -221,7 +224,7 @@ impl Data {
                         theirs: sum.len() / size,
                     });
                 }
-                sum.reduce_into(out, reduce, pool)
+                sum.reduce_into(me, out, reduce, pool)
                     .map_err(|(size, align)| Error::Mismatch {
                         op,
                         mine: format!(

@@ -23,7 +23,7 @@ use std::sync::{Arc, OnceLock};
 use bytemuck::Pod;
 
 use crate::op::Operation;
-use crate::runtime::lent::Lent;
+use crate::runtime::lent::{LendingOutput, Lent, LentOutput};
 use crate::runtime::segment::{Segment, SegmentPool};
 use crate::types::Rank;
 
@@ -72,6 +72,9 @@ struct Board {
     next: AtomicUsize,
     /// Each chunk's result, once computed.
     done: Box<[OnceLock<Segment>]>,
+    /// The outputs lent by the ranks reducing the sum, by the position of
+    /// their input: a chunk's result is pushed into each.
+    outputs: Box<[OnceLock<Arc<LentOutput>>]>,
 }
 
 impl LazySum {
@@ -139,6 +142,7 @@ impl LazySum {
     /// [`len`]: LazySum::len
     pub fn reduce_into<T: Pod>(
         &self,
+        me: Rank,
         out: &mut [T],
         op: &(impl Operation<T> + ?Sized),
         pool: &SegmentPool,
@@ -162,6 +166,7 @@ impl LazySum {
                 chunk,
                 next: AtomicUsize::new(0),
                 done: (0..chunks).map(|_| OnceLock::new()).collect(),
+                outputs: (0..self.terms.len()).map(|_| OnceLock::new()).collect(),
             }
         });
         if (board.size, board.align) != (size, align) {
@@ -172,17 +177,26 @@ impl LazySum {
         let chunks = board.done.len();
         let range = |c: usize| c * board.chunk..((c + 1) * board.chunk).min(self.len);
         let chunk = |c: usize| board.done[c].get_or_init(|| self.compute(range(c), op, pool));
-        // Claim and compute until every chunk is claimed.
+        // Lend `out`: whoever computes a chunk from now on writes it here.
+        let lending = LendingOutput::new(out, board.chunk);
+        if let Ok(i) = self.terms.binary_search_by_key(&me, |t| t.rank) {
+            let _ = board.outputs[i].set(Arc::clone(lending.lent()));
+        }
+        // Claim and compute until every chunk is claimed, pushing each
+        // result into every lent output while it is in this core's cache.
         loop {
             let c = board.next.fetch_add(1, Ordering::Relaxed);
             if c >= chunks {
                 break;
             }
-            chunk(c);
+            let result = chunk(c);
+            for output in board.outputs.iter().filter_map(OnceLock::get) {
+                output.write(c, result.bytes());
+            }
         }
-        // Then copy them all out.
+        // Then copy out what nobody pushed here.
         for c in 0..chunks {
-            out[range(c)].copy_from_slice(chunk(c).bytes());
+            lending.complete(c, || chunk(c).clone());
         }
         Ok(())
     }
@@ -263,10 +277,11 @@ mod tests {
         assert_eq!(ranks, [0, 1, 2, 3], "inputs fold in rank order");
         let results: Vec<Vec<u64>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..3)
-                .map(|_| {
-                    s.spawn(|| {
+                .map(|me| {
+                    let (sum, pool) = (&sum, &pool);
+                    s.spawn(move || {
                         let mut out = vec![0u64; n];
-                        sum.reduce_into(&mut out, &SystemOperation::sum(), &pool)
+                        sum.reduce_into(me, &mut out, &SystemOperation::sum(), pool)
                             .unwrap();
                         out
                     })
@@ -298,9 +313,10 @@ mod tests {
             chunk: CHUNK_BYTES,
             next: AtomicUsize::new(1),
             done: (0..2).map(|_| OnceLock::new()).collect(),
+            outputs: (0..2).map(|_| OnceLock::new()).collect(),
         });
         let mut out = vec![0u64; n];
-        sum.reduce_into(&mut out, &SystemOperation::sum(), &pool)
+        sum.reduce_into(0, &mut out, &SystemOperation::sum(), &pool)
             .unwrap();
         assert_eq!(out, want);
         // A rank's computation of a chunk panicked (its user operation):
@@ -314,11 +330,11 @@ mod tests {
         };
         let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut out = vec![0u64; n];
-            let _ = sum.reduce_into(&mut out, &panicking, &pool);
+            let _ = sum.reduce_into(0, &mut out, &panicking, &pool);
         }));
         assert!(died.is_err());
         let mut out = vec![0u64; n];
-        sum.reduce_into(&mut out, &SystemOperation::sum(), &pool)
+        sum.reduce_into(0, &mut out, &SystemOperation::sum(), &pool)
             .unwrap();
         assert_eq!(out, want);
     }
@@ -330,15 +346,15 @@ mod tests {
         let n = 3 * 4096;
         let sum = LazySum::join(&inputs(&pool, n, 1), &inputs(&pool, n, 2));
         let mut words = vec![0u64; n];
-        sum.reduce_into(&mut words, &SystemOperation::sum(), &pool)
+        sum.reduce_into(1, &mut words, &SystemOperation::sum(), &pool)
             .unwrap();
         let mut triples = vec![[0u8; 3]; n * 8 / 3];
         let xor = |a: &[u8; 3], b: &[u8; 3]| [a[0] ^ b[0], a[1] ^ b[1], a[2] ^ b[2]];
-        assert_eq!(sum.reduce_into(&mut triples, &xor, &pool), Err((8, 8)));
+        assert_eq!(sum.reduce_into(2, &mut triples, &xor, &pool), Err((8, 8)));
         // Same size, another alignment: an error too (a lent buffer of
         // the first type need not be aligned for the second).
         let mut pairs = vec![[0u32; 2]; n];
         let add = |a: &[u32; 2], b: &[u32; 2]| [a[0] + b[0], a[1] + b[1]];
-        assert_eq!(sum.reduce_into(&mut pairs, &add, &pool), Err((8, 8)));
+        assert_eq!(sum.reduce_into(2, &mut pairs, &add, &pool), Err((8, 8)));
     }
 }

@@ -33,7 +33,7 @@ use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
 use crate::runtime::segment::{Segment, SegmentPool};
-use crate::sync::{spin_loop, thread, AtomicUsize, Ordering};
+use crate::sync::{spin_loop, thread, AtomicU8, AtomicUsize, Ordering};
 
 /// The state's top bit: revoked (no new lease); the rest: leases in flight.
 const REVOKED: usize = 1 << (usize::BITS - 1);
@@ -224,6 +224,169 @@ impl Drop for Lending<'_> {
             } else {
                 thread::yield_now();
             }
+        }
+    }
+}
+
+/// A chunk of a lent output nobody has written yet.
+const EMPTY: u8 = 0;
+/// A chunk being written, by one thread: the one whose CAS set it.
+const WRITING: u8 = 1;
+/// A chunk holding its result.
+const DONE: u8 = 2;
+/// A chunk nobody may write: its owner left its call without it.
+const CLOSED: u8 = 3;
+
+/// A rank's output buffer for a large allreduce, lent while the rank
+/// reduces: the rank that computes a chunk of the result writes it into
+/// every lent output (*pushes* it), so the result reaches each rank's buffer
+/// in one copy, from a chunk still in the computing core's cache, instead
+/// of each rank pulling every chunk out of shared memory.
+///
+/// Each chunk of the buffer has its own state (empty, being written, done,
+/// closed): a writer takes a chunk from empty to being written and then to
+/// done, so one thread at a time writes a chunk, and the owner writes what
+/// nobody pushed itself the same way. The owner ends the loan
+/// ([`LendingOutput`]'s drop) by closing every chunk still empty and waiting
+/// out every chunk being written; nothing writes the buffer after that.
+pub struct LentOutput {
+    ptr: *mut u8,
+    len: usize,
+    /// Bytes per chunk (the last one is shorter).
+    chunk: usize,
+    states: Box<[AtomicU8]>,
+    /// Under loom, a cell per chunk that every write of the chunk touches,
+    /// and the owner touches when its loan ends: loom then checks that
+    /// writes of a chunk never overlap, and all end before the loan does.
+    #[cfg(loom)]
+    cells: Box<[crate::sync::UnsafeCell<()>]>,
+}
+
+// SAFETY: the pointer is only written through in `LentOutput::write`, for a
+// chunk whose state the writer took from EMPTY to WRITING (so one writer per
+// chunk), and `LendingOutput` (the owner's guard, which holds the buffer's
+// unique borrow for as long as it lives, and through which alone the owner
+// reaches the buffer meanwhile) closes every chunk and waits out every
+// writer before that borrow ends.
+unsafe impl Send for LentOutput {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for LentOutput {}
+
+impl LentOutput {
+    /// Writes `bytes`, the result of chunk `c`, unless the chunk is written
+    /// or being written already, or closed. Returns whether it wrote.
+    pub fn write(&self, c: usize, bytes: &[u8]) -> bool {
+        let start = c * self.chunk;
+        assert_eq!(bytes.len(), self.chunk.min(self.len - start));
+        // Acquire: our writes come after whatever the previous holder of
+        // the state did (nothing: EMPTY is only ever left once).
+        if self.states[c]
+            .compare_exchange(EMPTY, WRITING, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        // SAFETY: the chunk is ours alone (WRITING, set by us), in bounds
+        // (asserted), and the owner's guard waits for it to leave WRITING
+        // before the buffer's borrow ends.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.add(start), bytes.len());
+        }
+        #[cfg(loom)]
+        self.cells[c].with_mut(|_| ());
+        // Release: the bytes are in place before anyone sees DONE.
+        self.states[c].store(DONE, Ordering::Release);
+        true
+    }
+
+    /// Whether chunk `c` holds its result (Acquire: its bytes are visible).
+    pub fn is_done(&self, c: usize) -> bool {
+        self.states[c].load(Ordering::Acquire) == DONE
+    }
+
+    /// Waits while chunk `c` is being written; returns its state after.
+    fn settle_chunk(&self, c: usize) -> u8 {
+        let mut spins = 0u32;
+        loop {
+            match self.states[c].load(Ordering::Acquire) {
+                WRITING => {
+                    if spins < 64 {
+                        spin_loop();
+                        spins += 1;
+                    } else {
+                        thread::yield_now();
+                    }
+                }
+                s => return s,
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for LentOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LentOutput({} bytes)", self.len)
+    }
+}
+
+/// The owner's side of a lent output: it holds the buffer's unique borrow,
+/// and its drop closes the loan (no chunk written after it returns).
+/// Never leaked: it lives in the owner's call frame only.
+pub struct LendingOutput<'a> {
+    lent: Arc<LentOutput>,
+    _buffer: PhantomData<&'a mut [u8]>,
+}
+
+impl<'a> LendingOutput<'a> {
+    /// Lends `out`, in chunks of `chunk` bytes, until the guard drops.
+    pub fn new(out: &'a mut [u8], chunk: usize) -> LendingOutput<'a> {
+        let chunks = out.len().div_ceil(chunk.max(1));
+        LendingOutput {
+            lent: Arc::new(LentOutput {
+                ptr: out.as_mut_ptr(),
+                len: out.len(),
+                chunk,
+                states: (0..chunks).map(|_| AtomicU8::new(EMPTY)).collect(),
+                #[cfg(loom)]
+                cells: (0..chunks)
+                    .map(|_| crate::sync::UnsafeCell::new(()))
+                    .collect(),
+            }),
+            _buffer: PhantomData,
+        }
+    }
+
+    /// The loan, to register where writers find it.
+    pub fn lent(&self) -> &Arc<LentOutput> {
+        &self.lent
+    }
+
+    /// Makes sure chunk `c` holds its result: written by someone already,
+    /// or now by this rank from `result` (called only when needed).
+    pub fn complete(&self, c: usize, result: impl FnOnce() -> Segment) {
+        if self.lent.settle_chunk(c) == DONE {
+            return;
+        }
+        self.lent.write(c, result().bytes());
+        let state = self.lent.settle_chunk(c);
+        debug_assert_eq!(state, DONE);
+    }
+}
+
+impl Drop for LendingOutput<'_> {
+    fn drop(&mut self) {
+        for (c, state) in self.lent.states.iter().enumerate() {
+            if state
+                .compare_exchange(EMPTY, CLOSED, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+            {
+                self.lent.settle_chunk(c);
+            }
+        }
+        // The buffer is the owner's again (loom checks no write is left).
+        #[cfg(loom)]
+        for cell in self.lent.cells.iter() {
+            cell.with_mut(|_| ());
         }
     }
 }
