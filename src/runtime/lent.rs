@@ -218,13 +218,19 @@ impl Drop for Lending<'_> {
         // borrow of the buffer ends.
         let mut spins = 0u32;
         while lent.state.load(Ordering::Acquire) != REVOKED {
-            if spins < 64 {
-                spin_loop();
-                spins += 1;
-            } else {
-                thread::yield_now();
-            }
+            back_off(&mut spins);
         }
+    }
+}
+
+/// One turn of waiting for another thread's copy (microseconds at most):
+/// spin briefly, then yield (the copier may be waiting for this core).
+fn back_off(spins: &mut u32) {
+    if *spins < 64 {
+        spin_loop();
+        *spins += 1;
+    } else {
+        thread::yield_now();
     }
 }
 
@@ -309,14 +315,7 @@ impl LentOutput {
         let mut spins = 0u32;
         loop {
             match self.states[c].load(Ordering::Acquire) {
-                WRITING => {
-                    if spins < 64 {
-                        spin_loop();
-                        spins += 1;
-                    } else {
-                        thread::yield_now();
-                    }
-                }
+                WRITING => back_off(&mut spins),
                 s => return s,
             }
         }
