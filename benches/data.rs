@@ -15,6 +15,14 @@
 //! - `bcast/floor`: the same team's threads, P - 1 of them each copying the
 //!   root's N bytes from one shared buffer into their own, in parallel: what
 //!   any broadcast among threads must at least do.
+//! - `bcast/handoff`: a minimal broadcast through shared memory, with no
+//!   fault tolerance and no protocol: the root copies its buffer into one
+//!   of two shared buffers and publishes a counter, the others wait for it
+//!   and copy out (the root reuses a buffer once its readers of two calls
+//!   ago are done). Unlike `bcast/floor`, whose source never changes and so
+//!   stays in every core's cache, the value is written anew at every call,
+//!   as a broadcast's is: what the copies cost when they must move between
+//!   cores.
 //! - `allreduce/f=0`, `allreduce/f=1`: `all_reduce_into(&x[..], &mut y[..],
 //!   sum)`.
 //! - `allreduce/floor`: every rank copying its own N-byte input into its own
@@ -27,6 +35,8 @@
 mod lineup;
 use lineup::YieldBarrier;
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
@@ -41,12 +51,74 @@ const RANKS: [u32; 2] = [2, 8];
 const WARM: usize = 4;
 
 /// What a rank does in one timed call, given its rank, its input and its
-/// output (both `n` values), and the shared root buffer for the floors.
-type Call = dyn Fn(&mut Comm<'_>, &[f64], &mut [f64], &[f64]) + Sync;
+/// output (both `n` values), and what the floors share.
+type Call = dyn Fn(&mut Comm<'_>, &[f64], &mut [f64], &Floors) + Sync;
+
+/// What the floors of one sample share: the root buffer that
+/// `bcast/floor` copies, and `bcast/handoff`'s state.
+struct Floors {
+    root: Vec<f64>,
+    handoff: Handoff,
+}
+
+/// `bcast/handoff`: a broadcast from rank 0 through two shared buffers.
+struct Handoff {
+    buffers: [RwLock<Vec<f64>>; 2],
+    /// Calls whose value the root has published.
+    published: AtomicU64,
+    /// Copies out the receivers have finished, over all calls.
+    copied: AtomicU64,
+    /// Each rank's calls so far (only that rank touches its own).
+    calls: Vec<AtomicU64>,
+}
+
+impl Handoff {
+    fn new(ranks: usize, n: usize) -> Self {
+        Handoff {
+            buffers: [RwLock::new(vec![0.0; n]), RwLock::new(vec![0.0; n])],
+            published: AtomicU64::new(0),
+            copied: AtomicU64::new(0),
+            calls: (0..ranks).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    fn call(&self, me: usize, mine: &[f64], out: &mut [f64]) {
+        let k = self.calls[me].fetch_add(1, Ordering::Relaxed) + 1;
+        let buffer = &self.buffers[(k % 2) as usize];
+        if me == 0 {
+            // The buffer's readers are those of call k - 2 (the lock keeps
+            // a straggler safe; the count keeps the root from racing ahead).
+            let receivers = self.calls.len() as u64 - 1;
+            wait_until(|| self.copied.load(Ordering::Acquire) >= k.saturating_sub(2) * receivers);
+            buffer.write().unwrap().copy_from_slice(mine);
+            self.published.store(k, Ordering::Release);
+        } else {
+            wait_until(|| self.published.load(Ordering::Acquire) >= k);
+            out.copy_from_slice(&buffer.read().unwrap());
+            self.copied.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// Spins briefly, then yields (ranks share cores), until `done`.
+fn wait_until(done: impl Fn() -> bool) {
+    let mut spins = 0u32;
+    while !done() {
+        if spins < 64 {
+            std::hint::spin_loop();
+            spins += 1;
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
 
 /// One sample: the slowest rank's loop of `iters` calls of `call`.
 fn sample(team: &Team, n: usize, iters: u64, call: &Call) -> Duration {
-    let root: Vec<f64> = (0..n).map(|i| i as f64).collect();
+    let floors = Floors {
+        root: (0..n).map(|i| i as f64).collect(),
+        handoff: Handoff::new(team.ranks() as usize, n),
+    };
     let barrier = YieldBarrier::new(team.ranks() as usize);
     let report = team.run(|comm| {
         let input: Vec<f64> = vec![comm.rank() as f64 + 1.0; n];
@@ -55,12 +127,12 @@ fn sample(team: &Team, n: usize, iters: u64, call: &Call) -> Duration {
         // value is held until later operations retire the cores that keep
         // it, so the pool fills over a few calls).
         for _ in 0..WARM {
-            call(comm, &input, &mut output, &root);
+            call(comm, &input, &mut output, &floors);
         }
         barrier.wait();
         let started = Instant::now();
         for _ in 0..iters {
-            call(comm, &input, &mut output, &root);
+            call(comm, &input, &mut output, &floors);
         }
         let took = started.elapsed();
         (took, output.first().copied())
@@ -114,7 +186,8 @@ fn main() {
                 "bcast/checked",
                 &teams[1],
                 bytes,
-                &|comm, _, out, root| {
+                &|comm, _, out, floors| {
+                    let root = &floors.root;
                     // The root's buffer holds the root's data from the
                     // untimed first call on (a broadcast leaves it alone).
                     if comm.rank() == 0 && out.last() != root.last() {
@@ -129,10 +202,21 @@ fn main() {
                 "bcast/floor",
                 &teams[1],
                 bytes,
-                &|comm, _, out, root| {
+                &|comm, _, out, floors| {
                     if comm.rank() != 0 {
-                        out.copy_from_slice(std::hint::black_box(root));
+                        out.copy_from_slice(std::hint::black_box(&floors.root));
                     }
+                },
+            );
+            bench(
+                &mut group,
+                "bcast/handoff",
+                &teams[1],
+                bytes,
+                &|comm, input, out, floors| {
+                    floors.handoff.call(comm.rank() as usize, input, out);
+                    // Rank 0's input is all ones.
+                    assert!(comm.rank() == 0 || out.last().map_or(true, |&x| x == 1.0));
                 },
             );
             for (f, team) in teams.iter().enumerate() {

@@ -99,33 +99,36 @@ impl SegmentPool {
     /// The pool forgets it until `fill` puts a clone back.
     fn take(&self, lines: usize) -> Arc<Vec<Line>> {
         let mut blocks = self.lock();
-        // Free: the pool's clone is the only one. `Arc::get_mut` decides,
-        // with the ordering that makes the last holder's reads happen
-        // before our writes.
+        // Free: the pool's clone is the only one. A count of one is stable
+        // under the lock (only the pool could clone it), and `fill`'s
+        // `Arc::get_mut` on the block taken orders the last holder's reads
+        // before our writes. The count is read only for blocks that would
+        // fit better: a large allreduce pools hundreds of chunk results,
+        // and `Arc::get_mut` on each (two read-modify-writes) was 8 % of it.
         // Best fit: the smallest free block that fits (a chunk must not
         // take a whole vector's block), else the largest free one, to grow.
         let mut free: Option<(usize, usize)> = None;
-        for (i, b) in blocks.iter_mut().enumerate() {
-            if Arc::get_mut(b).is_none() {
-                continue;
-            }
+        for (i, b) in blocks.iter().enumerate() {
             let cap = b.capacity();
             let better = match free {
                 None => true,
                 Some((_, best)) if best >= lines => cap >= lines && cap < best,
                 Some((_, best)) => cap > best,
             };
-            if better {
-                free = Some((i, cap));
-                if cap == lines {
-                    break;
-                }
+            if !better || Arc::strong_count(b) != 1 {
+                continue;
+            }
+            free = Some((i, cap));
+            if cap == lines {
+                break;
             }
         }
         let free = free.map(|(i, _)| i);
         match free {
             Some(i) => {
-                let block = blocks.swap_remove(i);
+                // In order: the oldest blocks, the likeliest free, stay in
+                // front (a swap would bring a held one there).
+                let block = blocks.remove(i);
                 if block.capacity() < lines {
                     self.allocations.fetch_add(1, Ordering::Relaxed);
                 }
