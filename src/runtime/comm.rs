@@ -304,13 +304,12 @@ impl<'t> Comm<'t> {
     {
         op.check()?;
         let pool = &self.shared.segments;
-        // Beyond a message slot, the protocol agrees on the inputs, and
-        // then every rank reduces its share of the chunks
-        // ([`crate::runtime::lazy`]).
-        // The input is read where it is, lent for this call
-        // ([`crate::runtime::lent`]): its drop, on every way out of the
-        // call, revokes the loan (copying the input first, unless this rank
-        // completed the reduction).
+        // From `LAZY_MIN_BYTES` the protocol agrees on the inputs, and then
+        // every rank reduces its share of the chunks
+        // ([`crate::runtime::lazy`]), reading the input where it is, lent
+        // for this call ([`crate::runtime::lent`]): the loan's drop, on
+        // every way out of the call, revokes it (copying the input first,
+        // unless this rank completed the reduction).
         let bytes: &[u8] = bytemuck::cast_slice(send.items());
         let mut lending = (bytes.len() >= LAZY_MIN_BYTES).then(|| Lending::new(bytes, pool));
         let input = match &lending {

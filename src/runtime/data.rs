@@ -203,7 +203,6 @@ impl Data {
     /// [`Data::decode_into`] for a reduction's result: a lazy sum is
     /// reduced first, with `reduce`, together with every rank that got it
     /// (`me` is this rank, whose `out` the others may write chunks into).
-    #[allow(clippy::too_many_arguments)]
     pub fn reduce_into<T: Pod>(
         &self,
         me: Rank,

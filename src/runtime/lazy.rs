@@ -12,10 +12,11 @@
 //! computed, so every element is the reduction over that one set. Inputs
 //! are read where their ranks lent them ([`crate::runtime::lent`]), and from
 //! a copy once a rank left its call without completing the reduction, so
-//! they outlive a rank that fails after contributing. No rank waits on another's chunk for good: a chunk claimed
-//! but not being computed is computed by whoever needs it (the result of a
-//! chunk does not depend on who computes it: the inputs are folded in the
-//! list's order), and a chunk being computed is waited for, not done twice.
+//! they outlive a rank that fails after contributing. No rank waits on
+//! another's chunk for good: a chunk claimed but not being computed is
+//! computed by whoever needs it (the result of a chunk does not depend on
+//! who computes it: the inputs are folded in the list's order), and a chunk
+//! being computed is waited for, not done twice.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -125,9 +126,10 @@ impl LazySum {
     }
 
     /// Computes the reduction with `op` into `out` (exactly [`len`] bytes of
-    /// `T`), sharing the work with every other rank that calls this on the
-    /// same value: each claims chunks in turn and publishes them, then
-    /// copies every chunk into its own `out`. A chunk another rank is still
+    /// `T`), sharing the work with every other rank `me` that calls this on
+    /// the same value: `out` is lent on the board while this runs, each rank
+    /// claims chunks in turn, publishes them and pushes them into every lent
+    /// output, then copies into its own `out` the chunks nobody pushed. A chunk another rank is still
     /// computing is waited for (parked, not spun); one whose rank claimed it
     /// but has not started, or whose computation panicked, is computed here.
     /// So a rank that fails or stalls costs the others at most one chunk's
@@ -179,8 +181,11 @@ impl LazySum {
         let chunk = |c: usize| board.done[c].get_or_init(|| self.compute(range(c), op, pool));
         // Lend `out`: whoever computes a chunk from now on writes it here.
         let lending = LendingOutput::new(out, board.chunk);
-        if let Ok(i) = self.terms.binary_search_by_key(&me, |t| t.rank) {
-            let _ = board.outputs[i].set(Arc::clone(lending.lent()));
+        // (A rank not among the inputs, or a slot taken, gets no pushes and
+        // copies every chunk itself.)
+        let slot = self.terms.binary_search_by_key(&me, |t| t.rank).ok();
+        if let Some(slot) = slot.and_then(|i| board.outputs.get(i)) {
+            let _ = slot.set(Arc::clone(lending.lent()));
         }
         // Claim and compute until every chunk is claimed, pushing each
         // result into every lent output while it is in this core's cache.
