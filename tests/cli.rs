@@ -316,4 +316,16 @@ fn soak_checks_every_result_and_refuses_nothing_to_do() {
     assert_eq!(v["ops"], 300, "{v}");
     assert_eq!(v["clean"], true, "{v}");
     refused("soak --ops 0", "--ops 0 is out of range");
+    // Vectors whose allreduces reduce by chunks over lent buffers.
+    let out = corrected("soak --ranks 6 --f 1 --ops 200 --episode 100 --elements 40000 --json");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        (v["torn"].clone(), v["clean"].clone()),
+        (0.into(), true.into()),
+        "{v}"
+    );
+    refused("soak --elements 0", "--elements 0 is out of range");
+    refused("soak --elements 1000000000", "more than 4 GiB");
 }

@@ -1,6 +1,9 @@
 //! `corrected soak`: a long random mix of broadcasts, reduces, allreduces and
 //! barriers on threads, with random kills, deaths after sends, hangs, panics
-//! and short stalls, every result checked (issue 12).
+//! and short stalls, every result checked (issue 12). With `--elements N`
+//! broadcasts, reduces and allreduces carry vectors of N words (from 32 Ki
+//! words on, an allreduce is reduced by chunks over lent buffers, issue
+//! 14), and every element must agree on the contributions.
 //!
 //! The run is split into episodes: each is one `Team::run` with its own
 //! fault plan (at most f faulty ranks, so every guarantee holds), its own
@@ -14,7 +17,10 @@
 //! * false suspicions: ranks declared failed that had no fault (a stall is
 //!   shorter than the failure timeout, so a stalled rank counts too);
 //! * hangs: calls that timed out or took longer than the failure timeout
-//!   three times over.
+//!   three times over;
+//! * torn: a vector whose elements disagree on the contributions (element
+//!   i of a rank's input is its value times 2i + 1, an odd factor, so each
+//!   element of a sum gives back the sum of its contributors' values).
 //!
 //! All of these must be 0; the command exits 1 otherwise. Expected losses
 //! (a broadcast or reduce whose root failed) are counted apart.
@@ -59,6 +65,11 @@ pub struct SoakArgs {
     /// the episode a failing soak names (`--from-episode 920 --ops 500`).
     #[arg(long, default_value_t = 0)]
     from_episode: u64,
+    /// Words (u64) per value of broadcasts, reduces and allreduces: 1 is a
+    /// single value; 32768 (256 KiB) or more makes every allreduce a
+    /// chunked reduction over lent buffers.
+    #[arg(long, default_value_t = 1)]
+    elements: usize,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -120,9 +131,30 @@ fn kind(seed: u64, episode: u64, op: u32, ranks: u32) -> Kind {
     }
 }
 
-/// What one call gave: its result (a value where the collective gives one)
-/// and how long it took.
-type Call = (Result<Option<u64>, Error>, Duration);
+/// What one call gave: its result (a value where the collective gives one:
+/// element 0 of a vector, with its factor taken out), how long it took, and
+/// whether the vector's elements disagreed.
+type Call = (Result<Option<u64>, Error>, Duration, bool);
+
+/// Element `i` of a vector whose value is `v`.
+fn element(v: u64, i: usize) -> u64 {
+    v.wrapping_mul(2 * i as u64 + 1)
+}
+
+/// The value of a vector, if all of its elements agree on it.
+fn value_of(vector: &[u64]) -> Option<u64> {
+    let v = *vector.first()?;
+    let inverse = |a: u64| {
+        (0..6).fold(a, |x, _| {
+            x.wrapping_mul(2u64.wrapping_sub(a.wrapping_mul(x)))
+        })
+    };
+    vector
+        .iter()
+        .enumerate()
+        .all(|(i, &x)| x.wrapping_mul(inverse(2 * i as u64 + 1)) == v)
+        .then_some(v)
+}
 
 /// The soak's counters.
 #[derive(Debug, Default)]
@@ -135,6 +167,7 @@ struct Tally {
     wrong: u64,
     false_suspicions: u64,
     hangs: u64,
+    torn: u64,
     unexpected: u64,
     root_failed: u64,
     faults: u64,
@@ -154,6 +187,7 @@ impl Tally {
             + self.wrong
             + self.false_suspicions
             + self.hangs
+            + self.torn
             + self.unexpected
             == 0
     }
@@ -163,6 +197,16 @@ impl Tally {
 pub fn run(args: SoakArgs) -> Result<ExitCode, CliError> {
     at_least_one("--ops", args.ops)?;
     at_least_one("--episode", args.episode.into())?;
+    at_least_one("--elements", args.elements as u64)?;
+    // Every rank holds an input and an output vector.
+    if (args.elements as u128) * (args.ranks as u128) * 16 > 4 << 30 {
+        return Err(out_of_range(
+            "--elements",
+            args.elements,
+            "the ranks' vectors would take more than 4 GiB",
+            "pass fewer --elements or --ranks",
+        ));
+    }
     if args.ranks < 2 {
         return Err(out_of_range(
             "--ranks",
@@ -275,23 +319,31 @@ fn soak_episode(
                 std::panic::panic_any(PANIC_MARK);
             }
             let mine = input(seed, episode, me, op);
-            let mut out = 0u64;
+            let n = args.elements;
+            let local: Vec<u64> = (0..n).map(|i| element(mine, i)).collect();
+            let mut out = vec![0u64; n];
             let t = Instant::now();
             let got = match kind(seed, episode, op, ranks) {
                 Kind::Bcast(root) => {
-                    out = if me == root { mine } else { 0 };
-                    comm.broadcast_into(root, &mut out).map(|()| Some(out))
+                    if me == root {
+                        out.copy_from_slice(&local);
+                    }
+                    comm.broadcast_into(root, &mut out[..]).map(|()| true)
                 }
                 Kind::Reduce(root) => comm
-                    .reduce_into(root, &mine, &mut out, wrapping_add)
-                    .map(|()| (me == root).then_some(out)),
+                    .reduce_into(root, &local[..], &mut out[..], wrapping_add)
+                    .map(|()| me == root),
                 Kind::Allreduce => comm
-                    .all_reduce_into(&mine, &mut out, wrapping_add)
-                    .map(|()| Some(out)),
-                Kind::Barrier => comm.barrier().map(|()| None),
+                    .all_reduce_into(&local[..], &mut out[..], wrapping_add)
+                    .map(|()| true),
+                Kind::Barrier => comm.barrier().map(|()| false),
             };
+            let took = t.elapsed();
+            let value = value_of(&out);
+            let torn = matches!(got, Ok(true)) && value.is_none();
+            let got = got.map(|has| has.then(|| value.unwrap_or(out[0])));
             let stop = matches!(got, Err(Error::Failed(_) | Error::Hung(_)));
-            calls.push((got, t.elapsed()));
+            calls.push((got, took, torn));
             if stop {
                 break;
             }
@@ -316,7 +368,7 @@ fn soak_episode(
             RankOutcome::Returned(calls) if !planned => {
                 if let Some(op) = calls
                     .iter()
-                    .position(|(g, _)| matches!(g, Err(Error::Failed(_))))
+                    .position(|(g, _, _)| matches!(g, Err(Error::Failed(_))))
                 {
                     gone[r] = Some((op as u32, true));
                 }
@@ -379,7 +431,7 @@ fn check_op(
         .collect();
     let mut agreed: Option<u64> = None;
     for r in (0..ranks).filter(|&r| live(r)) {
-        let Some((got, took)) = outcomes[r as usize]
+        let Some((got, took, torn)) = outcomes[r as usize]
             .returned()
             .and_then(|calls| calls.get(op as usize))
         else {
@@ -390,6 +442,14 @@ fn check_op(
         if *took > hang_bound || matches!(got, Err(Error::Timeout { .. })) {
             tally.hangs += 1;
             tally.problem(format!("{}: {got:?} after {took:?}", what()));
+            continue;
+        }
+        if *torn {
+            tally.torn += 1;
+            tally.problem(format!(
+                "{}: elements disagree on the contributions",
+                what()
+            ));
             continue;
         }
         let root_live = match kind {
@@ -488,9 +548,9 @@ fn report(args: &SoakArgs, t: &mut Tally, took: Duration) {
     );
     if args.json {
         crate::out!(
-            "{{\"ranks\":{},\"f\":{},\"ops\":{},\"calls\":{},\"faults\":{},\"seconds\":{:.3},\"lost\":{},\"duplicated\":{},\"stale\":{},\"wrong\":{},\"false_suspicions\":{},\"hangs\":{},\"unexpected\":{},\"root_failed\":{},\"latency_us\":{{\"p50\":{p50:.1},\"p99\":{p99:.1},\"max\":{max:.1}}},\"clean\":{}}}",
+            "{{\"ranks\":{},\"f\":{},\"ops\":{},\"calls\":{},\"faults\":{},\"seconds\":{:.3},\"lost\":{},\"duplicated\":{},\"stale\":{},\"wrong\":{},\"false_suspicions\":{},\"hangs\":{},\"torn\":{},\"unexpected\":{},\"root_failed\":{},\"latency_us\":{{\"p50\":{p50:.1},\"p99\":{p99:.1},\"max\":{max:.1}}},\"clean\":{}}}",
             args.ranks, args.f, t.ops, t.calls, t.faults, took.as_secs_f64(), t.lost, t.duplicated,
-            t.stale, t.wrong, t.false_suspicions, t.hangs, t.unexpected, t.root_failed, t.clean()
+            t.stale, t.wrong, t.false_suspicions, t.hangs, t.torn, t.unexpected, t.root_failed, t.clean()
         );
     } else {
         crate::out!(
@@ -503,8 +563,8 @@ fn report(args: &SoakArgs, t: &mut Tally, took: Duration) {
             took.as_secs_f64()
         );
         crate::out!(
-            "lost: {}, duplicated: {}, stale: {}, wrong: {}, false suspicions: {}, hangs: {}, unexpected: {}",
-            t.lost, t.duplicated, t.stale, t.wrong, t.false_suspicions, t.hangs, t.unexpected
+            "lost: {}, duplicated: {}, stale: {}, wrong: {}, false suspicions: {}, hangs: {}, torn: {}, unexpected: {}",
+            t.lost, t.duplicated, t.stale, t.wrong, t.false_suspicions, t.hangs, t.torn, t.unexpected
         );
         crate::out!("expected losses (root failed): {}", t.root_failed);
         crate::out!("latency per call: p50 {p50:.1} µs, p99 {p99:.1} µs, max {max:.1} µs");
