@@ -28,6 +28,12 @@
 //! - `allreduce/floor`: every rank copying its own N-byte input into its own
 //!   output, in parallel: reading the P inputs and writing the P outputs at
 //!   the machine's copy bandwidth, what any allreduce must at least do.
+//! - `allreduce/handoff`: the chunked reduction of `allreduce/f=*` with no
+//!   protocol and no fault tolerance: every rank waits for all to enter
+//!   the call, reduces every P-th 64 KiB chunk of all the inputs into a
+//!   shared chunk buffer, waits for all chunks, and copies them all out.
+//!   Unlike the floor it moves every input and every result between cores,
+//!   as any allreduce must.
 //!
 //! Bandwidth (printed by criterion as throughput) is N bytes per call.
 
@@ -58,7 +64,86 @@ type Call = dyn Fn(&mut Comm<'_>, &[f64], &mut [f64], &Floors) + Sync;
 /// `bcast/floor` copies, and `bcast/handoff`'s state.
 struct Floors {
     root: Vec<f64>,
-    handoff: Handoff,
+    ranks: usize,
+    /// Made by the first (untimed) call that needs them.
+    handoff: std::sync::OnceLock<Handoff>,
+    reduce: std::sync::OnceLock<ReduceHandoff>,
+}
+
+impl Floors {
+    fn handoff(&self) -> &Handoff {
+        self.handoff
+            .get_or_init(|| Handoff::new(self.ranks, self.root.len()))
+    }
+
+    fn reduce(&self) -> &ReduceHandoff {
+        self.reduce
+            .get_or_init(|| ReduceHandoff::new(self.ranks, self.root.len()))
+    }
+}
+
+/// `allreduce/handoff`: the chunked reduction through shared buffers.
+struct ReduceHandoff {
+    /// Each rank's input (rank r's is all r + 1, as in the bench's calls).
+    inputs: Vec<RwLock<Vec<f64>>>,
+    /// The chunks of the result, for odd and even calls.
+    chunks: [Vec<RwLock<Vec<f64>>>; 2],
+    /// Arrivals in calls, over all calls.
+    arrived: AtomicU64,
+    /// Chunks reduced, over all calls.
+    reduced: AtomicU64,
+    /// Each rank's calls so far.
+    calls: Vec<AtomicU64>,
+}
+
+/// Elements per chunk of `allreduce/handoff` (64 KiB, as `runtime::lazy`).
+const HANDOFF_CHUNK: usize = 8192;
+
+impl ReduceHandoff {
+    fn new(ranks: usize, n: usize) -> Self {
+        let chunks = || {
+            (0..n.div_ceil(HANDOFF_CHUNK))
+                .map(|c| RwLock::new(vec![0.0; HANDOFF_CHUNK.min(n - c * HANDOFF_CHUNK)]))
+                .collect()
+        };
+        ReduceHandoff {
+            inputs: (0..ranks)
+                .map(|r| RwLock::new(vec![r as f64 + 1.0; n]))
+                .collect(),
+            chunks: [chunks(), chunks()],
+            arrived: AtomicU64::new(0),
+            reduced: AtomicU64::new(0),
+            calls: (0..ranks).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    fn call(&self, me: usize, out: &mut [f64]) {
+        let ranks = self.calls.len() as u64;
+        let k = self.calls[me].fetch_add(1, Ordering::Relaxed) + 1;
+        // Everyone in call k: everyone is done with call k - 2's chunks.
+        self.arrived.fetch_add(1, Ordering::AcqRel);
+        wait_until(|| self.arrived.load(Ordering::Acquire) >= k * ranks);
+        let chunks = &self.chunks[(k % 2) as usize];
+        for (c, chunk) in chunks.iter().enumerate().skip(me).step_by(ranks as usize) {
+            let mut acc = chunk.write().unwrap();
+            let start = c * HANDOFF_CHUNK;
+            let range = start..start + acc.len();
+            acc.copy_from_slice(&self.inputs[0].read().unwrap()[range.clone()]);
+            for input in &self.inputs[1..] {
+                let input = input.read().unwrap();
+                acc.iter_mut()
+                    .zip(&input[range.clone()])
+                    .for_each(|(a, x)| *a += x);
+            }
+            drop(acc);
+            self.reduced.fetch_add(1, Ordering::AcqRel);
+        }
+        wait_until(|| self.reduced.load(Ordering::Acquire) >= k * chunks.len() as u64);
+        for (c, chunk) in chunks.iter().enumerate() {
+            let chunk = chunk.read().unwrap();
+            out[c * HANDOFF_CHUNK..][..chunk.len()].copy_from_slice(&chunk);
+        }
+    }
 }
 
 /// `bcast/handoff`: a broadcast from rank 0 through two shared buffers.
@@ -117,7 +202,9 @@ fn wait_until(done: impl Fn() -> bool) {
 fn sample(team: &Team, n: usize, iters: u64, call: &Call) -> Duration {
     let floors = Floors {
         root: (0..n).map(|i| i as f64).collect(),
-        handoff: Handoff::new(team.ranks() as usize, n),
+        ranks: team.ranks() as usize,
+        handoff: std::sync::OnceLock::new(),
+        reduce: std::sync::OnceLock::new(),
     };
     let barrier = YieldBarrier::new(team.ranks() as usize);
     let report = team.run(|comm| {
@@ -214,7 +301,7 @@ fn main() {
                 &teams[1],
                 bytes,
                 &|comm, input, out, floors| {
-                    floors.handoff.call(comm.rank() as usize, input, out);
+                    floors.handoff().call(comm.rank() as usize, input, out);
                     // Rank 0's input is all ones.
                     assert!(comm.rank() == 0 || out.last().map_or(true, |&x| x == 1.0));
                 },
@@ -240,6 +327,16 @@ fn main() {
                 bytes,
                 &|_, input, out, _| {
                     out.copy_from_slice(std::hint::black_box(input));
+                },
+            );
+            bench(
+                &mut group,
+                "allreduce/handoff",
+                &teams[1],
+                bytes,
+                &move |comm, _, out, floors| {
+                    floors.reduce().call(comm.rank() as usize, out);
+                    assert_eq!(out.first().copied().unwrap_or(sum), sum);
                 },
             );
             group.finish();
