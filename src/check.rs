@@ -55,6 +55,40 @@ pub fn includes_exactly(value: u64, death: &[Tick]) -> bool {
     })
 }
 
+/// Element `i` of a vector that carries `value`: `value * (2i + 1)`,
+/// wrapping. The factor is odd, so invertible modulo 2^64: element by
+/// element, a sum of such vectors is the vector of the sum of their values
+/// ([`value_of_vector`] takes it back out), so checking a vector's result
+/// is checking one value, and elements that disagree on the contributions
+/// show.
+pub fn vector_element(value: u64, i: usize) -> u64 {
+    value.wrapping_mul(2 * i as u64 + 1)
+}
+
+/// The value element `i` of a vector carries (the inverse of
+/// [`vector_element`]).
+pub fn element_value(element: u64, i: usize) -> u64 {
+    // The inverse of an odd a modulo 2^64 by Newton's iteration: each step
+    // doubles the correct low bits (a is its own inverse modulo 8).
+    let a = 2 * i as u64 + 1;
+    let inverse = (0..6).fold(a, |x, _| {
+        x.wrapping_mul(2u64.wrapping_sub(a.wrapping_mul(x)))
+    });
+    element.wrapping_mul(inverse)
+}
+
+/// The value a vector of [`vector_element`]s carries, if every element
+/// carries the same (a vector whose chunks were reduced over different
+/// contributions does not); `None` for an empty vector too.
+pub fn value_of_vector(vector: &[u64]) -> Option<u64> {
+    let v = *vector.first()?;
+    vector
+        .iter()
+        .enumerate()
+        .all(|(i, &x)| element_value(x, i) == v)
+        .then_some(v)
+}
+
 /// True when every value is the same (and there is at least one): the
 /// agreement of allreduce (Section 5.1) over the live ranks' results.
 pub fn agree<'a>(values: impl IntoIterator<Item = &'a u64>) -> bool {
@@ -68,6 +102,19 @@ pub fn agree<'a>(values: impl IntoIterator<Item = &'a u64>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vectors_carry_their_sum_in_every_element_and_a_torn_one_shows() {
+        let (a, b) = (input_of(1), input_of(2));
+        let sum: Vec<u64> = (0..1000)
+            .map(|i| vector_element(a, i).wrapping_add(vector_element(b, i)))
+            .collect();
+        assert_eq!(value_of_vector(&sum), Some(a.wrapping_add(b)));
+        let mut torn = sum.clone();
+        torn[999] = torn[999].wrapping_sub(vector_element(b, 999));
+        assert_eq!(value_of_vector(&torn), None);
+        assert_eq!(value_of_vector(&[]), None);
+    }
 
     #[test]
     fn inclusion_accepts_exactly_the_live_plus_a_subset_of_the_dying() {

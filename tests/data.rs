@@ -13,7 +13,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use corrected::check::{includes_exactly, input_of};
+use corrected::check::{element_value, includes_exactly, input_of, vector_element};
 use corrected::prelude::*;
 use corrected::runtime::{Fault, TeamReport};
 use corrected::types::Tick;
@@ -185,22 +185,13 @@ fn every_length_of_f64_u8_and_a_user_struct_reaches_every_rank_alike() {
     }
 }
 
-/// `a^-1 mod 2^64` for odd `a` (Newton's iteration).
-fn inverse(a: u64) -> u64 {
-    let mut x = a;
-    for _ in 0..6 {
-        x = x.wrapping_mul(2u64.wrapping_sub(a.wrapping_mul(x)));
-    }
-    x
-}
-
 fn element(rank: u32, i: usize) -> u64 {
-    input_of(rank).wrapping_mul(2 * i as u64 + 1)
+    vector_element(input_of(rank), i)
 }
 
 /// The sum of inputs element `i` of a result includes.
 fn included(v: u64, i: usize) -> u64 {
-    v.wrapping_mul(inverse(2 * i as u64 + 1))
+    element_value(v, i)
 }
 
 fn wrapping_sum(a: &u64, b: &u64) -> u64 {

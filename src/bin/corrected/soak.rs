@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
+use corrected::check::{value_of_vector, vector_element};
 use corrected::runtime::{Fault, FaultSchedule, RankOutcome, Team};
 use corrected::types::Rank;
 use corrected::Error;
@@ -135,26 +136,6 @@ fn kind(seed: u64, episode: u64, op: u32, ranks: u32) -> Kind {
 /// element 0 of a vector, with its factor taken out), how long it took, and
 /// whether the vector's elements disagreed.
 type Call = (Result<Option<u64>, Error>, Duration, bool);
-
-/// Element `i` of a vector whose value is `v`.
-fn element(v: u64, i: usize) -> u64 {
-    v.wrapping_mul(2 * i as u64 + 1)
-}
-
-/// The value of a vector, if all of its elements agree on it.
-fn value_of(vector: &[u64]) -> Option<u64> {
-    let v = *vector.first()?;
-    let inverse = |a: u64| {
-        (0..6).fold(a, |x, _| {
-            x.wrapping_mul(2u64.wrapping_sub(a.wrapping_mul(x)))
-        })
-    };
-    vector
-        .iter()
-        .enumerate()
-        .all(|(i, &x)| x.wrapping_mul(inverse(2 * i as u64 + 1)) == v)
-        .then_some(v)
-}
 
 /// The soak's counters.
 #[derive(Debug, Default)]
@@ -320,7 +301,7 @@ fn soak_episode(
             }
             let mine = input(seed, episode, me, op);
             let n = args.elements;
-            let local: Vec<u64> = (0..n).map(|i| element(mine, i)).collect();
+            let local: Vec<u64> = (0..n).map(|i| vector_element(mine, i)).collect();
             let mut out = vec![0u64; n];
             let t = Instant::now();
             let got = match kind(seed, episode, op, ranks) {
@@ -339,7 +320,7 @@ fn soak_episode(
                 Kind::Barrier => comm.barrier().map(|()| false),
             };
             let took = t.elapsed();
-            let value = value_of(&out);
+            let value = value_of_vector(&out);
             let torn = matches!(got, Ok(true)) && value.is_none();
             let got = got.map(|has| has.then(|| value.unwrap_or(out[0])));
             let stop = matches!(got, Err(Error::Failed(_) | Error::Hung(_)));
