@@ -82,6 +82,12 @@ pub enum ConfigError {
         /// What is wrong with it.
         why: String,
     },
+    /// An allreduce algorithm could not be parsed.
+    #[error("unknown allreduce algorithm '{spec}' (expected auto, tree or star)")]
+    BadAllreduce {
+        /// The text given.
+        spec: String,
+    },
     /// A failure-information scheme of reduce could not be parsed.
     #[error("unknown failure information '{spec}' (expected list, count or bit)")]
     BadFailureScheme {
@@ -322,6 +328,7 @@ mod tests {
                 why: s(),
             },
             ConfigError::BadFailureScheme { spec: s() },
+            ConfigError::BadAllreduce { spec: s() },
             ConfigError::FaultBudget { f: 4, procs: 4 },
             ConfigError::PlanSizes {
                 reduce: 2,

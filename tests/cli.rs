@@ -299,7 +299,8 @@ fn run_draws_a_progress_line_on_a_terminal_only() {
 #[test]
 fn run_beyond_the_budget_reports_it_and_exits_3() {
     // Finding 1 of issue 12: it took 10 s and exited 0 with "violations: 0".
-    let (code, v, stderr) = run_json("--ranks 8 --op allreduce --f 1 --kill 4,5 --iters 3");
+    let (code, v, stderr) =
+        run_json("--ranks 8 --op allreduce --allreduce tree --f 1 --kill 4,5 --iters 3");
     assert_eq!(code, Some(3), "{stderr}");
     assert!(stderr.contains("more than f=1 ranks failed"), "{stderr}");
     assert_eq!(v["missing_by_error"]["too_many_failures"], 18, "{v}");

@@ -14,6 +14,7 @@
 
 use std::time::{Duration, Instant};
 
+use corrected::protocol::allreduce::AllreduceAlgorithm;
 use corrected::runtime::{Fault, FaultSchedule, Team};
 use corrected::sim::engine::NEVER;
 use corrected::sim::reduce::{includes_exactly, input_of};
@@ -76,14 +77,16 @@ struct Case {
     procs: u32,
     f: u32,
     op: Op,
+    /// The allreduce and barrier algorithm (either for the others).
+    algorithm: AllreduceAlgorithm,
     kills: Vec<(Rank, u32)>,
 }
 
 impl Case {
     fn name(&self) -> String {
         format!(
-            "P={} f={} {:?} kills {:?}",
-            self.procs, self.f, self.op, self.kills
+            "P={} f={} {:?} ({}) kills {:?}",
+            self.procs, self.f, self.op, self.algorithm, self.kills
         )
     }
 
@@ -94,6 +97,7 @@ impl Case {
         let team = Team::builder()
             .ranks(self.procs)
             .fault_budget(self.f)
+            .allreduce(self.algorithm)
             .faults(faults)
             .failure_timeout(FAILURE_TIMEOUT)
             .op_timeout(Duration::from_secs(60))
@@ -178,21 +182,30 @@ impl Case {
     }
 }
 
+/// Every case of `op`; allreduce and barrier once with each algorithm
+/// (the tree and the star: the team's default picks one by the cores).
 fn matrix(procs: u32, f: u32, op: Op) -> usize {
+    let algorithms: &[AllreduceAlgorithm] = match op {
+        Op::Allreduce | Op::Barrier => &[AllreduceAlgorithm::Tree, AllreduceAlgorithm::Star],
+        Op::Bcast | Op::Reduce => &[AllreduceAlgorithm::Auto],
+    };
     let mut runs = 0;
     for set in subsets(procs, f + 1) {
         if set.is_empty() || (matches!(op, Op::Bcast) && set.len() as u32 > f + 1) {
             continue;
         }
         for kills in assignments(&set, points(set.len())) {
-            Case {
-                procs,
-                f,
-                op,
-                kills,
+            for &algorithm in algorithms {
+                Case {
+                    procs,
+                    f,
+                    op,
+                    algorithm,
+                    kills: kills.clone(),
+                }
+                .run();
+                runs += 1;
             }
-            .run();
-            runs += 1;
         }
     }
     runs

@@ -23,12 +23,64 @@
 //! exactly once; all deliver the same value; it includes every live rank's
 //! input, and each failed rank's input either everywhere or nowhere.
 
+use std::fmt;
+use std::str::FromStr;
+
 use crate::error::{ConfigError, Error};
-use crate::protocol::bcast::{Bcast, BcastPlan};
+use crate::protocol::bcast::{Bcast, BcastPlan, Correction};
 use crate::protocol::pair::PairAllreduce;
-use crate::protocol::reduce::{Combine, Contribution, Reduce, ReduceOutput, ReducePlan};
+use crate::protocol::reduce::{
+    Combine, Contribution, FailureScheme, Reduce, ReduceOutput, ReducePlan,
+};
 use crate::protocol::{Event, Header, Leave, Msg, Protocol, Transmit};
-use crate::types::{Collective, OpId, Rank, Tick};
+use crate::topology::{Shape, Tree, TreeSpec};
+use crate::types::{Collective, LogP, OpId, Rank, Tick};
+
+/// Which allreduce (and barrier) algorithm a team runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum AllreduceAlgorithm {
+    /// [`Star`](AllreduceAlgorithm::Star) where ranks outnumber the cores
+    /// they run on, [`Tree`](AllreduceAlgorithm::Tree) otherwise. Where
+    /// ranks share cores an operation's time is its total work (every
+    /// message is handled on one of few cores, and every rank must be
+    /// scheduled once), not its critical path; the star sends 2(P - 1)
+    /// messages against the tree's 7P or so (`docs/benchmarks.md`).
+    #[default]
+    Auto,
+    /// Küttler and Härtig, Section 5: up-correction reduce along the
+    /// I(f)-tree, then a corrected-tree broadcast (the pair exchange for a
+    /// team of two with f >= 1). Logarithmic depth: for ranks with cores of
+    /// their own, and the simulator.
+    Tree,
+    /// [`AllreducePlan::star`]: inputs straight to the round's root, the
+    /// result straight back.
+    Star,
+}
+
+impl FromStr for AllreduceAlgorithm {
+    type Err = ConfigError;
+
+    fn from_str(text: &str) -> Result<Self, ConfigError> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(AllreduceAlgorithm::Auto),
+            "tree" => Ok(AllreduceAlgorithm::Tree),
+            "star" => Ok(AllreduceAlgorithm::Star),
+            _ => Err(ConfigError::BadAllreduce {
+                spec: text.to_string(),
+            }),
+        }
+    }
+}
+
+impl fmt::Display for AllreduceAlgorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AllreduceAlgorithm::Auto => "auto",
+            AllreduceAlgorithm::Tree => "tree",
+            AllreduceAlgorithm::Star => "star",
+        })
+    }
+}
 
 /// The reduce and broadcast plans an allreduce uses. The broadcast's
 /// correction must guarantee delivery (checked, checked-sync or delayed).
@@ -55,6 +107,31 @@ impl AllreducePlan {
             });
         }
         Ok(AllreducePlan { reduce, bcast })
+    }
+
+    /// The star allreduce of `procs` ranks: a [star reduce](ReducePlan::star)
+    /// to the round's root, which sends the result straight to every other
+    /// rank, with no correction, and the root retry of Section 5 as in every
+    /// allreduce. A star's root reaches every live rank itself, so the
+    /// broadcast needs no correction to deliver while the root lives; if it
+    /// fails, the next round's root does (a rank that got the result
+    /// contributes it decided). 2(P - 1) messages fault-free and two message
+    /// delays, against Theorem 5's reduce plus a corrected broadcast; the
+    /// root handles 2(P - 1) messages in turn, which pays where ranks share
+    /// cores and total work, not the critical path, sets the time.
+    pub fn star(procs: u32, f: u32, scheme: FailureScheme) -> Result<Self, ConfigError> {
+        let reduce = ReducePlan::star(procs, f, scheme)?;
+        let flat = TreeSpec::interleaved(Shape::KAry(procs.saturating_sub(1).max(2)));
+        let tree = Tree::build(flat, procs, LogP::PAPER)?;
+        Ok(AllreducePlan {
+            reduce,
+            bcast: BcastPlan::new(tree, Correction::None, 0),
+        })
+    }
+
+    /// True for a [star](AllreducePlan::star) allreduce.
+    pub fn is_star(&self) -> bool {
+        self.reduce.is_star()
     }
 
     /// The reduce plan.

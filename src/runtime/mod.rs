@@ -44,6 +44,7 @@ mod transport;
 
 pub use crate::buffer::{Buffer, BufferMut};
 pub use crate::op::{Operation, Reducible, SystemOperation};
+pub use crate::protocol::allreduce::AllreduceAlgorithm;
 pub use comm::Comm;
 pub use faults::{Fault, FaultSchedule};
 pub use packet::Packet;

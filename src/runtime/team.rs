@@ -7,7 +7,7 @@ use crate::driver::OpRecord;
 use crate::error::ConfigError;
 use crate::helping::Loan;
 use crate::mailbox::Mailboxes;
-use crate::protocol::allreduce::AllreducePlan;
+use crate::protocol::allreduce::{AllreduceAlgorithm, AllreducePlan};
 use crate::protocol::bcast::{BcastPlan, Correction};
 use crate::protocol::reduce::{FailureScheme, ReducePlan};
 use crate::protocol::Msg;
@@ -65,6 +65,7 @@ pub struct TeamBuilder {
     correction_pace: Duration,
     lane_capacity: usize,
     helping: Option<bool>,
+    allreduce: AllreduceAlgorithm,
     pub(crate) op_records: bool,
 }
 
@@ -83,6 +84,7 @@ impl Default for TeamBuilder {
             correction_pace: DEFAULT_PACE,
             lane_capacity: 64,
             helping: None,
+            allreduce: AllreduceAlgorithm::Auto,
             op_records: false,
         }
     }
@@ -193,6 +195,18 @@ impl TeamBuilder {
         self
     }
 
+    /// The allreduce (and barrier) algorithm. Default
+    /// [`Auto`](AllreduceAlgorithm::Auto): the star where ranks outnumber
+    /// the available cores, the up-correction tree otherwise. Both give the
+    /// guarantees of Section 5.1 with at most f failures; the star also
+    /// survives more (any number of failed ranks, as long as some root it
+    /// tries lives), where the tree reports
+    /// [`TooManyFailures`](crate::Error::TooManyFailures).
+    pub fn allreduce(mut self, algorithm: AllreduceAlgorithm) -> Self {
+        self.allreduce = algorithm;
+        self
+    }
+
     /// Messages a lane holds before a sender keeps the rest in its outbox.
     pub fn lane_capacity(mut self, capacity: usize) -> Self {
         self.lane_capacity = capacity.max(2);
@@ -263,10 +277,19 @@ impl Plans {
             Correction::Checked
         };
         let pace = config.correction_pace.as_nanos() as Tick;
-        let allreduce = AllreducePlan::new(
-            reduce.clone(),
-            BcastPlan::new(tree.clone(), correction, 0).with_pace(pace),
-        )?;
+        let star = match config.allreduce {
+            AllreduceAlgorithm::Star => true,
+            AllreduceAlgorithm::Tree => false,
+            AllreduceAlgorithm::Auto => ranks as usize > pin::available_cores().len(),
+        };
+        let allreduce = if star {
+            AllreducePlan::star(ranks, f, config.scheme)?
+        } else {
+            AllreducePlan::new(
+                reduce.clone(),
+                BcastPlan::new(tree.clone(), correction, 0).with_pace(pace),
+            )?
+        };
         Ok(Plans {
             bcast: BcastPlan::new(tree, config.correction, 0).with_pace(pace),
             reduce,
@@ -507,6 +530,17 @@ impl Team {
     /// The fault budget f of reduce, allreduce and barrier.
     pub fn fault_budget(&self) -> u32 {
         self.plans.reduce.f()
+    }
+
+    /// The allreduce (and barrier) algorithm the team runs:
+    /// [`Tree`](AllreduceAlgorithm::Tree) or [`Star`](AllreduceAlgorithm::Star),
+    /// with [`Auto`](AllreduceAlgorithm::Auto) resolved.
+    pub fn allreduce_algorithm(&self) -> AllreduceAlgorithm {
+        if self.plans.allreduce.is_star() {
+            AllreduceAlgorithm::Star
+        } else {
+            AllreduceAlgorithm::Tree
+        }
     }
 
     /// Runs `f` on every rank, each on its own scoped thread, and waits for

@@ -10,7 +10,9 @@ use clap::Args;
 use corrected::driver::OpRecord;
 use corrected::protocol::bcast::Correction;
 use corrected::protocol::reduce::FailureScheme;
-use corrected::runtime::{Fault, FaultSchedule, OpStats, Pinning, RankOutcome, Team, TeamReport};
+use corrected::runtime::{
+    AllreduceAlgorithm, Fault, FaultSchedule, OpStats, Pinning, RankOutcome, Team, TeamReport,
+};
 use corrected::sim::engine::NEVER;
 use corrected::sim::reduce::{includes_exactly, input_of};
 use corrected::sim::Stats;
@@ -52,6 +54,11 @@ pub struct RunArgs {
     /// Correction: none, opportunistic:D, optimized:D, relaying:D, forwarding:D, checked, checked-sync or delayed:NANOS (NANOS + (ranks - 1) x --pace-us below --timeout).
     #[arg(long, default_value = "checked")]
     correction: String,
+    /// Allreduce and barrier algorithm: tree (up-correction reduce, then the
+    /// corrected broadcast), star (inputs straight to a root, the result
+    /// straight back), or auto (star where ranks outnumber cores).
+    #[arg(long, default_value = "auto")]
+    allreduce: String,
     /// Ranks dead from the first operation on, comma separated. A rank may
     /// be in one of --kill, --hang, --kill-after-sends and --panic only, and
     /// at least one rank must be in none.
@@ -506,6 +513,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     )?;
     let tree: TreeSpec = args.tree.parse()?;
     let correction: Correction = args.correction.parse()?;
+    let allreduce: AllreduceAlgorithm = args.allreduce.parse()?;
     let scheme: FailureScheme = args.failure_scheme.parse()?;
     check_options(&args)?;
     // The JSON's latency and message counts come from the operation records.
@@ -513,6 +521,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         .op_records(true)
         .tree(tree)
         .correction(correction)
+        .allreduce(allreduce)
         .failure_scheme(scheme)
         .failure_timeout(Duration::from_secs_f64(args.failure_timeout_ms / 1e3))
         .op_timeout(Duration::from_secs_f64(args.timeout))
@@ -612,6 +621,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             "f": (!op.rooted() || op == Op::Reduce).then(|| team.fault_budget()),
             "tree": tree.to_string(),
             "correction": correction.to_string(),
+            "allreduce": matches!(op, Op::Allreduce | Op::Barrier)
+                .then(|| team.allreduce_algorithm().to_string()),
             "bytes": (op != Op::Barrier).then_some(args.bytes),
             "latency_ns": { "p50": lat.p50, "p99": lat.p99, "max": lat.max, "mean": lat.mean },
             "bandwidth_gbs": (op != Op::Barrier).then(|| bandwidth(args.bytes, lat.p50)),
@@ -636,8 +647,16 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         let what = match op {
             Op::Bcast => format!("broadcasts from rank {root}"),
             Op::Reduce => format!("reduces to rank {root}, f={}", team.fault_budget()),
-            Op::Allreduce => format!("allreduces, f={}", team.fault_budget()),
-            Op::Barrier => format!("barriers, f={}", team.fault_budget()),
+            Op::Allreduce => format!(
+                "allreduces ({}), f={}",
+                team.allreduce_algorithm(),
+                team.fault_budget()
+            ),
+            Op::Barrier => format!(
+                "barriers ({}), f={}",
+                team.allreduce_algorithm(),
+                team.fault_budget()
+            ),
         };
         out!(
             "{ranks} ranks, {iters} {what}, tree {tree}, correction {correction}, {:.2} s",

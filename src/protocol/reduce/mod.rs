@@ -25,7 +25,7 @@ pub use op::Combine;
 
 use crate::error::{ConfigError, Error};
 use crate::protocol::{Event, Header, Msg, Protocol, Tag, Transmit};
-use crate::topology::{ring, Groups, IfTree, TreeSpec};
+use crate::topology::{ring, Groups, IfTree, Shape, TreeSpec};
 use crate::types::{Collective, LogP, OpId, Rank, Tick};
 
 /// What a reduce message carries: a partial result, the failure information
@@ -75,6 +75,8 @@ pub struct ReducePlan {
     groups: Groups,
     f: u32,
     scheme: FailureScheme,
+    /// Every non-root sends its input straight to the root ([`ReducePlan::star`]).
+    star: bool,
 }
 
 impl ReducePlan {
@@ -99,7 +101,41 @@ impl ReducePlan {
             groups: Groups::new(procs, f),
             f,
             scheme,
+            star: false,
         })
+    }
+
+    /// The star reduce: every non-root sends its input straight to the root,
+    /// which waits for each rank's input or news of its failure and combines
+    /// what it got in rank order (root first). Up-correction exists to keep
+    /// the inputs below an inner node that fails (Section 4.2); a star has
+    /// no inner node, so it needs no groups, and any number of failed
+    /// non-roots costs only their own inputs. A failing rank's input is in
+    /// the result if the root got it before the failure was reported, out
+    /// otherwise: the root alone decides. P - 1 messages in one delay, but
+    /// the root handles all of them in turn, so it suits small teams (and
+    /// teams whose ranks share cores, where messages, not delays, cost).
+    /// `f` is kept for the engines (detector, retries); the star itself
+    /// survives any number of non-root failures.
+    pub fn star(procs: u32, f: u32, scheme: FailureScheme) -> Result<Self, ConfigError> {
+        let mut plan = ReducePlan::new(
+            TreeSpec::interleaved(Shape::Binomial),
+            procs,
+            0,
+            scheme,
+            LogP::PAPER,
+        )?;
+        if f >= procs {
+            return Err(ConfigError::FaultBudget { f, procs });
+        }
+        plan.f = f;
+        plan.star = true;
+        Ok(plan)
+    }
+
+    /// True for a [star](ReducePlan::star) reduce.
+    pub fn is_star(&self) -> bool {
+        self.star
     }
 
     /// The team size.
@@ -129,7 +165,11 @@ impl ReducePlan {
 
     /// Theorem 5: messages of a fault-free reduce,
     /// f(f+1)·floor((P-1)/(f+1)) + a(a-1) + (P-1).
+    /// A star sends P - 1.
     pub fn fault_free_messages(&self) -> u64 {
+        if self.star {
+            return (self.procs() - 1) as u64;
+        }
         self.groups.fault_free_messages() + (self.procs() - 1) as u64
     }
 }
@@ -223,7 +263,13 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
             input,
             peers,
             next_peer: 0,
-            children: plan.tree.children(v).map(|c| (c, Slot::Pending)).collect(),
+            children: if !plan.star {
+                plan.tree.children(v).map(|c| (c, Slot::Pending)).collect()
+            } else if v == 0 {
+                (1..procs).map(|c| (c, Slot::Pending)).collect()
+            } else {
+                Vec::new()
+            },
             info: FailureInfo::default(),
             peer_info: FailureInfo::default(),
             sent_up: false,
@@ -343,6 +389,10 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
         if self.finished || self.next_peer < self.peers.len() {
             return;
         }
+        if self.plan.star {
+            self.decide_star();
+            return;
+        }
         let groups = self.plan.groups;
         if groups.covers_team() {
             // One group holds every rank: the up-corrected value is complete.
@@ -419,6 +469,24 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
             }
             self.set_output(ReduceOutput::TooManyFailures { info });
         }
+    }
+
+    /// The star root's decision: once every rank has sent or failed, its own
+    /// input and every input it got, in rank order (a decided value absorbs
+    /// the rest). Failed ranks are in `info`, whose subtree bit stays clear:
+    /// a failed leaf of a star hides nobody's input.
+    fn decide_star(&mut self) {
+        if self.children.iter().any(|(_, s)| pending(s)) {
+            return;
+        }
+        let mut acc = self.input.clone();
+        for (_, slot) in &self.children {
+            if let Slot::Got(c) = slot {
+                acc.absorb(&c.value, c.decided, &self.op);
+            }
+        }
+        let info = self.info;
+        self.deliver_root(acc, info, None);
     }
 
     fn deliver_root(
@@ -530,7 +598,11 @@ impl<P: Clone + Send + 'static, O: Combine<P>> Protocol for Reduce<'_, P, O> {
         let up = self.partial_result()?;
         self.sent_up = true;
         self.set_output(ReduceOutput::Sent);
-        let parent = self.plan.tree.parent(self.me).expect("non-root");
+        let parent = if self.plan.star {
+            0
+        } else {
+            self.plan.tree.parent(self.me).expect("non-root")
+        };
         Some(Transmit {
             to: self.real(parent),
             msg: self.msg(Tag::Upward, up),
