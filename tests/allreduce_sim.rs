@@ -135,3 +135,64 @@ fn a_pair_exchanges_once_and_survives_either_death() {
         }
     }
 }
+
+fn star(procs: u32, f: u32, detector: Tick) -> AllreduceScenario {
+    AllreduceScenario::star(ReduceConfig {
+        detector,
+        ..ReduceConfig::new(procs, f)
+    })
+    .unwrap()
+}
+
+/// The star: 2(P - 1) messages fault-free, one round; in LogP the root
+/// takes the P - 1 inputs one overhead apart and sends the result one
+/// overhead apart, so the last rank has it at
+/// (o + L) [first input in] + (P - 1) o [inputs taken]
+/// + (P - 1) o [results sent] + L + o [last result taken].
+/// (A pair with f >= 1 exchanges instead, as under the tree.)
+#[test]
+fn star_fault_free_sends_two_messages_per_rank() {
+    assert!(star(2, 1, 5).plan().is_pair());
+    for procs in 3..=40u32 {
+        let sc = star(procs, 1, 5);
+        assert!(sc.plan().is_star());
+        let run = AllreduceSim::new(&sc).run(0);
+        assert_eq!(run.violations, 0, "P={procs}");
+        assert!(run.result_consistent, "P={procs}");
+        assert_eq!(run.rounds, 1);
+        assert_eq!(run.messages, 2 * (procs as u64 - 1), "P={procs}");
+        let logp = ReduceConfig::new(procs, 1).logp;
+        let (o, l, n) = (logp.overhead, logp.latency, procs as Tick - 1);
+        assert_eq!(run.latency, o + l + 2 * n * o + l + o, "P={procs}");
+    }
+}
+
+/// Section 5.1's guarantees for the star, beyond any budget: for P up to
+/// 16, every set of up to three victims at every kill point, the first
+/// roots included, every live rank delivers the same
+/// value, holding every live input and each failed rank's everywhere or
+/// nowhere. (The star has no up-correction group a failure could empty.)
+#[test]
+fn star_survives_any_failures_that_leave_a_rank() {
+    let mut runs = 0u64;
+    for procs in 2..=16u32 {
+        let detector = [1, 6, 20][procs as usize % 3];
+        let sc = star(procs, 1, detector);
+        let mut sim = AllreduceSim::new(&sc);
+        let procs_us = procs as usize;
+        sim.run_with(&vec![NEVER; procs_us], &[]);
+        let sends = sim.last_trace().sends_by_rank.clone();
+        let death = vec![NEVER; procs_us];
+        for set in common::subsets(procs, 3.min(procs - 1)) {
+            common::for_each_kill_point(procs, &set, &sends, 1, |points, budget| {
+                let run = sim.run_with(&death, budget);
+                runs += 1;
+                assert!(
+                    run.result_consistent,
+                    "P={procs} detector={detector} killed {set:?} after {points:?} sends"
+                );
+            });
+        }
+    }
+    assert!(runs > 20_000, "{runs} runs");
+}

@@ -308,6 +308,37 @@ fn run_beyond_the_budget_reports_it_and_exits_3() {
     assert_eq!(v["violations"], 0, "{v}");
 }
 
+/// The same dead ranks under `--allreduce star`: every allreduce delivers
+/// the live ranks' sum; the JSON names the algorithm and its 2(P - 1)
+/// messages per operation fault-free. A bad name is a typed refusal.
+#[test]
+fn run_and_sim_take_the_star_allreduce() {
+    let (code, v, stderr) =
+        run_json("--ranks 8 --op allreduce --allreduce star --f 1 --kill 4,5 --iters 3");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(v["allreduce"], "star", "{v}");
+    assert_eq!(v["delivered"], 18, "{v}");
+    assert_eq!(v["violations"], 0, "{v}");
+    let (code, v, stderr) = run_json("--ranks 5 --op barrier --allreduce star --iters 4");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(v["messages_per_op"], 8.0, "{v}");
+    let (_, v, _) = run_json("--ranks 5 --op allreduce --allreduce tree --iters 4");
+    assert_eq!(v["allreduce"], "tree", "{v}");
+    assert!(v["messages_per_op"].as_f64().unwrap() > 8.0, "{v}");
+    let out = corrected("sim --op allreduce --allreduce star --procs 9 --runs 3 --json");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["allreduce"], "star", "{v}");
+    assert_eq!(v["messages_per_process"]["mean"], 16.0 / 9.0, "{v}");
+    refused(
+        "run --ranks 4 --op allreduce --allreduce ring",
+        "unknown allreduce algorithm 'ring'",
+    );
+    refused(
+        "sim --procs 8 --op allreduce --allreduce auto",
+        "--allreduce auto is out of range",
+    );
+}
+
 #[test]
 fn soak_checks_every_result_and_refuses_nothing_to_do() {
     let out = corrected("soak --ranks 8 --f 1 --ops 300 --episode 100 --json");

@@ -1,5 +1,6 @@
 //! Allreduce in the simulator: up-correction reduce, corrected broadcast,
-//! root retry; one run, its metrics and the checks of Section 5.1.
+//! root retry (or the star); one run, its metrics and the checks of
+//! Section 5.1.
 
 use crate::check::{add, includes_exactly, input_of};
 use crate::error::ConfigError;
@@ -34,6 +35,23 @@ impl AllreduceScenario {
         let bcast = BcastPlan::for_logp(c.tree, c.procs, correction, c.logp)?;
         let plan = AllreducePlan::new(reduce, bcast)?;
         // No rank is special to allreduce: validate as if the root were none.
+        c.faults.validate(c.procs, c.procs)?;
+        Ok(AllreduceScenario {
+            plan,
+            logp: c.logp,
+            faults: c.faults,
+            detector: c.detector,
+            message: MessageSize::SMALL,
+        })
+    }
+
+    /// The [star allreduce](AllreducePlan::star) `config` describes (its
+    /// tree is not used): every input straight to the round's root, the
+    /// result straight back, root retry.
+    pub fn star(config: ReduceConfig) -> Result<Self, ConfigError> {
+        let c = config;
+        LogP::new(c.logp.latency, c.logp.overhead)?;
+        let plan = AllreducePlan::star(c.procs, c.f, c.scheme)?;
         c.faults.validate(c.procs, c.procs)?;
         Ok(AllreduceScenario {
             plan,

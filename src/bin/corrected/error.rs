@@ -151,8 +151,15 @@ impl CliError {
                 ConfigError::FeatureNotBuilt { feature } => {
                     format!("build with `cargo build --features {feature}`")
                 }
+                ConfigError::BadAllreduce { .. } if cmd == Subcommand::Sim => {
+                    "pass --allreduce tree or star".into()
+                }
+                ConfigError::BadAllreduce { .. } => "pass --allreduce auto, tree or star".into(),
                 _ => return None,
             },
+            Error::TooManyFailures { .. } if cmd == Subcommand::Run => {
+                "raise the fault budget --f, or pass --allreduce star (it has no up-correction group that failures can empty)".into()
+            }
             Error::TooManyFailures { .. } => "raise the fault budget --f".into(),
             Error::Timeout { .. } => "raise --timeout if the machine is only slow".into(),
             _ => return None,

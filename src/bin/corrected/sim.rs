@@ -6,6 +6,7 @@ use clap::Args;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use corrected::protocol::allreduce::AllreduceAlgorithm;
 use corrected::protocol::reduce::FailureScheme;
 use corrected::sim::{
     AllreduceScenario, AllreduceSim, BcastScenario, BcastSim, BcastSummary, FaultPlan, MonteCarlo,
@@ -34,6 +35,11 @@ pub struct SimArgs {
     /// Fault budget f of reduce and allreduce.
     #[arg(long, default_value_t = 1)]
     f: u32,
+    /// Allreduce algorithm: tree (up-correction reduce, then the corrected
+    /// broadcast) or star (inputs straight to a root, the result straight
+    /// back). Simulated ranks have a core each, so there is no auto.
+    #[arg(long, default_value = "tree")]
+    allreduce: String,
     /// Bytes of every message (LogGP: a send occupies its process
     /// o + (bytes - 1) x G ticks).
     #[arg(long, default_value_t = 8)]
@@ -308,7 +314,20 @@ fn run_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<ExitCode,
             |sim: &mut ReduceSim, s| sim.run(s),
         )
     } else {
-        let sc = AllreduceScenario::new(config, correction)?.with_message_size(size);
+        let sc = match args.allreduce.parse()? {
+            AllreduceAlgorithm::Star => AllreduceScenario::star(config)?,
+            AllreduceAlgorithm::Tree => AllreduceScenario::new(config, correction)?,
+            AllreduceAlgorithm::Auto => {
+                return Err(CliError::OutOfRange {
+                    option: "--allreduce",
+                    value: args.allreduce.clone(),
+                    why: "auto picks by the cores ranks share, and simulated ranks have one each"
+                        .into(),
+                    hint: "pass tree or star".into(),
+                })
+            }
+        }
+        .with_message_size(size);
         monte_carlo(
             args,
             || AllreduceSim::new(&sc),
@@ -334,6 +353,7 @@ fn run_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<ExitCode,
             "failure_scheme": scheme.to_string(),
             "tree": spec.to_string(),
             "correction": correction.to_string(),
+            "allreduce": (op == Op::Allreduce).then_some(args.allreduce.as_str()),
             "latency": logp.latency,
             "overhead": logp.overhead,
             "bytes": size.bytes,
