@@ -146,10 +146,10 @@ fn star(procs: u32, f: u32, detector: Tick) -> AllreduceScenario {
 
 /// The star: 2(P - 1) messages fault-free, one round; in LogP the root
 /// takes the P - 1 inputs one overhead apart and sends the result one
-/// overhead apart, so the last rank has it at
-/// (o + L) [first input in] + (P - 1) o [inputs taken]
-/// + (P - 1) o [results sent] + L + o [last result taken].
-/// (A pair with f >= 1 exchanges instead, as under the tree.)
+/// overhead apart, so the last rank has it at o + L (first input in),
+/// plus (P - 1) o (inputs taken), plus (P - 1) o (results sent), plus
+/// L + o (last result taken). A pair with f >= 1 exchanges instead, as
+/// under the tree.
 #[test]
 fn star_fault_free_sends_two_messages_per_rank() {
     assert!(star(2, 1, 5).plan().is_pair());
