@@ -21,7 +21,8 @@
 //! pinned ranks outnumber cores); `PIN=rr` pins round-robin instead of packed;
 //! `PARTS=1` prints rank 0's two lone loops (barrier + call, barrier alone)
 //! to stderr; `CORRECTION=delayed:10000` (any `--correction` spelling) for
-//! another correction than checked.
+//! another correction than checked; `ALLREDUCE=tree` (or `star`) for that
+//! allreduce and barrier algorithm instead of the team's default (`auto`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -110,11 +111,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "lone" => true,
         other => return Err(format!("unknown MODE {other}").into()),
     };
-    let mut team = Team::builder().ranks(ranks).fault_budget(f).correction(
-        std::env::var("CORRECTION")
-            .unwrap_or_else(|_| "checked".into())
-            .parse()?,
-    );
+    let mut team = Team::builder()
+        .ranks(ranks)
+        .fault_budget(f)
+        .correction(
+            std::env::var("CORRECTION")
+                .unwrap_or_else(|_| "checked".into())
+                .parse()?,
+        )
+        .allreduce(
+            std::env::var("ALLREDUCE")
+                .unwrap_or_else(|_| "auto".into())
+                .parse()?,
+        );
     match std::env::var("HELP").ok().as_deref() {
         Some("0") => team = team.helping(false),
         Some("1") => team = team.helping(true),

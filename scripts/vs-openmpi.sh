@@ -8,8 +8,10 @@
 #   allreduce: MPI_Allreduce (one double, MPI_SUM) against ours with f = 0
 #              and f = 1 (`examples/timing.rs`);
 #   bcast:     MPI_Bcast from rank 0 against ours (checked correction, f = 1).
-# Where ranks outnumber cores, ours with f = 1 also runs with helping off
-# (HELP=0, see examples/timing.rs), the before of issue 13 in the same run.
+# Where ranks outnumber cores, ours with f = 1 also runs with the tree
+# allreduce (ALLREDUCE=tree: the default there is the star) and with helping
+# off (HELP=0, see examples/timing.rs), the befores of issue 13 in the same
+# run.
 # Both sides are timed the same way (scripts/mpi/timing.c mirrors
 # examples/timing.rs): 100 warm-up calls, then
 #   b2b:  ITERS calls back to back after one barrier, each rank timing its
@@ -73,6 +75,9 @@ for round in $(seq "$rounds"); do
             v=$(mine "$p" "$op" "$f" "$mode"); record "$op $mode $p f$f $v"; echo "   $op $mode P=$p corrected-f$f $v us"
           done
           if [ "$p" -gt "$cores" ]; then
+            if [ "$op" = allreduce ]; then
+              v=$(ALLREDUCE=tree mine "$p" "$op" 1 "$mode"); record "$op $mode $p f1-tree $v"; echo "   $op $mode P=$p corrected-f1-tree $v us"
+            fi
             v=$(HELP=0 mine "$p" "$op" 1 "$mode"); record "$op $mode $p f1-nohelp $v"; echo "   $op $mode P=$p corrected-f1-helping-off $v us"
           fi
         }
@@ -86,8 +91,8 @@ done
 echo
 echo "Medians over $rounds rounds (us per call; ratio = corrected / Open MPI):"
 echo
-echo "| collective | mode | P | Open MPI | corrected f=0 | ratio | corrected f=1 | ratio | f=1, helping off | ratio |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| collective | mode | P | Open MPI | corrected f=0 | ratio | corrected f=1 | ratio | f=1, tree | ratio | f=1, helping off | ratio |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 python3 - "$results" "$procs" <<'PY'
 import sys, statistics
 rows = [l.split() for l in open(sys.argv[1])]
@@ -100,7 +105,7 @@ for op in ("allreduce", "bcast"):
         for p in procs:
             o = med(op, mode, p, "ompi")
             cells = []
-            for f in ("f0", "f1", "f1-nohelp"):
+            for f in ("f0", "f1", "f1-tree", "f1-nohelp"):
                 m = med(op, mode, p, f)
                 cells += ["-", "-"] if m is None else [f"{m:.3f}", f"{m / o:.2f}"]
             print(f"| {op} | {mode} | {p} | {o:.3f} | " + " | ".join(cells) + " |")
