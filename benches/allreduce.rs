@@ -29,7 +29,9 @@
 //! - `allreduce_unrecorded/{f=1,plain}/P`: back to back on a team without
 //!   operation records (the default: no per-call clock reads or records):
 //!   each rank times its own loop; the time is the slowest rank's loop
-//!   divided by the calls.
+//!   divided by the calls. Where ranks outnumber cores the team's default
+//!   allreduce is the star; `allreduce_unrecorded/f=1,tree/P` is the tree
+//!   allreduce there, in the same run.
 //! - `barrier/f=1/P`.
 //!
 //! Every result is checked (outside the timed calls) against the exact sum.
@@ -67,7 +69,7 @@ use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion};
 
 use corrected::runtime::{
-    Comm, Fault, FaultSchedule, SystemOperation, Team, TeamBuilder, TeamReport,
+    AllreduceAlgorithm, Comm, Fault, FaultSchedule, SystemOperation, Team, TeamBuilder, TeamReport,
 };
 use corrected::types::Rank;
 
@@ -303,6 +305,14 @@ fn fault_free(c: &mut Criterion) {
             all,
             allreduce,
         );
+        if ranks as usize > num_cpus() {
+            let tree = Team::builder()
+                .ranks(ranks)
+                .fault_budget(1)
+                .allreduce(AllreduceAlgorithm::Tree);
+            let id = BenchmarkId::new("f=1,tree", ranks);
+            bench_unrecorded(&mut group, id, tree, all, allreduce);
+        }
         let plain = Team::builder()
             .ranks(ranks)
             .fault_budget(0)
@@ -311,6 +321,11 @@ fn fault_free(c: &mut Criterion) {
         bench_unrecorded(&mut group, id, plain, all, plain_allreduce);
     }
     group.finish();
+}
+
+/// The cores this process may run on.
+fn num_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// The median of `xs` (sorted in place), in microseconds.

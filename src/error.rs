@@ -238,7 +238,10 @@ pub enum Error {
     /// allreduce or barrier every live rank gets this error (the root
     /// broadcasts its finding); in a reduce, the root. The team's later
     /// operations fail the same way, promptly, for as long as the failed
-    /// ranks leave some up-correction group without a live member; the
+    /// ranks leave some up-correction group without a live member (the tree
+    /// allreduce; the star allreduce has no groups and goes on while some
+    /// root it tries lives, see
+    /// [`AllreduceAlgorithm`](crate::runtime::AllreduceAlgorithm)); the
     /// caller may go on among the survivors with a fresh budget
     /// ([`Comm::shrink`](crate::runtime::Comm::shrink)), or build the team
     /// with a larger fault budget

@@ -107,7 +107,7 @@ impl ReducePlan {
 
     /// The star reduce: every non-root sends its input straight to the root,
     /// which waits for each rank's input or news of its failure and combines
-    /// what it got in rank order (root first). Up-correction exists to keep
+    /// what it got in ring order from the root (its own input first). Up-correction exists to keep
     /// the inputs below an inner node that fails (Section 4.2); a star has
     /// no inner node, so it needs no groups, and any number of failed
     /// non-roots costs only their own inputs. A failing rank's input is in
@@ -153,7 +153,8 @@ impl ReducePlan {
         self.scheme
     }
 
-    /// The I(f)-tree (virtual ranks).
+    /// The I(f)-tree (virtual ranks). A [star](ReducePlan::star) does not
+    /// use it.
     pub fn tree(&self) -> &IfTree {
         &self.tree
     }
@@ -472,8 +473,8 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
     }
 
     /// The star root's decision: once every rank has sent or failed, its own
-    /// input and every input it got, in rank order (a decided value absorbs
-    /// the rest). Failed ranks are in `info`, whose subtree bit stays clear:
+    /// input and every input it got, in ring order from the root (a decided
+    /// value absorbs the rest). Failed ranks are in `info`, whose subtree bit stays clear:
     /// a failed leaf of a star hides nobody's input.
     fn decide_star(&mut self) {
         if self.children.iter().any(|(_, s)| pending(s)) {
