@@ -482,6 +482,42 @@ fn a_loop_of_large_allreduces_reuses_its_segments() {
     }
 }
 
+/// A large broadcast's receivers copy the value from the root's own
+/// buffer, lent for its call; the root waits for their copies before its
+/// call ends: no segment is allocated. A receiver slower than that wait
+/// (here: asleep for 300 ms as it enters; the root waits 10 ms and a
+/// nanosecond per byte) reads the copy the root leaves behind in a segment:
+/// every rank gets the value whole, and that copy is the run's one segment.
+#[test]
+fn a_large_broadcast_is_read_from_the_roots_buffer_or_from_its_copy() {
+    let _s = serial();
+    let n = 40_000; // 320 KB: lent (from 256 KiB)
+    let want: Vec<u64> = (0..n).map(|i| element(0, i)).collect();
+    for stall in [None, Some(5)] {
+        let faults = match stall {
+            Some(r) => FaultSchedule::none().at(r, 0, Fault::Stall(Duration::from_millis(300))),
+            None => FaultSchedule::none(),
+        };
+        let report = faulty_team(8, 1, faults).run(|comm| {
+            let mut v = if comm.rank() == 0 {
+                want.clone()
+            } else {
+                vec![0; n]
+            };
+            comm.broadcast_into(0, &mut v[..]).map(|()| v)
+        });
+        assert_eq!(report.returned().count(), 8, "{stall:?}");
+        for (r, got) in report.returned() {
+            let got = got
+                .as_ref()
+                .unwrap_or_else(|e| panic!("{stall:?}: rank {r}: {e}"));
+            assert!(*got == want, "{stall:?}: rank {r}");
+        }
+        let copies = u64::from(stall.is_some());
+        assert_eq!(report.segment_allocations, copies, "{stall:?}");
+    }
+}
+
 #[derive(Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Config {
     name: String,

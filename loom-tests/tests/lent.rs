@@ -167,3 +167,56 @@ fn two_writers_never_write_a_chunk_at_once() {
 fn a_closed_output_takes_no_write_after_its_end() {
     model(3, || push_and_complete(1, true));
 }
+
+/// A broadcast root lends its buffer: `readers` receivers each copy the
+/// value once ([`Lent::copy_into`]) while the root waits for `expected`
+/// copies. If they all come, the root settles and ends the loan without a
+/// copy: every read was in place and ordered before the buffer's end. If
+/// one is missing (`expected` above `readers`, the missing one known
+/// failed), the root gives up, copies, and a reader that comes after the
+/// loan's end reads the copy.
+///
+/// [`Lent::copy_into`]: corrected::runtime::lent::Lent::copy_into
+fn broadcast(readers: usize, expected: usize) {
+    let pool = SegmentPool::new();
+    let alive = Arc::new(UnsafeCell::new(()));
+    let buffer = BYTES;
+    let mut lending = Lending::new(&buffer, &pool);
+    let handles: Vec<_> = (0..readers)
+        .map(|_| {
+            let alive = Arc::clone(&alive);
+            let input = std::sync::Arc::clone(lending.lent());
+            thread::spawn(move || {
+                input.copy_into(|bytes| {
+                    alive.with(|_| ());
+                    assert_eq!(bytes, &BYTES[..]);
+                })
+            })
+        })
+        .collect();
+    let late = std::sync::Arc::clone(lending.lent());
+    let far = std::time::Instant::now() + std::time::Duration::from_secs(3600);
+    let settled = lending.wait_copies(expected, |copies| copies >= readers, far);
+    assert_eq!(settled, readers >= expected);
+    drop(lending);
+    alive.with_mut(|_| ());
+    for h in handles {
+        h.join().unwrap();
+    }
+    if !settled {
+        // A receiver slower than the root's wait reads the root's copy.
+        late.copy_into(|bytes| assert_eq!(bytes, &BYTES[..]));
+    }
+}
+
+/// Every receiver copies: the loan ends settled, after the last read.
+#[test]
+fn a_broadcast_loan_ends_after_every_copy() {
+    model(3, || broadcast(2, 2));
+}
+
+/// A receiver is missing: the root copies, and a late reader reads that.
+#[test]
+fn a_broadcast_loan_missing_a_copy_leaves_a_copy_behind() {
+    model(3, || broadcast(1, 2));
+}

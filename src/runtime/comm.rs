@@ -16,6 +16,15 @@ use crate::protocol::reduce::{Contribution, Reduce, ReduceOutput};
 use crate::runtime::data::Data;
 use crate::runtime::faults::Fault;
 use crate::runtime::lazy::LAZY_MIN_BYTES;
+
+/// A broadcast value of this many bytes or more is read from the root's
+/// buffer, lent for its call ([`crate::runtime::lent`]); smaller ones are
+/// copied into a segment (or travel inline).
+pub const LENT_BCAST_MIN_BYTES: usize = 256 * 1024;
+
+/// The least time a broadcast root waits for its receivers to copy its
+/// lent buffer before it copies the value into a segment for them.
+const LENT_BCAST_WAIT: Duration = Duration::from_millis(10);
 use crate::runtime::lent::Lending;
 use crate::runtime::team::{Generation, Plans, Shared};
 use crate::runtime::transport::MailboxTransport;
@@ -198,10 +207,21 @@ impl<'t> Comm<'t> {
         buf: &mut B,
     ) -> Result<(), Error> {
         self.check_root(root)?;
-        let value = (root == self.rank()).then(|| Data::encode(buf.items(), &self.shared.segments));
+        let me = self.rank();
+        let pool = &self.shared.segments;
+        // From `LENT_BCAST_MIN_BYTES` the root lends its buffer for the
+        // call and each receiver copies the value from there, instead of
+        // the root copying it into a segment first ([`crate::runtime::lent`]).
+        let bytes: &[u8] = bytemuck::cast_slice(buf.items());
+        let mut lending =
+            (root == me && bytes.len() >= LENT_BCAST_MIN_BYTES).then(|| Lending::new(bytes, pool));
+        let value = (root == me).then(|| match &lending {
+            Some(lending) => Data::lent(lending.lent()),
+            None => Data::encode(buf.items(), pool),
+        });
         let op = self.begin_op()?;
         let started = self.driver.call_started();
-        let (plans, me) = (self.plans, self.rank());
+        let plans = self.plans;
         let mut core =
             Bcast::new(&plans.bcast, root, me, op, value).map_err(|e| self.abandon(op, e))?;
         let got = match self.driver.drive(op, started, &mut core) {
@@ -209,12 +229,34 @@ impl<'t> Comm<'t> {
             Err(e) => return Err(self.root_failed(e, op, root)),
         };
         self.driver.keep(core);
+        if let Some(lending) = &mut lending {
+            self.end_loan(lending, bytes.len());
+        }
+        // The loan ends here, on the way out (or, unsettled, copies first).
+        drop(lending);
         self.driver.record_latency(started);
         if root == me {
             // The root's buffer holds the value already.
             return Ok(());
         }
         got.decode_into(buf.items_mut(), op, None)
+    }
+
+    /// A broadcast root's loan ends once every other rank has copied the
+    /// value, or every one still missing is known failed (then the loan's
+    /// drop copies the value into a segment for any late reader), or after
+    /// [`LENT_BCAST_WAIT`] plus a nanosecond per byte: a rank that is only
+    /// slow then reads the copy.
+    fn end_loan(&mut self, lending: &mut Lending<'_>, len: usize) {
+        let receivers = self.size() as usize - 1;
+        let deadline =
+            std::time::Instant::now() + LENT_BCAST_WAIT + Duration::from_nanos(len as u64);
+        let driver = &self.driver;
+        lending.wait_copies(
+            receivers,
+            |copies| copies + driver.failed_members().len() >= receivers,
+            deadline,
+        );
     }
 
     /// Reduces every rank's `send` with `op` to `root`, element by element

@@ -107,12 +107,16 @@ pub enum Shared {
     /// A large allreduce's inputs, reduced by every rank together once
     /// they agree on them ([`crate::runtime::lazy`]).
     Lazy(Arc<LazySum>),
+    /// A large broadcast's value: the root's own buffer, lent for its call
+    /// ([`crate::runtime::lent`]); each receiver copies it from there once.
+    Lent(Arc<Lent>),
 }
 
 /// What a value is, by form.
 enum Form<'a> {
     Bytes(&'a [u8]),
     Lazy(&'a Arc<LazySum>),
+    Lent(&'a Arc<Lent>),
     Mismatch([u64; 2]),
 }
 
@@ -121,6 +125,7 @@ impl Form<'_> {
         match self {
             Form::Bytes(b) => b.len() as u64,
             Form::Lazy(l) => l.len() as u64,
+            Form::Lent(l) => l.len() as u64,
             Form::Mismatch(_) => 0,
         }
     }
@@ -175,6 +180,11 @@ impl Data {
         Data::Shared(Shared::Lazy(LazySum::single(rank, Arc::clone(input))))
     }
 
+    /// A large broadcast's value: the root's buffer, lent for its call.
+    pub fn lent(input: &Arc<Lent>) -> Data {
+        Data::Shared(Shared::Lent(Arc::clone(input)))
+    }
+
     /// Whether this is a large allreduce's value, not yet reduced.
     pub fn is_lazy(&self) -> bool {
         matches!(self, Data::Shared(Shared::Lazy(_)))
@@ -189,6 +199,7 @@ impl Data {
             },
             Data::Shared(Shared::Bytes(s)) => Form::Bytes(s.bytes()),
             Data::Shared(Shared::Lazy(l)) => Form::Lazy(l),
+            Data::Shared(Shared::Lent(l)) => Form::Lent(l),
         }
     }
 
@@ -213,7 +224,9 @@ impl Data {
         pool: &SegmentPool,
     ) -> Result<(), Error> {
         match self.form() {
-            Form::Bytes(_) | Form::Mismatch(_) => self.decode_into(out, op, Some(mine)),
+            Form::Bytes(_) | Form::Lent(_) | Form::Mismatch(_) => {
+                self.decode_into(out, op, Some(mine))
+            }
             Form::Lazy(sum) => {
                 let size = std::mem::size_of::<T>().max(1);
                 if sum.len() != std::mem::size_of_val(out) {
@@ -251,6 +264,7 @@ impl Data {
         let size = std::mem::size_of::<T>().max(1);
         let bytes = match self.form() {
             Form::Bytes(b) => b,
+            Form::Lent(lent) => return lent.copy_into(|b| Data::copy_bytes(b, out, op)),
             Form::Mismatch(lens) => {
                 return Err(Data::mismatch_error(
                     op,
@@ -267,12 +281,20 @@ impl Data {
                 })
             }
         };
+        Data::copy_bytes(bytes, out, op)
+    }
+
+    /// `bytes` into `out` if the lengths agree, else
+    /// [`Error::LengthMismatch`] (`out` untouched).
+    #[inline]
+    fn copy_bytes<T: Pod>(bytes: &[u8], out: &mut [T], op: OpId) -> Result<(), Error> {
         if let [one] = out {
             if bytes.len() == std::mem::size_of::<T>() {
                 *one = bytemuck::pod_read_unaligned(bytes);
                 return Ok(());
             }
         }
+        let size = std::mem::size_of::<T>().max(1);
         let out_bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
         if bytes.len() != out_bytes.len() {
             return Err(Error::LengthMismatch {
