@@ -11,8 +11,8 @@ use crate::driver::{Driver, DriverConfig, Members, OpRecord, RankState, Transpor
 use crate::error::Error;
 use crate::op::Operation;
 use crate::protocol::allreduce::{Allreduce, AllreduceOutput};
-use crate::protocol::pair::PairAllreduce;
 use crate::protocol::bcast::Bcast;
+use crate::protocol::pair::PairAllreduce;
 use crate::protocol::reduce::{Contribution, Reduce, ReduceOutput};
 use crate::runtime::data::Data;
 use crate::runtime::faults::Fault;
