@@ -82,6 +82,13 @@ pub enum ConfigError {
         /// What is wrong with it.
         why: String,
     },
+    /// A gossip model or its parameters are out of range (nodes, active
+    /// nodes, the probability δ).
+    #[error("bad gossip model: {why}")]
+    BadGossip {
+        /// What is wrong.
+        why: String,
+    },
     /// An allreduce algorithm could not be parsed.
     #[error("unknown allreduce algorithm '{spec}' (expected auto, tree or star)")]
     BadAllreduce {
@@ -332,6 +339,7 @@ mod tests {
             },
             ConfigError::BadFailureScheme { spec: s() },
             ConfigError::BadAllreduce { spec: s() },
+            ConfigError::BadGossip { why: s() },
             ConfigError::FaultBudget { f: 4, procs: 4 },
             ConfigError::PlanSizes {
                 reduce: 2,

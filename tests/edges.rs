@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use corrected::runtime::{
-    AllreduceAlgorithm, Fault, FaultSchedule, RankOutcome, SystemOperation, Team,
+    AllreduceAlgorithm, Comm, Fault, FaultSchedule, RankOutcome, SystemOperation, Team,
 };
 use corrected::types::Rank;
 use corrected::{Collectives, Error};
@@ -52,6 +52,27 @@ fn input(rank: Rank) -> u64 {
     1 << rank
 }
 
+/// `calls - 1` allreduces of [`input`] and then a barrier (as 0), each
+/// with its outcome and how long it took.
+fn allreduces_then_barrier(
+    comm: &mut Comm<'_>,
+    calls: usize,
+) -> Vec<(Result<u64, Error>, Duration)> {
+    (0..calls)
+        .map(|i| {
+            let started = Instant::now();
+            let mut out = 0u64;
+            let got = if i + 1 == calls {
+                comm.barrier().map(|()| 0)
+            } else {
+                comm.all_reduce_into(&input(comm.rank()), &mut out, SystemOperation::sum())
+                    .map(|()| out)
+            };
+            (got, started.elapsed())
+        })
+        .collect()
+}
+
 /// Finding 1: `--ranks 8 --op allreduce --f 1 --kill 4,5` took 10 s, and
 /// the detector declared live ranks 0, 1, 2, 3 and 6 failed one per
 /// second. Now every live rank gets `TooManyFailures` naming 4 and 5, in
@@ -65,21 +86,8 @@ fn beyond_the_budget_every_live_rank_gets_too_many_failures_promptly() {
     let failure_timeout = Duration::from_secs(5);
     let faults = FaultSchedule::none().kill(4, 0).kill(5, 0);
     let tree = AllreduceAlgorithm::Tree;
-    let report = team_with(8, 1, faults, failure_timeout, tree).run(|comm| {
-        (0..3)
-            .map(|i| {
-                let started = Instant::now();
-                let mut out = 0u64;
-                let got = if i == 2 {
-                    comm.barrier().map(|()| 0)
-                } else {
-                    comm.all_reduce_into(&input(comm.rank()), &mut out, SystemOperation::sum())
-                        .map(|()| out)
-                };
-                (got, started.elapsed())
-            })
-            .collect::<Vec<_>>()
-    });
+    let report =
+        team_with(8, 1, faults, failure_timeout, tree).run(|comm| allreduces_then_barrier(comm, 3));
     assert_eq!(report.failed, vec![4, 5], "no live rank declared failed");
     for (r, calls) in report.returned().filter(|&(r, _)| r != 4 && r != 5) {
         for (op, (got, took)) in calls.iter().enumerate() {
@@ -108,21 +116,8 @@ fn beyond_the_budget_the_star_delivers_the_live_inputs_promptly() {
     // Rank 0, the first round's root, among the dead: the star retries.
     let faults = FaultSchedule::none().kill(0, 0).kill(5, 0).kill(6, 1);
     let star = AllreduceAlgorithm::Star;
-    let report = team_with(8, 1, faults, failure_timeout, star).run(|comm| {
-        (0..4)
-            .map(|i| {
-                let started = Instant::now();
-                let mut out = 0u64;
-                let got = if i == 3 {
-                    comm.barrier().map(|()| 0)
-                } else {
-                    comm.all_reduce_into(&input(comm.rank()), &mut out, SystemOperation::sum())
-                        .map(|()| out)
-                };
-                (got, started.elapsed())
-            })
-            .collect::<Vec<_>>()
-    });
+    let report =
+        team_with(8, 1, faults, failure_timeout, star).run(|comm| allreduces_then_barrier(comm, 4));
     assert_eq!(report.failed, vec![0, 5, 6], "no live rank declared failed");
     for (r, calls) in report.returned().filter(|&(r, _)| ![0, 5, 6].contains(&r)) {
         for (op, (got, took)) in calls.iter().enumerate() {

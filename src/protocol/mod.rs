@@ -23,6 +23,7 @@ mod message;
 pub mod allreduce;
 pub mod bcast;
 pub mod correction;
+pub mod gossip;
 pub mod pair;
 pub mod random;
 pub mod reduce;
