@@ -379,23 +379,28 @@ fn every_live_rank_agrees_on_the_failed_ranks() {
     // when the agreement starts. Then the first coordinator (rank 0) dies
     // after one send of its round (operation 1), and rank 6 in its own round
     // (operation 7), before sending anything.
-    let faults = FaultSchedule::none()
-        .kill(3, 0)
-        .at(0, 1, Fault::DieAfterSends(1))
-        .kill(6, 7);
-    let report = team(8, 1, faults, Duration::from_millis(500)).run(|comm| {
-        comm.barrier()?;
-        comm.agree_failed()
-    });
-    let mut lists = report
-        .returned()
-        .filter(|(r, _)| ![0, 3, 6].contains(r))
-        .map(|(r, got)| (r, got.clone().unwrap_or_else(|e| panic!("rank {r}: {e}"))));
-    let (_, first) = lists.next().unwrap();
-    assert!(first.iter().all(|r| report.failed.contains(r)), "{first:?}");
-    assert!(first.contains(&3), "rank 3 was dead before the agreement");
-    for (r, list) in lists {
-        assert_eq!(list, first, "rank {r}");
+    // Its broadcasts use the allreduce's plan: a binomial tree with checked
+    // correction, or the star's flat tree (the root sends to every rank).
+    for algorithm in [AllreduceAlgorithm::Tree, AllreduceAlgorithm::Star] {
+        let faults = FaultSchedule::none()
+            .kill(3, 0)
+            .at(0, 1, Fault::DieAfterSends(1))
+            .kill(6, 7);
+        let timeout = Duration::from_millis(500);
+        let report = team_with(8, 1, faults, timeout, algorithm).run(|comm| {
+            comm.barrier()?;
+            comm.agree_failed()
+        });
+        let mut lists = report
+            .returned()
+            .filter(|(r, _)| ![0, 3, 6].contains(r))
+            .map(|(r, got)| (r, got.clone().unwrap_or_else(|e| panic!("rank {r}: {e}"))));
+        let (_, first) = lists.next().unwrap();
+        assert!(first.iter().all(|r| report.failed.contains(r)), "{first:?}");
+        assert!(first.contains(&3), "rank 3 was dead before the agreement");
+        for (r, list) in lists {
+            assert_eq!(list, first, "{algorithm}: rank {r}");
+        }
     }
 }
 

@@ -133,8 +133,11 @@ impl<'t> Comm<'t> {
             .collect())
     }
 
-    /// One broadcast of the agreement: with the allreduce's plan, whose
-    /// correction reaches every live rank whatever the team's is.
+    /// One broadcast of the agreement: with the allreduce's plan, which
+    /// reaches every live rank from a live root whatever the team's
+    /// correction is (a correction that guarantees delivery, or the star
+    /// allreduce's flat tree, in which the root sends to every rank
+    /// itself).
     fn broadcast_agreement(&mut self, root: Rank, bitmap: &mut [u64]) -> Result<(), Error> {
         let op = self.begin_op()?;
         let (plans, me) = (self.plans, self.rank());
