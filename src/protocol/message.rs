@@ -62,11 +62,14 @@ pub enum Tag {
     /// aborted, because the sender met a message of another call in it (a
     /// mismatch). Engines never hand it to a core.
     Abort = 6,
+    /// Corrected gossip's gossip phase: a colored node to a random other
+    /// node.
+    Gossip = 7,
 }
 
 impl Tag {
     /// Number of tags, for per-tag counters.
-    pub const COUNT: usize = 7;
+    pub const COUNT: usize = 8;
 
     /// Every tag, in the order of its number.
     pub const ALL: [Tag; Tag::COUNT] = [
@@ -77,6 +80,7 @@ impl Tag {
         Tag::UpCorrection,
         Tag::Upward,
         Tag::Abort,
+        Tag::Gossip,
     ];
 
     /// True for messages of a broadcast's ring correction phase.

@@ -1,0 +1,293 @@
+//! The gossip phase and opportunistic corrected gossip (Hoefler et al.,
+//! IPDPS 2017, Sections III-A and III-B, Algorithm 1).
+//!
+//! **Gossip phase.** The root is colored at the start. Every colored node
+//! sends the value to a uniformly random other node, one message per send
+//! slot (the engine spaces a rank's sends by o), until the global time T;
+//! the phase lasts until T + L + O, so that messages in flight arrive. A
+//! node colored in the phase is a *g-node*. Peers come from the
+//! [`RandomStream`] the plan derives from its seed for each rank and
+//! operation, so a seed gives the same run in every engine.
+//!
+//! **Correction.** [`GossipCorrection::None`] is the paper's GOS baseline:
+//! nothing after the phase (weakly consistent). With
+//! [`GossipCorrection::Opportunistic`] (OCG), from T + L + O every g-node
+//! sends to its ring neighbours at distance 1, 2, 3, ... forward and
+//! backward alternately (i + 1, i - 1, i + 2, i - 2, ...) until T + L + O +
+//! C; a node colored by correction (a *c-node*) sends nothing. If the
+//! longest uncolored chain is K, a correction time C of KO + L + O reaches
+//! it (Claim 2; the paper adds one O), which
+//! [`GossipModel`](super::GossipModel) estimates.
+//!
+//! Time: the core reads T from the `now` its engine hands it, virtual time
+//! in the simulator, where every node shares one clock (the paper's
+//! messages carry a time counter for nodes that do not).
+
+use crate::error::Error;
+use crate::protocol::random::RandomStream;
+use crate::protocol::{Event, Header, Leave, Msg, Protocol, Tag, Transmit};
+use crate::topology::ring;
+use crate::types::{Collective, LogP, OpId, Rank, Tick};
+
+/// What follows the gossip phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GossipCorrection {
+    /// None: GOS, gossip until T only (Section IV's baseline).
+    None,
+    /// OCG (Section III-B): g-nodes correct in both directions, alternately,
+    /// for `duration` ticks after the phase.
+    Opportunistic {
+        /// C, the correction time.
+        duration: Tick,
+    },
+}
+
+/// What every node of one gossip configuration shares.
+#[derive(Clone, Debug)]
+pub struct GossipPlan {
+    procs: u32,
+    logp: LogP,
+    /// T: no gossip message starts at or after it.
+    stop: Tick,
+    correction: GossipCorrection,
+}
+
+impl GossipPlan {
+    /// A plan for `procs >= 2` nodes in `logp`, gossiping until `stop` (T),
+    /// then `correction`.
+    pub fn new(
+        procs: u32,
+        logp: LogP,
+        stop: Tick,
+        correction: GossipCorrection,
+    ) -> Result<Self, crate::error::ConfigError> {
+        crate::protocol::gossip::GossipModel::new(procs, procs, logp)?;
+        Ok(GossipPlan {
+            procs,
+            logp,
+            stop,
+            correction,
+        })
+    }
+
+    /// T.
+    pub fn stop(&self) -> Tick {
+        self.stop
+    }
+
+    /// N.
+    pub fn procs(&self) -> u32 {
+        self.procs
+    }
+
+    /// When the correction starts: T + L + O.
+    pub fn correction_start(&self) -> Tick {
+        self.stop + self.logp.latency + self.logp.overhead
+    }
+
+    /// When the correction ends: T + L + O + C (the phase's end for GOS).
+    pub fn correction_end(&self) -> Tick {
+        match self.correction {
+            GossipCorrection::None => self.correction_start(),
+            GossipCorrection::Opportunistic { duration } => self.correction_start() + duration,
+        }
+    }
+
+    /// The correction.
+    pub fn correction(&self) -> GossipCorrection {
+        self.correction
+    }
+}
+
+/// One node's state in one gossip broadcast.
+#[derive(Clone, Debug)]
+pub struct Gossip<'p, P> {
+    plan: &'p GossipPlan,
+    /// This node, relabelled so that the root is 0.
+    me: Rank,
+    root: Rank,
+    op: OpId,
+    value: Option<P>,
+    /// Colored in the gossip phase (or the root).
+    g_node: bool,
+    output: Option<P>,
+    rng: RandomStream,
+    /// The next correction distance, and whether its forward message is
+    /// still to go (forward first, then backward, then the next distance).
+    distance: u32,
+    forward: bool,
+    now: Tick,
+}
+
+impl<'p, P: Clone + Send + 'static> Gossip<'p, P> {
+    /// Node `me`'s core for operation `op`, drawing its peers from `rng`;
+    /// the root passes the value.
+    pub fn new(
+        plan: &'p GossipPlan,
+        root: Rank,
+        me: Rank,
+        op: OpId,
+        value: Option<P>,
+        rng: RandomStream,
+    ) -> Result<Self, Error> {
+        let procs = plan.procs;
+        for rank in [root, me] {
+            if rank >= procs {
+                return Err(Error::RankOutOfRange { rank, procs });
+            }
+        }
+        if me == root && value.is_none() {
+            return Err(Error::NoRootValue(root));
+        }
+        Ok(Gossip {
+            plan,
+            me: ring::left(me, root, procs),
+            root,
+            op,
+            g_node: me == root,
+            output: if me == root { value.clone() } else { None },
+            value: if me == root { value } else { None },
+            rng,
+            distance: 1,
+            forward: true,
+            now: 0,
+        })
+    }
+
+    /// True for a node colored in the gossip phase (or the root).
+    pub fn is_g_node(&self) -> bool {
+        self.g_node
+    }
+
+    fn real(&self, v: Rank) -> Rank {
+        ring::right(v, self.root, self.plan.procs)
+    }
+
+    /// OCG correction sends still ahead at `now`: before the correction's
+    /// end, and some node not yet reached in both directions.
+    fn correction_left(&self, now: Tick) -> bool {
+        matches!(self.plan.correction, GossipCorrection::Opportunistic { .. })
+            && now < self.plan.correction_end()
+            && 2 * self.distance <= self.plan.procs
+    }
+
+    /// A g-node that may correct at `now`.
+    fn correcting(&self, now: Tick) -> bool {
+        self.g_node
+            && self.value.is_some()
+            && now >= self.plan.correction_start()
+            && self.correction_left(now)
+    }
+
+    /// Sends still ahead of this node: gossip before T, or correction.
+    fn sends_left(&self) -> bool {
+        self.value.is_some()
+            && self.g_node
+            && (self.now < self.plan.stop || self.correction_left(self.now))
+    }
+
+    fn msg(&self, tag: Tag, payload: P) -> Msg<P> {
+        Msg {
+            op: self.op,
+            kind: Collective::Broadcast,
+            root: self.root,
+            tag,
+            payload,
+        }
+    }
+}
+
+impl<P: Clone + Send + 'static> Protocol for Gossip<'_, P> {
+    type Payload = P;
+    type Output = P;
+
+    fn handle(&mut self, now: Tick, event: Event<Msg<P>>) {
+        self.now = self.now.max(now);
+        if let Event::Message { msg, .. } = event {
+            if self.value.is_none() {
+                // A gossip message colors a g-node: the last ones, sent just
+                // before T, are taken at T + L + O, the phase's end. A
+                // correction message colors a c-node.
+                self.g_node = msg.tag == Tag::Gossip && now <= self.plan.correction_start();
+                self.output = Some(msg.payload.clone());
+                self.value = Some(msg.payload);
+            }
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Tick) -> Option<Transmit<Msg<P>>> {
+        self.now = self.now.max(now);
+        let value = self.value.as_ref()?;
+        if self.g_node && now < self.plan.stop {
+            let to = self.rng.peer_except(self.me, self.plan.procs);
+            return Some(Transmit {
+                to: self.real(to),
+                msg: self.msg(Tag::Gossip, value.clone()),
+            });
+        }
+        if !self.correcting(now) {
+            return None;
+        }
+        let procs = self.plan.procs;
+        let (to, tag) = if self.forward {
+            ((self.me + self.distance) % procs, Tag::Rightward)
+        } else {
+            ((self.me + procs - self.distance) % procs, Tag::Leftward)
+        };
+        if !self.forward {
+            self.distance += 1;
+        }
+        self.forward = !self.forward;
+        let msg = self.msg(tag, value.clone());
+        Some(Transmit {
+            to: self.real(to),
+            msg,
+        })
+    }
+
+    fn poll_deadline(&self) -> Option<Tick> {
+        // A g-node idle between T and T + L + O wakes to correct.
+        let start = self.plan.correction_start();
+        (self.now < start && self.correcting(start)).then_some(start)
+    }
+
+    fn take_output(&mut self) -> Option<P> {
+        self.output.take()
+    }
+
+    fn is_quiescent(&self) -> bool {
+        let now = self.now;
+        let gossiping = self.value.is_some() && self.g_node && now < self.plan.stop;
+        !gossiping && !self.correcting(now) && self.poll_deadline().is_none()
+    }
+
+    fn header(&self) -> Header {
+        Header {
+            op: self.op,
+            kind: Collective::Broadcast,
+            root: Some(self.root),
+        }
+    }
+
+    fn may_return(&self) -> Leave {
+        if self.is_finished() {
+            Leave::Now
+        } else {
+            Leave::Not
+        }
+    }
+
+    /// Once colored and past its part: a c-node at once, a g-node at the
+    /// end of its correction (GOS: of the phase).
+    fn is_finished(&self) -> bool {
+        self.value.is_some() && !self.sends_left()
+    }
+
+    fn uses_time(&self) -> bool {
+        true
+    }
+
+    fn output_from_root(&self) -> bool {
+        self.value.is_none()
+    }
+}
