@@ -1,5 +1,5 @@
-//! The gossip phase and opportunistic corrected gossip (Hoefler et al.,
-//! IPDPS 2017, Sections III-A and III-B, Algorithm 1).
+//! The gossip phase and opportunistic and checked corrected gossip
+//! (Hoefler et al., IPDPS 2017, Sections III-A to III-C, Algorithms 1-2).
 //!
 //! **Gossip phase.** The root is colored at the start. Every colored node
 //! sends the value to a uniformly random other node, one message per send
@@ -17,13 +17,21 @@
 //! C; a node colored by correction (a *c-node*) sends nothing. If the
 //! longest uncolored chain is K, a correction time C of KO + L + O reaches
 //! it (Claim 2; the paper adds one O), which
-//! [`GossipModel`](super::GossipModel) estimates.
+//! [`GossipModel`](super::GossipModel) estimates. With
+//! [`GossipCorrection::Checked`] (CCG, Section III-C, Algorithm 2) each
+//! side of a g-node's sweep goes on until it has sent to the nearest g-node
+//! it heard a correction message from on that side: the corrected trees'
+//! checked correction ([`Sweep`]), which reaches every live node whatever
+//! T and the dead set, if no node fails during the correction (Claim 3).
+//! Both sweeps start to the left and alternate (the paper starts forward,
+//! i + 1; the ring is symmetric).
 //!
 //! Time: the core reads T from the `now` its engine hands it, virtual time
 //! in the simulator, where every node shares one clock (the paper's
 //! messages carry a time counter for nodes that do not).
 
 use crate::error::Error;
+use crate::protocol::correction::{Correction, Sweep};
 use crate::protocol::random::RandomStream;
 use crate::protocol::{Event, Header, Leave, Msg, Protocol, Tag, Transmit};
 use crate::topology::ring;
@@ -40,6 +48,25 @@ pub enum GossipCorrection {
         /// C, the correction time.
         duration: Tick,
     },
+    /// CCG (Section III-C): g-nodes correct in both directions,
+    /// alternately, each side until it has sent to the nearest g-node it
+    /// heard a correction message from on that side: the checked
+    /// correction of the corrected trees ([`Correction::Checked`]).
+    Checked,
+}
+
+impl GossipCorrection {
+    /// The ring correction a g-node's [`Sweep`] runs; `None` for GOS.
+    fn sweep(self) -> Option<Correction> {
+        match self {
+            GossipCorrection::None => None,
+            // Bounded by time, not by distance.
+            GossipCorrection::Opportunistic { .. } => {
+                Some(Correction::Opportunistic { distance: u32::MAX })
+            }
+            GossipCorrection::Checked => Some(Correction::Checked),
+        }
+    }
 }
 
 /// What every node of one gossip configuration shares.
@@ -85,11 +112,13 @@ impl GossipPlan {
         self.stop + self.logp.latency + self.logp.overhead
     }
 
-    /// When the correction ends: T + L + O + C (the phase's end for GOS).
+    /// When the correction ends at the latest: T + L + O + C for OCG, the
+    /// phase's end for GOS, never for CCG (it ends by what it hears).
     pub fn correction_end(&self) -> Tick {
         match self.correction {
             GossipCorrection::None => self.correction_start(),
             GossipCorrection::Opportunistic { duration } => self.correction_start() + duration,
+            GossipCorrection::Checked => Tick::MAX,
         }
     }
 
@@ -112,10 +141,8 @@ pub struct Gossip<'p, P> {
     g_node: bool,
     output: Option<P>,
     rng: RandomStream,
-    /// The next correction distance, and whether its forward message is
-    /// still to go (forward first, then backward, then the next distance).
-    distance: u32,
-    forward: bool,
+    /// The ring correction's state (a g-node's only).
+    sweep: Sweep,
     now: Tick,
 }
 
@@ -148,8 +175,7 @@ impl<'p, P: Clone + Send + 'static> Gossip<'p, P> {
             output: if me == root { value.clone() } else { None },
             value: if me == root { value } else { None },
             rng,
-            distance: 1,
-            forward: true,
+            sweep: Sweep::new(),
             now: 0,
         })
     }
@@ -163,12 +189,13 @@ impl<'p, P: Clone + Send + 'static> Gossip<'p, P> {
         ring::right(v, self.root, self.plan.procs)
     }
 
-    /// OCG correction sends still ahead at `now`: before the correction's
-    /// end, and some node not yet reached in both directions.
+    /// Correction sends still ahead at `now`: before the correction's end
+    /// (OCG), and the sweep not finished (the ring covered, or CCG's
+    /// nearest g-nodes reached on both sides).
     fn correction_left(&self, now: Tick) -> bool {
-        matches!(self.plan.correction, GossipCorrection::Opportunistic { .. })
-            && now < self.plan.correction_end()
-            && 2 * self.distance <= self.plan.procs
+        self.plan.correction.sweep().is_some_and(|kind| {
+            now < self.plan.correction_end() && !self.sweep.finished(kind, self.plan.procs)
+        })
     }
 
     /// A g-node that may correct at `now`.
@@ -203,7 +230,19 @@ impl<P: Clone + Send + 'static> Protocol for Gossip<'_, P> {
 
     fn handle(&mut self, now: Tick, event: Event<Msg<P>>) {
         self.now = self.now.max(now);
-        if let Event::Message { msg, .. } = event {
+        if let Event::Message { from, msg } = event {
+            if msg.tag.is_correction() {
+                if let Some(kind) = self.plan.correction.sweep() {
+                    let procs = self.plan.procs;
+                    let from = ring::left(from, self.root, procs);
+                    let dist = if msg.tag.from_right() {
+                        ring::left(from, self.me, procs)
+                    } else {
+                        ring::left(self.me, from, procs)
+                    };
+                    self.sweep.observe(kind, msg.tag, dist, self.g_node);
+                }
+            }
             if self.value.is_none() {
                 // A gossip message colors a g-node: the last ones, sent just
                 // before T, are taken at T + L + O, the phase's end. A
@@ -228,17 +267,14 @@ impl<P: Clone + Send + 'static> Protocol for Gossip<'_, P> {
         if !self.correcting(now) {
             return None;
         }
+        let kind = self.plan.correction.sweep()?;
         let procs = self.plan.procs;
-        let (to, tag) = if self.forward {
-            ((self.me + self.distance) % procs, Tag::Rightward)
-        } else {
-            ((self.me + procs - self.distance) % procs, Tag::Leftward)
+        let step = self.sweep.next(kind, now, procs)?;
+        let to = match step.tag {
+            Tag::Rightward => ring::right(self.me, step.dist, procs),
+            _ => ring::left(self.me, step.dist, procs),
         };
-        if !self.forward {
-            self.distance += 1;
-        }
-        self.forward = !self.forward;
-        let msg = self.msg(tag, value.clone());
+        let msg = self.msg(step.tag, value.clone());
         Some(Transmit {
             to: self.real(to),
             msg,
