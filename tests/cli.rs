@@ -339,6 +339,53 @@ fn run_and_sim_take_the_star_allreduce() {
     );
 }
 
+/// `corrected sim --algorithm gossip`: T = auto from Eq. 3 / Eq. 4, the
+/// paper's consistency and g-node counts in the JSON; CCG reaches every
+/// live node (a miss would be a violation), GOS at a short T does not (an
+/// expected miss); bad corrections and algorithms are typed refusals.
+#[test]
+fn sim_runs_corrected_gossip() {
+    let json = |line: &str| -> Value {
+        let out = corrected(line);
+        assert_eq!(out.status.code(), Some(0), "{line}: {out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let base = "sim --algorithm gossip --procs 1024 --latency 1 --overhead 1 --runs 20 --json";
+    let ccg = json(&format!("{base} --fault-rate 0.02"));
+    assert_eq!(ccg["correction"], "ccg", "{ccg}");
+    // Eq. 4's T (26 at the paper's δ) plus one O.
+    assert_eq!(ccg["gossip_time"], 27, "{ccg}");
+    assert_eq!(ccg["consistency"]["max"], 1.0, "{ccg}");
+    assert_eq!(ccg["incomplete_runs"], 0, "{ccg}");
+    assert_eq!(ccg["violations"], 0, "{ccg}");
+    let ocg = json(&format!("{base} --correction ocg"));
+    assert_eq!(ocg["gossip_time"], 25, "Eq. 3's 24 plus one O: {ocg}");
+    assert!(
+        ocg["correction"].as_str().unwrap().starts_with("ocg:"),
+        "{ocg}"
+    );
+    let gos = json(&format!("{base} --correction none --gossip-time 10"));
+    assert!(gos["consistency"]["max"].as_f64().unwrap() < 1.0, "{gos}");
+    assert_eq!(gos["expected_misses"], 20, "{gos}");
+    assert_eq!(gos["violations"], 0, "{gos}");
+    refused(
+        "sim --algorithm gossip --procs 64 --correction optimized:3",
+        "--correction optimized:3 is out of range",
+    );
+    refused(
+        "sim --algorithm gossip --procs 64 --gossip-time soon",
+        "--gossip-time soon is out of range",
+    );
+    refused(
+        "sim --algorithm gossip --op reduce --procs 64",
+        "--algorithm gossip is out of range",
+    );
+    refused(
+        "sim --algorithm gossip --procs 64 --delta 0",
+        "bad gossip model: delta 0 must be above 0 and below 1",
+    );
+}
+
 #[test]
 fn soak_checks_every_result_and_refuses_nothing_to_do() {
     let out = corrected("soak --ranks 8 --f 1 --ops 300 --episode 100 --json");

@@ -151,6 +151,9 @@ impl CliError {
                 ConfigError::FeatureNotBuilt { feature } => {
                     format!("build with `cargo build --features {feature}`")
                 }
+                ConfigError::BadGossip { .. } => {
+                    "pass --procs 2 or more and a --delta above 0 and below 1".into()
+                }
                 ConfigError::BadAllreduce { .. } if cmd == Subcommand::Sim => {
                     "pass --allreduce tree or star".into()
                 }

@@ -7,13 +7,16 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use corrected::protocol::allreduce::AllreduceAlgorithm;
+use corrected::protocol::gossip::{
+    gossip_time, GossipCorrection, GossipModel, GossipPlan, GossipVariant,
+};
 use corrected::protocol::reduce::FailureScheme;
 use corrected::sim::{
-    AllreduceScenario, AllreduceSim, BcastScenario, BcastSim, BcastSummary, FaultPlan, MonteCarlo,
-    ReduceConfig, ReduceScenario, ReduceSim, Stats,
+    AllreduceScenario, AllreduceSim, BcastScenario, BcastSim, BcastSummary, FaultPlan,
+    GossipScenario, GossipSim, MonteCarlo, ReduceConfig, ReduceScenario, ReduceSim, Stats,
 };
 use corrected::topology::MAX_PROCS;
-use corrected::types::{MessageSize, Rank, Tick};
+use corrected::types::{LogP, MessageSize, Rank, Tick};
 use corrected::ConfigError;
 
 use crate::error::CliError;
@@ -40,6 +43,21 @@ pub struct SimArgs {
     /// back). Simulated ranks have a core each, so there is no auto.
     #[arg(long, default_value = "tree")]
     allreduce: String,
+    /// Broadcast algorithm: tree (a corrected tree, --tree and --correction)
+    /// or gossip (corrected gossip: random gossip until --gossip-time, then
+    /// the correction --correction names: none (GOS), ocg[:C] (opportunistic
+    /// for C ticks, C from Eq. 2 by default) or ccg, also spelled checked).
+    #[arg(long, default_value = "tree")]
+    algorithm: String,
+    /// Corrected gossip's T: ticks of gossip, or auto (Eq. 3 for OCG and
+    /// GOS, Eq. 4 for CCG, plus one overhead, as the paper chooses it).
+    #[arg(long, default_value = "auto")]
+    gossip_time: String,
+    /// Corrected gossip's δ: the chance the estimates behind T and C (auto)
+    /// may fail (the paper's 6.93e-7: all of 10^6 runs succeed with
+    /// probability about 1/2).
+    #[arg(long, default_value_t = 6.93e-7)]
+    delta: f64,
     /// Bytes of every message (LogGP: a send occupies its process
     /// o + (bytes - 1) x G ticks).
     #[arg(long, default_value_t = 8)]
@@ -158,13 +176,25 @@ pub fn run(args: SimArgs) -> Result<ExitCode, CliError> {
         &[Op::Bcast, Op::Reduce, Op::Allreduce],
         "bcast, reduce or allreduce",
     )?;
-    let (spec, correction, logp) = args.model.parse()?;
     check(&args, op)?;
     let faults = FaultPlan {
         dead: args.dead.clone(),
         rate: args.fault_rate,
         die_at: args.die_at.clone(),
     };
+    match (args.algorithm.as_str(), op) {
+        ("tree", _) => {}
+        ("gossip", Op::Bcast) => return run_gossip(&args, faults),
+        (other, _) => {
+            return Err(out_of_range(
+                "--algorithm",
+                other,
+                "the algorithms are tree, and gossip for --op bcast",
+                "pass --algorithm tree, or gossip with --op bcast",
+            ))
+        }
+    }
+    let (spec, correction, logp) = args.model.parse()?;
     if op != Op::Bcast {
         return run_collective(&args, op, faults);
     }
@@ -290,6 +320,159 @@ fn monte_carlo<S, R: Send>(
     let out = mc.execute(make, run, |_| bar.inc(1));
     bar.finish_and_clear();
     out
+}
+
+/// `corrected sim --algorithm gossip`: corrected gossip (Hoefler et al.,
+/// IPDPS 2017), Monte Carlo over the fault plan and the peers' draws.
+fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
+    let m = &args.model;
+    ticks_at_most("--latency", m.latency, crate::limits::MAX_LOGP_TICKS)?;
+    ticks_at_most("--overhead", m.overhead, crate::limits::MAX_LOGP_TICKS)?;
+    let logp = LogP::new(m.latency, m.overhead)?;
+    let bad_correction = || {
+        out_of_range(
+            "--correction",
+            &m.correction,
+            "corrected gossip's corrections are none, ocg[:C] and ccg (checked)",
+            "pass --correction ccg, ocg, ocg:C or none",
+        )
+    };
+    let (variant, ocg_time) = match m.correction.to_ascii_lowercase().as_str() {
+        "none" => (None, None),
+        "ccg" | "checked" | "checked-sync" => (Some(GossipVariant::Ccg), None),
+        "ocg" => (Some(GossipVariant::Ocg), None),
+        other => match other.strip_prefix("ocg:").map(str::parse::<Tick>) {
+            Some(Ok(c)) => {
+                ticks_at_most("--correction", c, MAX_WAIT_TICKS)?;
+                (Some(GossipVariant::Ocg), Some(c))
+            }
+            _ => return Err(bad_correction()),
+        },
+    };
+    let model = GossipModel::new(args.procs, args.procs, logp)?;
+    let stop = match args.gossip_time.as_str() {
+        "auto" => gossip_time(
+            args.procs,
+            logp,
+            args.delta,
+            variant.unwrap_or(GossipVariant::Ocg),
+        )?,
+        t => {
+            let t = t.parse::<Tick>().map_err(|_| {
+                out_of_range(
+                    "--gossip-time",
+                    t,
+                    "T is a number of ticks, or auto",
+                    "pass --gossip-time auto or a number of ticks",
+                )
+            })?;
+            ticks_at_most("--gossip-time", t, MAX_WAIT_TICKS)?;
+            t
+        }
+    };
+    let correction = match variant {
+        None => GossipCorrection::None,
+        Some(GossipVariant::Ccg) => GossipCorrection::Checked,
+        // Claim 2: C = KO + L + O reaches a chain of K; K from Eq. 2 at
+        // T + L + O, plus the paper's one O of margin.
+        Some(GossipVariant::Ocg) => GossipCorrection::Opportunistic {
+            duration: ocg_time.unwrap_or_else(|| {
+                let (_, k) = model.latency(stop, args.delta, GossipVariant::Ocg);
+                (Tick::from(k) + 1) * logp.overhead + logp.latency + logp.overhead
+            }),
+        },
+    };
+    let plan = GossipPlan::new(args.procs, logp, stop, correction)?;
+    let scenario = GossipScenario::new(plan, logp, faults.clone())?;
+    let (runs, seconds) = monte_carlo(
+        args,
+        || GossipSim::new(&scenario),
+        |sim: &mut GossipSim, seed| sim.run(seed),
+    );
+    let latency = Stats::of(runs.iter().map(|r| r.latency as f64));
+    let quiescence = Stats::of(runs.iter().map(|r| r.quiescence_latency as f64));
+    let messages = Stats::of(runs.iter().map(|r| r.messages_per_process));
+    let consistency = Stats::of(runs.iter().map(|r| r.consistency));
+    let colored = Stats::of(runs.iter().map(|r| f64::from(r.gossip_colored)));
+    // CCG reaches every live node when no node fails during the run
+    // (Claim 3): a miss there is a violation; GOS and OCG promise it only
+    // with high probability.
+    let guaranteed = correction == GossipCorrection::Checked && faults.static_only();
+    let incomplete = runs.iter().filter(|r| r.consistency < 1.0).count() as u64;
+    let violations: u64 = runs.iter().map(|r| u64::from(r.violations)).sum::<u64>()
+        + if guaranteed { incomplete } else { 0 };
+    let expected_misses = if guaranteed { 0 } else { incomplete };
+    let correction_name = match correction {
+        GossipCorrection::None => "none".to_string(),
+        GossipCorrection::Opportunistic { duration } => format!("ocg:{duration}"),
+        GossipCorrection::Checked => "ccg".to_string(),
+    };
+    if args.json {
+        let v = serde_json::json!({
+            "procs": args.procs,
+            "op": "bcast",
+            "algorithm": "gossip",
+            "gossip_time": stop,
+            "correction": correction_name,
+            "delta": args.delta,
+            "latency": logp.latency,
+            "overhead": logp.overhead,
+            "fault_rate": args.fault_rate,
+            "seed": args.seed,
+            "runs": args.runs,
+            "sims_per_second": args.runs as f64 / seconds.max(1e-9),
+            "latency_ticks": latency,
+            "quiescence_ticks": quiescence,
+            "messages_per_process": messages,
+            "consistency": consistency,
+            "gossip_colored": colored,
+            "incomplete_runs": incomplete,
+            "expected_misses": expected_misses,
+            "violations": violations,
+        });
+        out!("{v}");
+    } else {
+        out!(
+            "P={} gossip T={stop} correction={correction_name} L={} o={} fault-rate={} runs={} ({:.1} sims/s)",
+            args.procs,
+            logp.latency,
+            logp.overhead,
+            args.fault_rate,
+            args.runs,
+            args.runs as f64 / seconds.max(1e-9)
+        );
+        out!(
+            "{:<22} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "metric",
+            "mean",
+            "p50",
+            "p99",
+            "p99.9",
+            "max"
+        );
+        for (name, st) in [
+            ("latency", &latency),
+            ("quiescence_latency", &quiescence),
+            ("messages_per_process", &messages),
+            ("consistency", &consistency),
+            ("gossip_colored", &colored),
+        ] {
+            out!(
+                "{name:<22} {:>9.3} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
+                st.mean,
+                st.p50,
+                st.p99,
+                st.p999,
+                st.max
+            );
+        }
+        out!("incomplete_runs: {incomplete}  expected misses: {expected_misses}  violations: {violations}");
+    }
+    Ok(if violations == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// `corrected sim --op reduce|allreduce`: Monte Carlo over the fault plan.
