@@ -383,11 +383,7 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
         },
     };
     // Eq. 3 (OCG, GOS) or Eq. 4 (CCG): the latency the model predicts.
-    let (estimate, _) = model.latency(
-        stop,
-        args.delta,
-        variant.unwrap_or(GossipVariant::Ocg),
-    );
+    let (estimate, _) = model.latency(stop, args.delta, variant.unwrap_or(GossipVariant::Ocg));
     let plan = GossipPlan::new(args.procs, logp, stop, correction)?;
     let scenario = GossipScenario::new(plan, logp, faults.clone())?;
     let (runs, seconds) = monte_carlo(

@@ -327,3 +327,67 @@ impl<P: Clone + Send + 'static> Protocol for Gossip<'_, P> {
         self.value.is_none()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UNIT: LogP = LogP {
+        latency: 1,
+        overhead: 1,
+    };
+
+    /// The gossip phase stops exactly at T: a g-node polled at every tick
+    /// sends gossip at every tick before T and none at or after it, then
+    /// (OCG) correction from T + L + O until T + L + O + C, then nothing.
+    #[test]
+    fn gossip_stops_exactly_at_t() {
+        let (stop, duration) = (7, 4);
+        let ocg = GossipCorrection::Opportunistic { duration };
+        let plan = GossipPlan::new(16, UNIT, stop, ocg).unwrap();
+        let rng = RandomStream::for_rank(3, 0, 0);
+        let mut root = Gossip::new(&plan, 0, 0, 0, Some(1u8), rng).unwrap();
+        root.handle(0, Event::Start);
+        let mut sends = Vec::new();
+        for now in 0..30 {
+            if let Some(tx) = root.poll_transmit(now) {
+                sends.push((now, tx.msg.tag));
+            }
+        }
+        let gossip: Vec<Tick> = sends
+            .iter()
+            .filter(|(_, t)| *t == Tag::Gossip)
+            .map(|&(n, _)| n)
+            .collect();
+        assert_eq!(gossip, (0..stop).collect::<Vec<_>>());
+        let start = plan.correction_start();
+        assert!(sends
+            .iter()
+            .filter(|(_, t)| *t != Tag::Gossip)
+            .all(|&(n, t)| t.is_correction() && (start..start + duration).contains(&n)));
+        assert_eq!(sends.len() as Tick, stop + duration);
+        assert!(root.is_finished());
+    }
+
+    /// A node first colored by a correction message is a c-node: it
+    /// delivers and sends nothing.
+    #[test]
+    fn a_c_node_delivers_and_stays_silent() {
+        let plan = GossipPlan::new(16, UNIT, 5, GossipCorrection::Checked).unwrap();
+        let rng = RandomStream::for_rank(3, 4, 0);
+        let mut node = Gossip::new(&plan, 0, 4, 0, None::<u8>, rng).unwrap();
+        node.handle(0, Event::Start);
+        let msg = Msg {
+            op: 0,
+            kind: Collective::Broadcast,
+            root: 0,
+            tag: Tag::Rightward,
+            payload: 9u8,
+        };
+        node.handle(plan.correction_start() + 3, Event::Message { from: 3, msg });
+        assert_eq!(node.take_output(), Some(9));
+        assert!(!node.is_g_node());
+        assert!((0..40).all(|now| node.poll_transmit(now + 8).is_none()));
+        assert!(node.is_finished());
+    }
+}
