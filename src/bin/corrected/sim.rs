@@ -261,6 +261,28 @@ fn print_table(s: &BcastSummary, args: &SimArgs, dissemination: Tick, expected_m
         s.sims_per_second
     );
     out!("fault-free dissemination time: {dissemination}");
+    stats_table(&[
+        ("coloring_latency", &s.coloring_latency),
+        ("quiescence_latency", &s.quiescence_latency),
+        ("correction_latency", &s.correction_latency),
+        ("messages_per_process", &s.messages_per_process),
+        (
+            "correction_messages_per_process",
+            &s.correction_messages_per_process,
+        ),
+        ("max_gap", &s.max_gap),
+    ]);
+    out!(
+        "incomplete_runs: {}  uncolored live ranks: {}  expected misses: {}  violations: {}",
+        s.incomplete_runs,
+        s.uncolored_live_total,
+        expected_misses,
+        s.violations
+    );
+}
+
+/// A table of metrics: mean and quantiles of each.
+fn stats_table(rows: &[(&str, &Stats)]) {
     out!(
         "{:<34} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "metric",
@@ -270,7 +292,7 @@ fn print_table(s: &BcastSummary, args: &SimArgs, dissemination: Tick, expected_m
         "p99.9",
         "max"
     );
-    let row = |name: &str, st: &Stats| {
+    for (name, st) in rows {
         out!(
             "{name:<34} {:>9.3} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
             st.mean,
@@ -278,24 +300,8 @@ fn print_table(s: &BcastSummary, args: &SimArgs, dissemination: Tick, expected_m
             st.p99,
             st.p999,
             st.max
-        )
-    };
-    row("coloring_latency", &s.coloring_latency);
-    row("quiescence_latency", &s.quiescence_latency);
-    row("correction_latency", &s.correction_latency);
-    row("messages_per_process", &s.messages_per_process);
-    row(
-        "correction_messages_per_process",
-        &s.correction_messages_per_process,
-    );
-    row("max_gap", &s.max_gap);
-    out!(
-        "incomplete_runs: {}  uncolored live ranks: {}  expected misses: {}  violations: {}",
-        s.incomplete_runs,
-        s.uncolored_live_total,
-        expected_misses,
-        s.violations
-    );
+        );
+    }
 }
 
 /// Runs `args.runs` seeded simulations over worker threads with a progress bar.
@@ -444,31 +450,13 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
             args.runs,
             args.runs as f64 / seconds.max(1e-9)
         );
-        out!(
-            "{:<22} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            "metric",
-            "mean",
-            "p50",
-            "p99",
-            "p99.9",
-            "max"
-        );
-        for (name, st) in [
+        stats_table(&[
             ("latency", &latency),
             ("quiescence_latency", &quiescence),
             ("messages_per_process", &messages),
             ("consistency", &consistency),
             ("gossip_colored", &colored),
-        ] {
-            out!(
-                "{name:<22} {:>9.3} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
-                st.mean,
-                st.p50,
-                st.p99,
-                st.p999,
-                st.max
-            );
-        }
+        ]);
         out!("incomplete_runs: {incomplete}  expected misses: {expected_misses}  violations: {violations}");
     }
     Ok(if violations == 0 {
