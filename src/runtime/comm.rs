@@ -17,6 +17,10 @@ use crate::protocol::reduce::{Contribution, Reduce, ReduceOutput};
 use crate::runtime::data::Data;
 use crate::runtime::faults::Fault;
 use crate::runtime::lazy::LAZY_MIN_BYTES;
+use crate::runtime::lent::Lending;
+use crate::runtime::team::{Generation, Plans, Shared};
+use crate::runtime::transport::MailboxTransport;
+use crate::types::{Collective, OpId, Rank};
 
 /// A broadcast value of this many bytes or more is read from the root's
 /// buffer, lent for its call ([`crate::runtime::lent`]); smaller ones are
@@ -26,10 +30,6 @@ pub const LENT_BCAST_MIN_BYTES: usize = 256 * 1024;
 /// The least time a broadcast root waits for its receivers to copy its
 /// lent buffer before it copies the value into a segment for them.
 const LENT_BCAST_WAIT: Duration = Duration::from_millis(10);
-use crate::runtime::lent::Lending;
-use crate::runtime::team::{Generation, Plans, Shared};
-use crate::runtime::transport::MailboxTransport;
-use crate::types::{Collective, OpId, Rank};
 
 /// The reduction function of a core kept after its call: a decided
 /// allreduce never combines again, so it is never called.
