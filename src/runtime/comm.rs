@@ -12,7 +12,9 @@ use crate::error::Error;
 use crate::op::Operation;
 use crate::protocol::allreduce::{Allreduce, AllreduceOutput};
 use crate::protocol::bcast::Bcast;
+use crate::protocol::gossip::{Gossip, SlotClock};
 use crate::protocol::pair::PairAllreduce;
+use crate::protocol::random::RandomStream;
 use crate::protocol::reduce::{Contribution, Reduce, ReduceOutput};
 use crate::runtime::data::Data;
 use crate::runtime::faults::Fault;
@@ -226,13 +228,23 @@ impl<'t> Comm<'t> {
         let op = self.begin_op()?;
         let started = self.driver.call_started();
         let plans = self.plans;
-        let mut core =
-            Bcast::new(&plans.bcast, root, me, op, value).map_err(|e| self.abandon(op, e))?;
-        let got = match self.driver.drive(op, started, &mut core) {
-            Ok(got) => got,
-            Err(e) => return Err(self.root_failed(e, op, root)),
+        let got = if let Some((plan, seed)) = &plans.gossip {
+            let rng = RandomStream::for_rank(*seed, me, op);
+            let core =
+                Gossip::new(plan, root, me, op, value, rng).map_err(|e| self.abandon(op, e))?;
+            let mut core = SlotClock::new(core, plan.logp());
+            let got = self.driver.drive(op, started, &mut core);
+            got.map_err(|e| self.root_failed(e, op, root))?
+        } else {
+            let mut core =
+                Bcast::new(&plans.bcast, root, me, op, value).map_err(|e| self.abandon(op, e))?;
+            let got = match self.driver.drive(op, started, &mut core) {
+                Ok(got) => got,
+                Err(e) => return Err(self.root_failed(e, op, root)),
+            };
+            self.driver.keep(core);
+            got
         };
-        self.driver.keep(core);
         if let Some(lending) = &mut lending {
             self.end_loan(lending, bytes.len());
         }

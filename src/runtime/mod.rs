@@ -49,7 +49,9 @@ pub use comm::Comm;
 pub use faults::{Fault, FaultSchedule};
 pub use packet::Packet;
 pub use pin::Pinning;
-pub use team::{OpStats, RankOutcome, Team, TeamBuilder, TeamReport, MAX_RANKS};
+pub use team::{
+    BroadcastAlgorithm, OpStats, RankOutcome, Team, TeamBuilder, TeamReport, MAX_RANKS,
+};
 
 /// Operation fencing, which the loom models in `loom-tests/` check:
 /// public only in a loom build (`RUSTFLAGS="--cfg loom"`).

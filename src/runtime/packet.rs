@@ -2,6 +2,7 @@
 //! runtime runs, each core's own payload inside.
 
 use crate::driver::Carries;
+use crate::protocol::gossip::Stamped;
 use crate::protocol::reduce::Contribution;
 use crate::protocol::Msg;
 use crate::runtime::data::Data;
@@ -16,6 +17,9 @@ pub enum Packet {
     Value(Data),
     /// A reduce-like core's partial result.
     Contribution(Contribution<Data>),
+    /// A gossip broadcast's value with the logical time it was sent at
+    /// ([`crate::protocol::gossip::SlotClock`]).
+    Stamped(Stamped<Data>),
 }
 
 // A lane slot is the message and an 8-byte stamp, 64-byte aligned: keep it
@@ -48,6 +52,20 @@ impl Carries<Contribution<Data>> for Packet {
     fn unwrap(self) -> Result<Contribution<Data>, Self> {
         match self {
             Packet::Contribution(c) => Ok(c),
+            other => Err(other),
+        }
+    }
+}
+
+impl Carries<Stamped<Data>> for Packet {
+    #[inline]
+    fn wrap(payload: Stamped<Data>) -> Self {
+        Packet::Stamped(payload)
+    }
+    #[inline]
+    fn unwrap(self) -> Result<Stamped<Data>, Self> {
+        match self {
+            Packet::Stamped(s) => Ok(s),
             other => Err(other),
         }
     }

@@ -9,6 +9,7 @@ use crate::helping::Loan;
 use crate::mailbox::Mailboxes;
 use crate::protocol::allreduce::{AllreduceAlgorithm, AllreducePlan};
 use crate::protocol::bcast::{BcastPlan, Correction};
+use crate::protocol::gossip::{GossipPlan, GossipSpec};
 use crate::protocol::reduce::{FailureScheme, ReducePlan};
 use crate::protocol::Msg;
 use crate::runtime::comm::Comm;
@@ -66,7 +67,27 @@ pub struct TeamBuilder {
     lane_capacity: usize,
     helping: Option<bool>,
     allreduce: AllreduceAlgorithm,
+    broadcast: BroadcastAlgorithm,
+    seed: u64,
     pub(crate) op_records: bool,
+}
+
+/// How [`Comm::broadcast_into`] spreads the value.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum BroadcastAlgorithm {
+    /// A corrected tree: the team's tree, then its ring correction
+    /// (Corrected Trees, Section 3). The default.
+    #[default]
+    Tree,
+    /// Corrected gossip (Hoefler et al., IPDPS 2017): random gossip until T,
+    /// then the correction. T counts each rank's own send slots in the
+    /// paper's model (L = 2, o = 1), carried in its messages
+    /// ([`crate::protocol::gossip::SlotClock`]); peers are drawn from the
+    /// team's [seed](TeamBuilder::seed). A rank that no message reaches (GOS,
+    /// or OCG beyond its δ) gets [`crate::Error::Timeout`] after the team's
+    /// operation timeout; with CCG every live rank is reached if no rank
+    /// fails during the correction (Claim 3).
+    Gossip(GossipSpec),
 }
 
 impl Default for TeamBuilder {
@@ -85,6 +106,8 @@ impl Default for TeamBuilder {
             lane_capacity: 64,
             helping: None,
             allreduce: AllreduceAlgorithm::Auto,
+            broadcast: BroadcastAlgorithm::Tree,
+            seed: 0,
             op_records: false,
         }
     }
@@ -207,6 +230,22 @@ impl TeamBuilder {
         self
     }
 
+    /// The broadcast algorithm. Default [`BroadcastAlgorithm::Tree`]. The
+    /// allreduce's own broadcast is not affected.
+    pub fn broadcast(mut self, algorithm: BroadcastAlgorithm) -> Self {
+        self.broadcast = algorithm;
+        self
+    }
+
+    /// The seed of the random streams of algorithms that draw (gossip's
+    /// peers): each rank and operation gets its own stream of it
+    /// ([`crate::protocol::random::RandomStream::for_rank`]), so a seed
+    /// gives the simulator's peers. Default 0.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
     /// Messages a lane holds before a sender keeps the rest in its outbox.
     pub fn lane_capacity(mut self, capacity: usize) -> Self {
         self.lane_capacity = capacity.max(2);
@@ -261,6 +300,9 @@ pub(crate) struct Plans {
     /// Its broadcast uses the team's correction if that guarantees
     /// delivery, checked correction otherwise.
     pub(crate) allreduce: AllreducePlan,
+    /// With [`BroadcastAlgorithm::Gossip`]: the broadcast's plan, and the
+    /// seed of its peers.
+    pub(crate) gossip: Option<(GossipPlan, u64)>,
 }
 
 impl Plans {
@@ -290,10 +332,20 @@ impl Plans {
                 BcastPlan::new(tree.clone(), correction, 0).with_pace(pace),
             )?
         };
+        let gossip = match config.broadcast {
+            BroadcastAlgorithm::Tree => None,
+            // Gossip needs two nodes; a team of one broadcasts to itself
+            // through the tree.
+            BroadcastAlgorithm::Gossip(_) if ranks < 2 => None,
+            BroadcastAlgorithm::Gossip(spec) => {
+                Some((spec.choose(ranks, LogP::PAPER)?.plan, config.seed))
+            }
+        };
         Ok(Plans {
             bcast: BcastPlan::new(tree, config.correction, 0).with_pace(pace),
             reduce,
             allreduce,
+            gossip,
         })
     }
 }

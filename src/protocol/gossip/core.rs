@@ -107,6 +107,11 @@ impl GossipPlan {
         self.procs
     }
 
+    /// The model the plan's times are ticks of.
+    pub fn logp(&self) -> LogP {
+        self.logp
+    }
+
     /// When the correction starts: T + L + O.
     pub fn correction_start(&self) -> Tick {
         self.stop + self.logp.latency + self.logp.overhead

@@ -6,8 +6,12 @@
 //! simulator); CCG, FCG, BIG, the thread engine and the CLI are issue 15's
 //! next steps.
 
+pub mod clock;
 pub mod core;
+pub mod spec;
 pub mod time;
 
+pub use self::clock::{SlotClock, Stamped};
 pub use self::core::{Gossip, GossipCorrection, GossipPlan};
+pub use spec::{ChosenGossip, CorrectionChoice, GossipSpec, GossipTime, DEFAULT_DELTA};
 pub use time::{gossip_time, GossipModel, GossipVariant};

@@ -1,0 +1,242 @@
+//! The gossip time counter carried in messages: corrected gossip on an
+//! engine without a global LogP clock (Hoefler et al., IPDPS 2017, Section
+//! III-A: "messages carry the virtual time counter, so all stop at T";
+//! Algorithm 3's `time` variable).
+//!
+//! In the simulator every node shares one virtual clock and a gossip core
+//! reads it from `now`. Threads have no such clock: a rank's wall-clock time
+//! means nothing to the model when ranks share cores (a descheduled rank
+//! loses a whole scheduling round, in which the model would have had it
+//! send hundreds of messages). So on threads T counts **the model's time as
+//! each rank's own send slots advance it**, as the paper's nodes do:
+//! [`SlotClock`] wraps a gossip core and keeps its rank's logical time
+//! `vt`, which
+//!
+//! * starts at 0 (the root's start);
+//! * advances by O with every send, whose message carries the time it was
+//!   sent at ([`Stamped`]);
+//! * jumps, when a message is handed over, to the time the model would
+//!   hand it over if the rank were idle: its stamp plus 2O + L (the send's
+//!   overhead, the wire, the receive's overhead), if that is later;
+//! * jumps to the core's next deadline when the core has nothing to send
+//!   (the wait for messages in flight between T and T + L + O costs no real
+//!   time: the messages it waits for are in flight in logical time).
+//!
+//! The wrapped core sees only `vt`, so a g-node sends gossip in exactly the
+//! slots `vt < T` and stops; OCG's correction time C is C/O sends. What the
+//! logical clock does not reproduce: which message reaches a rank first is
+//! up to the scheduler (a rank adopts the first one it takes, which in the
+//! model may have arrived later), and a message taken while the rank is
+//! busy costs it no overhead. So the same seed gives the same peers on
+//! threads as in the simulator, but not always the same g-node set; the
+//! guarantees that do not depend on timing (CCG's and FCG's) hold as they
+//! are, and OCG's and GOS's reach is the model's in distribution only.
+
+use crate::protocol::{Event, Header, Leave, Msg, Protocol, Transmit};
+use crate::types::{LogP, Rank, Tick};
+
+/// A payload with the logical time its message was sent at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stamped<P> {
+    /// The sender's logical time when it sent.
+    pub sent: Tick,
+    /// The wrapped core's payload.
+    pub value: P,
+}
+
+/// A gossip core driven by its rank's logical time instead of the engine's
+/// `now` (see the module docs). Sans-IO like the core it wraps: it never
+/// asks for a timer ([`Protocol::uses_time`] is false).
+#[derive(Clone, Debug)]
+pub struct SlotClock<C> {
+    core: C,
+    logp: LogP,
+    vt: Tick,
+}
+
+impl<C: Protocol> SlotClock<C> {
+    /// `core`, whose model is `logp`, at logical time 0.
+    pub fn new(core: C, logp: LogP) -> Self {
+        SlotClock { core, logp, vt: 0 }
+    }
+
+    /// The wrapped core.
+    pub fn core(&self) -> &C {
+        &self.core
+    }
+
+    /// This rank's logical time.
+    pub fn now(&self) -> Tick {
+        self.vt
+    }
+
+    fn arrival(&self, sent: Tick) -> Tick {
+        sent.saturating_add(2 * self.logp.overhead + self.logp.latency)
+    }
+}
+
+impl<C: Protocol> Protocol for SlotClock<C> {
+    type Payload = Stamped<C::Payload>;
+    type Output = C::Output;
+
+    fn handle(&mut self, _now: Tick, event: Event<Msg<Self::Payload>>) {
+        let event = match event {
+            Event::Start => Event::Start,
+            Event::PeerFailed(r) => Event::PeerFailed(r),
+            Event::Timer => Event::Timer,
+            Event::Message { from, msg } => {
+                self.vt = self.vt.max(self.arrival(msg.payload.sent));
+                Event::Message {
+                    from,
+                    msg: msg.map(|p| p.value),
+                }
+            }
+        };
+        self.core.handle(self.vt, event);
+    }
+
+    fn poll_transmit(&mut self, _now: Tick) -> Option<Transmit<Msg<Self::Payload>>> {
+        loop {
+            if let Some(tx) = self.core.poll_transmit(self.vt) {
+                let sent = self.vt;
+                self.vt = self.vt.saturating_add(self.logp.overhead.max(1));
+                return Some(Transmit {
+                    to: tx.to,
+                    msg: tx.msg.map(|value| Stamped { sent, value }),
+                });
+            }
+            // Nothing now: skip to the core's next deadline, if any. A
+            // deadline is later than `vt` (the contract), so this ends.
+            match self.core.poll_deadline() {
+                Some(at) if at > self.vt => {
+                    self.vt = at;
+                    self.core.handle(at, Event::Timer);
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn poll_deadline(&self) -> Option<Tick> {
+        None
+    }
+
+    fn take_output(&mut self) -> Option<Self::Output> {
+        self.core.take_output()
+    }
+
+    fn is_quiescent(&self) -> bool {
+        self.core.is_quiescent() && self.core.poll_deadline().is_none()
+    }
+
+    fn header(&self) -> Header {
+        self.core.header()
+    }
+
+    fn may_return(&self) -> Leave {
+        self.core.may_return()
+    }
+
+    fn is_finished(&self) -> bool {
+        self.core.is_finished()
+    }
+
+    fn retired_by(&self, completed: &Header) -> bool {
+        self.core.retired_by(completed)
+    }
+
+    fn waits_once(&self) -> bool {
+        self.core.waits_once()
+    }
+
+    fn output_from_root(&self) -> bool {
+        self.core.output_from_root()
+    }
+
+    fn awaiting(&self) -> Option<Rank> {
+        self.core.awaiting()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::gossip::{Gossip, GossipCorrection, GossipPlan};
+    use crate::protocol::random::RandomStream;
+    use crate::protocol::Tag;
+    use crate::types::Collective;
+
+    const PAPER: LogP = LogP::PAPER;
+
+    /// The root's clock: gossip stamped 0, 1, ..., T - 1 (one slot per
+    /// send, o = 1), none at or after T, then OCG's C/o correction messages
+    /// from T + L + o on, with no real waiting in between.
+    #[test]
+    fn the_root_gossips_in_its_slots_before_t_then_corrects() {
+        let (stop, duration) = (9, 5);
+        let ocg = GossipCorrection::Opportunistic { duration };
+        let plan = GossipPlan::new(32, PAPER, stop, ocg).unwrap();
+        let rng = RandomStream::for_rank(1, 0, 0);
+        let core = Gossip::new(&plan, 0, 0, 0, Some(7u8), rng).unwrap();
+        let mut root = SlotClock::new(core, PAPER);
+        root.handle(u64::MAX / 2, Event::Start);
+        let mut sent = Vec::new();
+        while let Some(tx) = root.poll_transmit(0) {
+            sent.push((tx.msg.payload.sent, tx.msg.tag));
+        }
+        let gossip: Vec<Tick> = sent
+            .iter()
+            .filter(|(_, tag)| *tag == Tag::Gossip)
+            .map(|&(t, _)| t)
+            .collect();
+        assert_eq!(gossip, (0..stop).collect::<Vec<_>>());
+        let start = plan.correction_start();
+        let corrections: Vec<Tick> = sent[gossip.len()..].iter().map(|&(t, _)| t).collect();
+        assert_eq!(corrections, (start..start + duration).collect::<Vec<_>>());
+        assert!(root.is_finished() && root.is_quiescent());
+        assert_eq!(root.poll_deadline(), None);
+    }
+
+    /// A message moves a rank's clock to its logical arrival (sent + 2o +
+    /// L), never back: a rank colored by a message sent at 2 gossips from
+    /// 2 + 2 + 2 = 6 until T.
+    #[test]
+    fn a_message_moves_the_clock_to_its_arrival() {
+        let plan = GossipPlan::new(32, PAPER, 9, GossipCorrection::None).unwrap();
+        let rng = RandomStream::for_rank(1, 5, 0);
+        let core = Gossip::new(&plan, 0, 5, 0, None::<u8>, rng).unwrap();
+        let mut node = SlotClock::new(core, PAPER);
+        node.handle(0, Event::Start);
+        let msg = |sent| Msg {
+            op: 0,
+            kind: Collective::Broadcast,
+            root: 0,
+            tag: Tag::Gossip,
+            payload: Stamped { sent, value: 3u8 },
+        };
+        node.handle(
+            0,
+            Event::Message {
+                from: 0,
+                msg: msg(2),
+            },
+        );
+        assert_eq!(node.now(), 6);
+        assert_eq!(node.take_output(), Some(3));
+        let first = node.poll_transmit(0).unwrap();
+        assert_eq!(first.msg.payload.sent, 6);
+        // An older message later does not turn the clock back.
+        node.handle(
+            0,
+            Event::Message {
+                from: 1,
+                msg: msg(0),
+            },
+        );
+        assert_eq!(node.now(), 7);
+        let stamps: Vec<Tick> =
+            std::iter::from_fn(|| node.poll_transmit(0).map(|tx| tx.msg.payload.sent)).collect();
+        assert_eq!(stamps, vec![7, 8]);
+        assert!(node.is_finished());
+    }
+}

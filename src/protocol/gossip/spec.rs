@@ -1,0 +1,220 @@
+//! Corrected gossip's settings as a user states them, and the plan they
+//! give (Hoefler et al., IPDPS 2017, Section III): the gossip time T, given
+//! or chosen by Eq. 3 / Eq. 4 ([`gossip_time`]), and the correction, whose
+//! OCG time C is given or chosen by Claim 2 (C = (K + 1)O + L + O, with the
+//! longest uncolored chain K from Eq. 2 and the paper's one O of margin).
+//! One piece serves `corrected sim`, `corrected run` and
+//! [`crate::runtime::TeamBuilder::broadcast`].
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::ConfigError;
+use crate::protocol::gossip::{
+    gossip_time, GossipCorrection, GossipModel, GossipPlan, GossipVariant,
+};
+use crate::types::{LogP, Tick};
+
+/// The paper's δ for its examples (Figures 3 and 5): the chance that the
+/// estimates behind an automatic T or C fall short.
+pub const DEFAULT_DELTA: f64 = 6.93e-7;
+
+/// The gossip time T: a number of ticks of the model, or chosen to minimise
+/// the correction's latency (Eq. 3 for OCG and GOS, Eq. 4 for CCG).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GossipTime {
+    /// Chosen by Eq. 3 / Eq. 4.
+    #[default]
+    Auto,
+    /// T ticks.
+    Ticks(Tick),
+}
+
+impl FromStr for GossipTime {
+    type Err = ConfigError;
+    /// `auto` or a number of ticks.
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        if s.eq_ignore_ascii_case("auto") {
+            return Ok(GossipTime::Auto);
+        }
+        s.parse()
+            .map(GossipTime::Ticks)
+            .map_err(|_| ConfigError::BadGossip {
+                why: format!("gossip time {s:?}: a number of ticks, or auto"),
+            })
+    }
+}
+
+impl fmt::Display for GossipTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GossipTime::Auto => write!(f, "auto"),
+            GossipTime::Ticks(t) => write!(f, "{t}"),
+        }
+    }
+}
+
+/// The correction after the gossip phase, as a user names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CorrectionChoice {
+    /// GOS: none (weakly consistent).
+    None,
+    /// OCG (Section III-B) for C ticks, or C from Claim 2 and Eq. 2.
+    Opportunistic(Option<Tick>),
+    /// CCG (Section III-C).
+    Checked,
+}
+
+impl CorrectionChoice {
+    /// The variant whose latency an automatic T minimises (GOS: OCG's).
+    pub fn variant(self) -> GossipVariant {
+        match self {
+            CorrectionChoice::Checked => GossipVariant::Ccg,
+            _ => GossipVariant::Ocg,
+        }
+    }
+}
+
+impl FromStr for CorrectionChoice {
+    type Err = ConfigError;
+    /// `none`, `ocg`, `ocg:C` or `ccg` (`checked` is a synonym).
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        let s = s.to_ascii_lowercase();
+        match s.as_str() {
+            "none" | "gos" => Ok(CorrectionChoice::None),
+            "ccg" | "checked" | "checked-sync" => Ok(CorrectionChoice::Checked),
+            "ocg" => Ok(CorrectionChoice::Opportunistic(None)),
+            other => match other.strip_prefix("ocg:").map(str::parse::<Tick>) {
+                Some(Ok(c)) => Ok(CorrectionChoice::Opportunistic(Some(c))),
+                _ => Err(ConfigError::BadGossip {
+                    why: format!(
+                        "unknown gossip correction {s:?}: none, ocg, ocg:C or ccg (checked)"
+                    ),
+                }),
+            },
+        }
+    }
+}
+
+impl fmt::Display for CorrectionChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CorrectionChoice::None => write!(f, "none"),
+            CorrectionChoice::Opportunistic(None) => write!(f, "ocg"),
+            CorrectionChoice::Opportunistic(Some(c)) => write!(f, "ocg:{c}"),
+            CorrectionChoice::Checked => write!(f, "ccg"),
+        }
+    }
+}
+
+/// Corrected gossip as a user configures it: T, the correction, and the δ
+/// that automatic choices are made for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GossipSpec {
+    /// T.
+    pub time: GossipTime,
+    /// The correction.
+    pub correction: CorrectionChoice,
+    /// The chance the estimates behind an automatic T or C fall short.
+    pub delta: f64,
+}
+
+impl Default for GossipSpec {
+    /// T auto, CCG (reaches every live rank whatever T, if none fails
+    /// during the correction: Claim 3), the paper's δ.
+    fn default() -> Self {
+        GossipSpec {
+            time: GossipTime::Auto,
+            correction: CorrectionChoice::Checked,
+            delta: DEFAULT_DELTA,
+        }
+    }
+}
+
+/// A spec made concrete for one team or simulation.
+#[derive(Clone, Debug)]
+pub struct ChosenGossip {
+    /// The plan every node shares.
+    pub plan: GossipPlan,
+    /// The latency Eq. 3 (OCG, GOS) or Eq. 4 (CCG) predicts for it.
+    pub estimated_latency: Tick,
+}
+
+impl GossipSpec {
+    /// The plan for `procs` nodes, all alive, in `logp`: T and C as given,
+    /// or chosen (see the module docs). Errors on fewer than 2 nodes, a bad
+    /// model or a δ outside (0, 1).
+    pub fn choose(&self, procs: u32, logp: LogP) -> Result<ChosenGossip, ConfigError> {
+        if !(self.delta > 0.0 && self.delta < 1.0) {
+            return Err(ConfigError::BadGossip {
+                why: format!("δ = {} must lie strictly between 0 and 1", self.delta),
+            });
+        }
+        let model = GossipModel::new(procs, procs, logp)?;
+        let variant = self.correction.variant();
+        let stop = match self.time {
+            GossipTime::Auto => gossip_time(procs, logp, self.delta, variant)?,
+            GossipTime::Ticks(t) => t,
+        };
+        let correction = match self.correction {
+            CorrectionChoice::None => GossipCorrection::None,
+            CorrectionChoice::Checked => GossipCorrection::Checked,
+            CorrectionChoice::Opportunistic(c) => GossipCorrection::Opportunistic {
+                duration: c.unwrap_or_else(|| {
+                    let (_, k) = model.latency(stop, self.delta, GossipVariant::Ocg);
+                    (Tick::from(k) + 1) * logp.overhead + logp.latency + logp.overhead
+                }),
+            },
+        };
+        let (estimated_latency, _) = model.latency(stop, self.delta, variant);
+        Ok(ChosenGossip {
+            plan: GossipPlan::new(procs, logp, stop, correction)?,
+            estimated_latency,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spellings_parse_and_print_back() {
+        for s in ["none", "ocg", "ocg:12", "ccg"] {
+            let c: CorrectionChoice = s.parse().unwrap();
+            assert_eq!(c.to_string(), s);
+        }
+        assert_eq!("checked".parse(), Ok(CorrectionChoice::Checked));
+        assert!("ocg:x".parse::<CorrectionChoice>().is_err());
+        assert!("fcg".parse::<CorrectionChoice>().is_err());
+        assert_eq!("auto".parse(), Ok(GossipTime::Auto));
+        assert_eq!("17".parse(), Ok(GossipTime::Ticks(17)));
+        assert!("-1".parse::<GossipTime>().is_err());
+    }
+
+    /// The paper's case (N = 1024, L = O = 1): OCG's T is Eq. 3's 24
+    /// (Figure 3) plus the paper's one O, and C covers Eq. 2's chain at
+    /// T + L + O with one O of margin.
+    #[test]
+    fn auto_gives_the_papers_ocg_time() {
+        let logp = LogP {
+            latency: 1,
+            overhead: 1,
+        };
+        let spec = GossipSpec {
+            correction: CorrectionChoice::Opportunistic(None),
+            ..GossipSpec::default()
+        };
+        let chosen = spec.choose(1024, logp).unwrap();
+        assert_eq!(chosen.plan.stop(), 25);
+        let GossipCorrection::Opportunistic { duration } = chosen.plan.correction() else {
+            panic!("OCG asked for");
+        };
+        let model = GossipModel::new(1024, 1024, logp).unwrap();
+        let (_, k) = model.latency(25, DEFAULT_DELTA, GossipVariant::Ocg);
+        assert_eq!(duration, Tick::from(k) + 1 + 2);
+        let bad = GossipSpec { delta: 0.0, ..spec };
+        assert!(bad.choose(1024, logp).is_err());
+        assert!(GossipSpec::default().choose(1, logp).is_err());
+    }
+}

@@ -1,0 +1,206 @@
+//! Corrected gossip on threads (Hoefler et al., IPDPS 2017), driven by the
+//! one driver through the slot clock: delivery under dead ranks (CCG,
+//! Claim 3), no duplicate or stale delivery across operations (Claim 1),
+//! the gossip phase bounded by T, and a rank no message reaches getting a
+//! typed error instead of hanging.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use corrected::protocol::gossip::{CorrectionChoice, GossipSpec, GossipTime};
+use corrected::runtime::{BroadcastAlgorithm, FaultSchedule, Team};
+use corrected::types::Rank;
+use corrected::Error;
+
+/// Teams of up to 33 threads: one test at a time on this 2-core machine.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn gossip(time: GossipTime, correction: CorrectionChoice) -> BroadcastAlgorithm {
+    BroadcastAlgorithm::Gossip(GossipSpec {
+        time,
+        correction,
+        ..GossipSpec::default()
+    })
+}
+
+fn team(ranks: u32, algorithm: BroadcastAlgorithm, faults: FaultSchedule, seed: u64) -> Team {
+    Team::builder()
+        .ranks(ranks)
+        .broadcast(algorithm)
+        .faults(faults)
+        .seed(seed)
+        .op_timeout(Duration::from_secs(20))
+        .op_records(true)
+        .build()
+        .unwrap()
+}
+
+/// The value of operation `i` from `root`: every operation's differs.
+fn value(root: Rank, i: u32) -> u64 {
+    0x5eed_0000_0000_0000 | (u64::from(root) << 24) | u64::from(i)
+}
+
+/// `ops` broadcasts from rotating roots (skipping dead ones); per rank,
+/// what each call returned.
+fn broadcasts(team: &Team, ops: u32, dead: &[Rank]) -> Vec<Vec<Result<u64, Error>>> {
+    let report = team.run(|comm| {
+        let size = comm.size();
+        let roots = (0..size).filter(|r| !dead.contains(r)).collect::<Vec<_>>();
+        (0..ops)
+            .map(|i| {
+                let root = roots[i as usize % roots.len()];
+                let mut v = if comm.rank() == root {
+                    value(root, i)
+                } else {
+                    0
+                };
+                comm.broadcast_into(root, &mut v).map(|()| v)
+            })
+            .collect::<Vec<_>>()
+    });
+    report
+        .outcomes
+        .into_iter()
+        .map(|o| o.returned().cloned().expect("no rank panics"))
+        .collect()
+}
+
+/// CCG reaches every live rank whatever T and the dead set (Claim 3):
+/// T = 0 (only the root gossips: the correction does everything), a small
+/// T, and T from Eq. 4; dead sets up to a third of the team; and every
+/// operation delivers exactly its own value, once (Claim 1: a late
+/// correction message of operation k is never taken for operation k + 1).
+#[test]
+fn ccg_reaches_every_live_rank_on_threads() {
+    let _serial = serial();
+    for (procs, dead) in [
+        (2, vec![]),
+        (3, vec![1]),
+        (8, vec![]),
+        (8, vec![3, 4, 5]),
+        (16, vec![1, 2, 9]),
+        (33, vec![5, 6, 7, 8, 20]),
+    ] {
+        for time in [GossipTime::Ticks(0), GossipTime::Ticks(3), GossipTime::Auto] {
+            let faults = FaultSchedule::none().kill_group(dead.iter().copied(), 0);
+            let team = team(procs, gossip(time, CorrectionChoice::Checked), faults, 7);
+            let ops = 12;
+            let roots = (0..procs).filter(|r| !dead.contains(r)).collect::<Vec<_>>();
+            for (rank, results) in broadcasts(&team, ops, &dead).iter().enumerate() {
+                let rank = rank as Rank;
+                for (i, got) in results.iter().enumerate() {
+                    if dead.contains(&rank) {
+                        assert!(got.is_err(), "dead rank {rank} delivered");
+                        continue;
+                    }
+                    let root = roots[i % roots.len()];
+                    assert_eq!(
+                        got.as_ref().ok(),
+                        Some(&value(root, i as u32)),
+                        "P={procs} dead={dead:?} T={time} rank {rank} op {i}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The gossip phase ends at T on threads too: with no correction (GOS), a
+/// g-node colored at logical time t sends T - t messages, so the whole
+/// operation sends at most T per rank and at least the root's T; and the
+/// messages a fault-free CCG operation sends stay below the T gossip
+/// messages per rank plus a ring's worth of correction per rank.
+#[test]
+fn the_gossip_phase_is_bounded_by_t_on_threads() {
+    let _serial = serial();
+    let (procs, t) = (16u32, 6u64);
+    for (correction, most) in [
+        (CorrectionChoice::None, u64::from(procs) * t),
+        (
+            CorrectionChoice::Checked,
+            u64::from(procs) * (t + u64::from(procs)),
+        ),
+    ] {
+        let team = Team::builder()
+            .ranks(procs)
+            .broadcast(gossip(GossipTime::Ticks(t), correction))
+            .op_timeout(Duration::from_millis(300))
+            .op_records(true)
+            .build()
+            .unwrap();
+        let report = team.run(|comm| {
+            let mut v = if comm.rank() == 0 { 42u64 } else { 0 };
+            comm.broadcast_into(0, &mut v).map(|()| v)
+        });
+        let sent = report.ops[0].messages;
+        assert!(
+            (t..=most).contains(&sent),
+            "{correction}: {sent} messages, expected {t}..={most}"
+        );
+        if correction == CorrectionChoice::Checked {
+            assert!(report.returned().all(|(_, got)| got == &Ok(42)));
+        }
+    }
+}
+
+/// A rank that no gossip message reaches (GOS with T = 0: only the root
+/// knows the value) does not hang: it gets a typed error after the
+/// operation timeout, while the root returns at once.
+#[test]
+fn an_unreached_rank_gets_a_timeout_not_a_hang() {
+    let _serial = serial();
+    let timeout = Duration::from_millis(200);
+    let team = Team::builder()
+        .ranks(4)
+        .broadcast(gossip(GossipTime::Ticks(0), CorrectionChoice::None))
+        .op_timeout(timeout)
+        .op_records(true)
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let report = team.run(|comm| {
+        let mut v = if comm.rank() == 0 { 5u64 } else { 0 };
+        comm.broadcast_into(0, &mut v).map(|()| v)
+    });
+    for (rank, got) in report.returned() {
+        match rank {
+            0 => assert_eq!(got, &Ok(5)),
+            _ => assert!(
+                matches!(got, Err(Error::Timeout { .. })),
+                "rank {rank}: {got:?}"
+            ),
+        }
+    }
+    assert!(
+        started.elapsed() < timeout * 20,
+        "took {:?}",
+        started.elapsed()
+    );
+    // T = 0: the root gossips nothing, and GOS does not correct.
+    assert_eq!(report.ops[0].messages, 0);
+}
+
+/// OCG whose correction time covers the ring reaches everyone even when
+/// only the root gossips (T = 0): the root alone sweeps C/O ranks.
+#[test]
+fn ocg_with_a_ring_long_correction_reaches_everyone() {
+    let _serial = serial();
+    let procs = 12;
+    let correction = CorrectionChoice::Opportunistic(Some(u64::from(procs) + 4));
+    let team = team(
+        procs,
+        gossip(GossipTime::Ticks(0), correction),
+        FaultSchedule::none(),
+        3,
+    );
+    for results in broadcasts(&team, 6, &[]) {
+        for (i, got) in results.iter().enumerate() {
+            let root = i as Rank % procs;
+            assert_eq!(got.as_ref().ok(), Some(&value(root, i as u32)));
+        }
+    }
+}
