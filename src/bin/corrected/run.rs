@@ -9,9 +9,11 @@ use clap::Args;
 
 use corrected::driver::OpRecord;
 use corrected::protocol::bcast::Correction;
+use corrected::protocol::gossip::{CorrectionChoice, GossipSpec};
 use corrected::protocol::reduce::FailureScheme;
 use corrected::runtime::{
-    AllreduceAlgorithm, Fault, FaultSchedule, OpStats, Pinning, RankOutcome, Team, TeamReport,
+    AllreduceAlgorithm, BroadcastAlgorithm, Fault, FaultSchedule, OpStats, Pinning, RankOutcome,
+    Team, TeamReport,
 };
 use corrected::sim::engine::NEVER;
 use corrected::sim::reduce::{includes_exactly, input_of};
@@ -51,9 +53,21 @@ pub struct RunArgs {
     /// Dissemination tree: binomial, lame:K, kary:K or optimal; prefix inorder- for depth-first numbering.
     #[arg(long, default_value = "binomial")]
     tree: String,
-    /// Correction: none, opportunistic:D, optimized:D, relaying:D, forwarding:D, checked, checked-sync or delayed:NANOS (NANOS + (ranks - 1) x --pace-us below --timeout).
+    /// Correction: none, opportunistic:D, optimized:D, relaying:D, forwarding:D, checked, checked-sync or delayed:NANOS (NANOS + (ranks - 1) x --pace-us below --timeout);
+    /// with --algorithm gossip: none (GOS), ocg, ocg:C or ccg.
     #[arg(long, default_value = "checked")]
     correction: String,
+    /// Broadcast algorithm: tree (a corrected tree) or gossip (corrected
+    /// gossip: random gossip until --gossip-time, then --correction).
+    #[arg(long, default_value = "tree")]
+    algorithm: String,
+    /// Corrected gossip's T in ticks of the paper's model (L = 2, o = 1),
+    /// counted in each rank's own send slots, or auto (Eq. 3 / Eq. 4).
+    #[arg(long, default_value = "auto")]
+    gossip_time: String,
+    /// Seed of gossip's random peers.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
     /// Allreduce and barrier algorithm: tree (up-correction reduce, then the
     /// corrected broadcast), star (inputs straight to a root, the result
     /// straight back), or auto (star where ranks outnumber cores).
@@ -405,15 +419,22 @@ struct Tally {
     consistent: bool,
 }
 
+impl Tally {
+    /// Results delivered right over all results on live ranks: the share
+    /// of live ranks an operation reached, averaged over operations.
+    fn consistency(&self) -> f64 {
+        let all = self.delivered + self.missing + self.wrong;
+        if all == 0 {
+            1.0
+        } else {
+            self.delivered as f64 / all as f64
+        }
+    }
+}
+
 /// Goes through every live rank's results and sorts them into delivered,
 /// expected misses and violations.
-fn tally(
-    args: &RunArgs,
-    op: Op,
-    correction: Correction,
-    f: u32,
-    report: &TeamReport<Vec<Got>>,
-) -> Tally {
+fn tally(args: &RunArgs, op: Op, bcast: Delivery, f: u32, report: &TeamReport<Vec<Got>>) -> Tally {
     let ranks = report.outcomes.len() as u32;
     let faults = Faults {
         args,
@@ -459,7 +480,8 @@ fn tally(
         // Why this operation may lose results without breaking a guarantee.
         let excused = root_failed
             || over_budget
-            || (op == Op::Bcast && faulty > 0 && (during || !correction.guarantees_delivery()));
+            || (op == Op::Bcast
+                && (!bcast.always || (faulty > 0 && (during || !bcast.despite_dead_ranks))));
         let mut agreed: Option<(u64, bool)> = None;
         for got in results {
             let ok = match got {
@@ -499,6 +521,74 @@ fn tally(
     t
 }
 
+/// What the broadcast algorithm promises about delivery.
+#[derive(Clone, Copy, Debug)]
+struct Delivery {
+    /// Every live rank gets the value with no rank failed (false for GOS
+    /// and OCG, which reach everyone only with high probability).
+    always: bool,
+    /// ... also with ranks dead before the operation.
+    despite_dead_ranks: bool,
+}
+
+/// `--algorithm`, `--gossip-time` and `--correction` read together: the
+/// team's broadcast algorithm and what it promises.
+fn broadcast_algorithm(
+    args: &RunArgs,
+    op: Op,
+) -> Result<(BroadcastAlgorithm, Delivery, String), CliError> {
+    match args.algorithm.to_ascii_lowercase().as_str() {
+        "tree" => {
+            let correction: Correction = args.correction.parse()?;
+            let delivery = Delivery {
+                always: true,
+                despite_dead_ranks: correction.guarantees_delivery(),
+            };
+            Ok((BroadcastAlgorithm::Tree, delivery, correction.to_string()))
+        }
+        "gossip" if op == Op::Bcast => {
+            let spec = GossipSpec {
+                time: args.gossip_time.parse().map_err(|_| {
+                    out_of_range(
+                        "--gossip-time",
+                        &args.gossip_time,
+                        "T is a number of ticks, or auto",
+                        "pass --gossip-time auto or a number of ticks",
+                    )
+                })?,
+                correction: args.correction.parse().map_err(|_| {
+                    out_of_range(
+                        "--correction",
+                        &args.correction,
+                        "corrected gossip's corrections are none, ocg[:C] and ccg (checked)",
+                        "pass --correction ccg, ocg, ocg:C or none",
+                    )
+                })?,
+                ..GossipSpec::default()
+            };
+            let checked = spec.correction == CorrectionChoice::Checked;
+            let delivery = Delivery {
+                always: checked,
+                despite_dead_ranks: checked,
+            };
+            let name = format!("gossip T={} {}", spec.time, spec.correction);
+            Ok((BroadcastAlgorithm::Gossip(spec), delivery, name))
+        }
+        "gossip" => Err(out_of_range(
+            "--algorithm",
+            "gossip",
+            "corrected gossip is a broadcast algorithm",
+            "pass --op bcast with --algorithm gossip",
+        )),
+        other => Err(out_of_range(
+            "--algorithm",
+            other,
+            "the broadcast algorithms are tree and gossip",
+            "pass --algorithm tree or gossip",
+        )),
+    }
+}
+
 /// Runs `corrected run`. Exit code 1 if a delivery was wrong or missing
 /// where the algorithm guarantees it; expected losses (a failed root, a
 /// correction without a guarantee meeting faults, more than f failures)
@@ -512,7 +602,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         "bcast, reduce, allreduce or barrier",
     )?;
     let tree: TreeSpec = args.tree.parse()?;
-    let correction: Correction = args.correction.parse()?;
+    let (algorithm, delivery, bcast_name) = broadcast_algorithm(&args, op)?;
+    // The allreduce's broadcast and the tree broadcast take the tree
+    // correction; with gossip the correction names gossip's.
+    let correction: Correction = if matches!(algorithm, BroadcastAlgorithm::Tree) {
+        args.correction.parse()?
+    } else {
+        Correction::Checked
+    };
     let allreduce: AllreduceAlgorithm = args.allreduce.parse()?;
     let scheme: FailureScheme = args.failure_scheme.parse()?;
     check_options(&args)?;
@@ -521,6 +618,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         .op_records(true)
         .tree(tree)
         .correction(correction)
+        .broadcast(algorithm)
+        .seed(args.seed)
         .allreduce(allreduce)
         .failure_scheme(scheme)
         .failure_timeout(Duration::from_secs_f64(args.failure_timeout_ms / 1e3))
@@ -597,7 +696,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     });
     let wall = started.elapsed();
 
-    let t = tally(&args, op, correction, team.fault_budget(), &report);
+    let t = tally(&args, op, delivery, team.fault_budget(), &report);
     let latencies: Vec<f64> = report
         .ops
         .iter()
@@ -621,6 +720,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             "f": (!op.rooted() || op == Op::Reduce).then(|| team.fault_budget()),
             "tree": tree.to_string(),
             "correction": correction.to_string(),
+            "broadcast": (op == Op::Bcast).then_some(&bcast_name),
+            "consistency": (op == Op::Bcast).then(|| t.consistency()),
             "allreduce": matches!(op, Op::Allreduce | Op::Barrier)
                 .then(|| team.allreduce_algorithm().to_string()),
             "bytes": (op != Op::Barrier).then_some(args.bytes),
@@ -659,9 +760,20 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             ),
         };
         out!(
-            "{ranks} ranks, {iters} {what}, tree {tree}, correction {correction}, {:.2} s",
+            "{ranks} ranks, {iters} {what}, {}, {:.2} s",
+            if op == Op::Bcast {
+                bcast_name.clone()
+            } else {
+                format!("tree {tree}, correction {correction}")
+            },
             wall.as_secs_f64()
         );
+        if op == Op::Bcast {
+            out!(
+                "consistency (live ranks reached, over all operations): {:.6}",
+                t.consistency()
+            );
+        }
         out!(
             "latency per operation (slowest rank's call): p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs",
             lat.p50 / 1e3,

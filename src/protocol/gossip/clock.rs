@@ -15,19 +15,23 @@
 //! * starts at 0 (the root's start);
 //! * advances by O with every send, whose message carries the time it was
 //!   sent at ([`Stamped`]);
-//! * jumps, when a message is handed over, to the time the model would
-//!   hand it over if the rank were idle: its stamp plus 2O + L (the send's
-//!   overhead, the wire, the receive's overhead), if that is later;
-//! * jumps to the core's next deadline when the core has nothing to send
-//!   (the wait for messages in flight between T and T + L + O costs no real
-//!   time: the messages it waits for are in flight in logical time).
+//! * hands a message to the core at its logical arrival, its stamp plus
+//!   2O + L (the send's overhead, the wire, the receive's overhead), or at
+//!   once if that time has passed: a message that comes early in real time
+//!   (its sender ran ahead while this rank was descheduled) waits until
+//!   this rank's own sends have brought its clock there, as it would in the
+//!   model, instead of cutting its gossip short;
+//! * jumps to the next event (a message's arrival, or the core's deadline)
+//!   when the core has nothing to send before it (the wait for messages in
+//!   flight between T and T + L + O costs no real time: the messages it
+//!   waits for are in flight in logical time).
 //!
 //! The wrapped core sees only `vt`, so a g-node sends gossip in exactly the
 //! slots `vt < T` and stops; OCG's correction time C is C/O sends. What the
 //! logical clock does not reproduce: which message reaches a rank first is
-//! up to the scheduler (a rank adopts the first one it takes, which in the
-//! model may have arrived later), and a message taken while the rank is
-//! busy costs it no overhead. So the same seed gives the same peers on
+//! up to the scheduler (a message that comes late in real time is taken
+//! late in logical time, and a rank adopts the first message it takes),
+//! and a message taken while the rank is busy costs it no overhead. So the same seed gives the same peers on
 //! threads as in the simulator, but not always the same g-node set; the
 //! guarantees that do not depend on timing (CCG's and FCG's) hold as they
 //! are, and OCG's and GOS's reach is the model's in distribution only.
@@ -47,17 +51,24 @@ pub struct Stamped<P> {
 /// A gossip core driven by its rank's logical time instead of the engine's
 /// `now` (see the module docs). Sans-IO like the core it wraps: it never
 /// asks for a timer ([`Protocol::uses_time`] is false).
-#[derive(Clone, Debug)]
-pub struct SlotClock<C> {
+#[derive(Debug)]
+pub struct SlotClock<C: Protocol> {
     core: C,
     logp: LogP,
     vt: Tick,
+    /// Messages taken before their logical arrival, latest first.
+    early: Vec<(Tick, Rank, Msg<C::Payload>)>,
 }
 
 impl<C: Protocol> SlotClock<C> {
     /// `core`, whose model is `logp`, at logical time 0.
     pub fn new(core: C, logp: LogP) -> Self {
-        SlotClock { core, logp, vt: 0 }
+        SlotClock {
+            core,
+            logp,
+            vt: 0,
+            early: Vec::new(),
+        }
     }
 
     /// The wrapped core.
@@ -73,6 +84,37 @@ impl<C: Protocol> SlotClock<C> {
     fn arrival(&self, sent: Tick) -> Tick {
         sent.saturating_add(2 * self.logp.overhead + self.logp.latency)
     }
+
+    /// The earliest early message's arrival.
+    fn next_arrival(&self) -> Option<Tick> {
+        self.early.last().map(|&(at, _, _)| at)
+    }
+
+    /// Hands the core every early message whose arrival has come.
+    fn deliver_due(&mut self) {
+        while self.next_arrival().is_some_and(|at| at <= self.vt) {
+            let (_, from, msg) = self.early.pop().expect("checked");
+            self.core.handle(self.vt, Event::Message { from, msg });
+        }
+    }
+
+    /// Moves the clock to the next event, a message's arrival or the core's
+    /// deadline, and hands it over. False if there is none.
+    fn skip_to_next_event(&mut self) -> bool {
+        let deadline = self.core.poll_deadline().filter(|&at| at > self.vt);
+        let next = match (deadline, self.next_arrival()) {
+            (None, None) => return false,
+            (Some(d), None) => d,
+            (None, Some(a)) => a,
+            (Some(d), Some(a)) => d.min(a),
+        };
+        self.vt = self.vt.max(next);
+        if deadline.is_some_and(|d| d <= self.vt) {
+            self.core.handle(self.vt, Event::Timer);
+        }
+        self.deliver_due();
+        true
+    }
 }
 
 impl<C: Protocol> Protocol for SlotClock<C> {
@@ -85,17 +127,26 @@ impl<C: Protocol> Protocol for SlotClock<C> {
             Event::PeerFailed(r) => Event::PeerFailed(r),
             Event::Timer => Event::Timer,
             Event::Message { from, msg } => {
-                self.vt = self.vt.max(self.arrival(msg.payload.sent));
-                Event::Message {
-                    from,
-                    msg: msg.map(|p| p.value),
+                let at = self.arrival(msg.payload.sent);
+                let msg = msg.map(|p| p.value);
+                // Latest first, so the earliest pops; equal arrivals in the
+                // order taken.
+                let i = self.early.partition_point(|&(a, _, _)| a > at);
+                self.early.insert(i, (at, from, msg));
+                self.deliver_due();
+                // A core with nothing to send before the message's arrival
+                // (idle, or waiting) takes it now, at its arrival.
+                while !self.early.is_empty() && self.core.is_quiescent() {
+                    self.skip_to_next_event();
                 }
+                return;
             }
         };
         self.core.handle(self.vt, event);
     }
 
     fn poll_transmit(&mut self, _now: Tick) -> Option<Transmit<Msg<Self::Payload>>> {
+        self.deliver_due();
         loop {
             if let Some(tx) = self.core.poll_transmit(self.vt) {
                 let sent = self.vt;
@@ -105,14 +156,10 @@ impl<C: Protocol> Protocol for SlotClock<C> {
                     msg: tx.msg.map(|value| Stamped { sent, value }),
                 });
             }
-            // Nothing now: skip to the core's next deadline, if any. A
-            // deadline is later than `vt` (the contract), so this ends.
-            match self.core.poll_deadline() {
-                Some(at) if at > self.vt => {
-                    self.vt = at;
-                    self.core.handle(at, Event::Timer);
-                }
-                _ => return None,
+            // Nothing now: on to the next event, if any (a deadline is
+            // later than `vt`, by the contract, so this ends).
+            if !self.skip_to_next_event() {
+                return None;
             }
         }
     }
@@ -126,7 +173,7 @@ impl<C: Protocol> Protocol for SlotClock<C> {
     }
 
     fn is_quiescent(&self) -> bool {
-        self.core.is_quiescent() && self.core.poll_deadline().is_none()
+        self.early.is_empty() && self.core.is_quiescent() && self.core.poll_deadline().is_none()
     }
 
     fn header(&self) -> Header {
@@ -238,5 +285,48 @@ mod tests {
             std::iter::from_fn(|| node.poll_transmit(0).map(|tx| tx.msg.payload.sent)).collect();
         assert_eq!(stamps, vec![7, 8]);
         assert!(node.is_finished());
+    }
+
+    /// A message taken early in real time waits for its logical arrival: a
+    /// g-node still gossiping (T = 12) that takes a correction message sent
+    /// at 9 (arriving at 13) first sends its gossip in slots 6 to 11, and
+    /// only then sees the message.
+    #[test]
+    fn an_early_message_waits_for_its_logical_arrival() {
+        let plan = GossipPlan::new(32, PAPER, 12, GossipCorrection::Checked).unwrap();
+        let rng = RandomStream::for_rank(1, 5, 0);
+        let core = Gossip::new(&plan, 0, 5, 0, None::<u8>, rng).unwrap();
+        let mut node = SlotClock::new(core, PAPER);
+        node.handle(0, Event::Start);
+        let msg = |sent, tag| Msg {
+            op: 0,
+            kind: Collective::Broadcast,
+            root: 0,
+            tag,
+            payload: Stamped { sent, value: 3u8 },
+        };
+        node.handle(
+            0,
+            Event::Message {
+                from: 0,
+                msg: msg(2, Tag::Gossip),
+            },
+        );
+        assert_eq!(node.now(), 6);
+        node.handle(
+            0,
+            Event::Message {
+                from: 6,
+                msg: msg(9, Tag::Leftward),
+            },
+        );
+        assert_eq!(node.now(), 6, "the correction message waits");
+        assert!(!node.is_quiescent());
+        let gossip: Vec<Tick> = std::iter::from_fn(|| node.poll_transmit(0))
+            .take_while(|tx| tx.msg.tag == Tag::Gossip)
+            .map(|tx| tx.msg.payload.sent)
+            .collect();
+        assert_eq!(gossip, (6..12).collect::<Vec<_>>());
+        assert!(node.core().is_g_node());
     }
 }
