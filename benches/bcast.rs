@@ -26,7 +26,8 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
-use corrected::runtime::Team;
+use corrected::protocol::gossip::GossipSpec;
+use corrected::runtime::{BroadcastAlgorithm, Team};
 
 /// How ranks start their broadcasts.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -56,14 +57,21 @@ fn bench_group(c: &mut Criterion, name: &str, lineup: Lineup) {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
     for ranks in [2u32, 8, 32, 64] {
-        for correction in ["none", "optimized:4", "checked"] {
-            let team = Team::builder()
+        // The corrected trees, and corrected gossip (CCG, T from Eq. 4) in
+        // the same run (issue 15).
+        for correction in ["none", "optimized:4", "checked", "gossip-ccg"] {
+            let builder = Team::builder()
                 .ranks(ranks)
                 .tree("binomial".parse().unwrap())
-                .correction(correction.parse().unwrap())
-                .op_records(true)
-                .build()
-                .unwrap();
+                .op_records(true);
+            let builder = match correction {
+                "gossip-ccg" if ranks < 8 => continue,
+                "gossip-ccg" => {
+                    builder.broadcast(BroadcastAlgorithm::Gossip(GossipSpec::default()))
+                }
+                tree => builder.correction(tree.parse().unwrap()),
+            };
+            let team = builder.build().unwrap();
             group.bench_with_input(BenchmarkId::new(correction, ranks), &team, |b, team| {
                 b.iter_custom(|iters| {
                     let barrier = YieldBarrier::new(ranks as usize);

@@ -386,6 +386,44 @@ fn sim_runs_corrected_gossip() {
     );
 }
 
+/// `corrected run --algorithm gossip`: CCG on threads reaches every live
+/// rank with two dead (a miss would be a violation and exit 1); GOS with
+/// T = 0 reaches only the root, the others' timeouts counted as expected
+/// misses; gossip is refused for other collectives and unknown corrections.
+#[test]
+fn run_drives_corrected_gossip_on_threads() {
+    let json = |line: &str| -> Value {
+        let out = corrected(line);
+        assert_eq!(out.status.code(), Some(0), "{line}: {out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let ccg =
+        json("run --ranks 8 --algorithm gossip --correction ccg --kill 3,5 --iters 300 --json");
+    assert_eq!(ccg["broadcast"], "gossip T=auto ccg", "{ccg}");
+    assert_eq!(ccg["consistency"], 1.0, "{ccg}");
+    assert_eq!(ccg["delivered"], 6 * 300, "{ccg}");
+    assert_eq!(ccg["violations"], 0, "{ccg}");
+    let gos = json(
+        "run --ranks 4 --algorithm gossip --correction none --gossip-time 0 --iters 2 \
+         --timeout 0.2 --failure-timeout-ms 50 --json",
+    );
+    assert_eq!(gos["consistency"], 0.25, "{gos}");
+    assert_eq!(gos["expected_misses"], 6, "{gos}");
+    assert_eq!(gos["missing_by_error"]["timeout"], 6, "{gos}");
+    refused(
+        "run --ranks 4 --op allreduce --algorithm gossip",
+        "--algorithm gossip is out of range",
+    );
+    refused(
+        "run --ranks 4 --algorithm gossip --correction optimized:3",
+        "--correction optimized:3 is out of range",
+    );
+    refused(
+        "run --ranks 4 --algorithm flood",
+        "--algorithm flood is out of range",
+    );
+}
+
 #[test]
 fn soak_checks_every_result_and_refuses_nothing_to_do() {
     let out = corrected("soak --ranks 8 --f 1 --ops 300 --episode 100 --json");
