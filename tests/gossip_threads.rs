@@ -204,3 +204,50 @@ fn ocg_with_a_ring_long_correction_reaches_everyone() {
         }
     }
 }
+
+/// The gossip phase on threads is the model's: with GOS (no correction,
+/// so every message is a gossip message), the mean number of messages per
+/// operation is near the expected number of send slots of colored nodes
+/// before T, Lemma 1's sum of c(t) over t < T (o = 1), over 300
+/// operations. At P = 8 on 2 cores it is the model's within 5 % (measured
+/// within 0.5 %); at P = 32 a rank is more often colored late in logical
+/// time (a message with an earlier logical arrival comes after it already
+/// gossiped, from a sender the scheduler ran later), which costs it slots:
+/// measured 7 % below the model, asserted within 15 %. Messages taken at
+/// once instead of at their logical arrival give 69 % and 60 % of the
+/// model (measured): this test fails on that clock.
+#[test]
+fn gossip_on_threads_sends_what_lemma_1_expects() {
+    use corrected::protocol::gossip::GossipModel;
+    use corrected::types::LogP;
+    let _serial = serial();
+    for (procs, t, below) in [(8u32, 8u64, 0.95), (32, 12, 0.85)] {
+        let ops = 300u32;
+        let team = Team::builder()
+            .ranks(procs)
+            .broadcast(gossip(GossipTime::Ticks(t), CorrectionChoice::None))
+            .seed(11)
+            .op_timeout(Duration::from_millis(10))
+            .failure_timeout(Duration::from_millis(10))
+            .op_records(true)
+            .build()
+            .unwrap();
+        let report = team.run(|comm| {
+            for i in 0..ops {
+                let mut v = if comm.rank() == 0 { u64::from(i) } else { 0 };
+                // Unreached ranks time out: GOS is weakly consistent.
+                if let Ok(()) = comm.broadcast_into(0, &mut v) {
+                    assert_eq!(v, u64::from(i), "a stale or foreign value");
+                }
+            }
+        });
+        assert_eq!(report.ops.len(), ops as usize);
+        let measured = report.ops.iter().map(|o| o.messages).sum::<u64>() as f64 / f64::from(ops);
+        let model = GossipModel::new(procs, procs, LogP::PAPER).unwrap();
+        let expected: f64 = model.expected_colored(t)[..t as usize].iter().sum();
+        assert!(
+            measured >= below * expected && measured <= 1.02 * expected,
+            "P = {procs}, T = {t}: {measured:.2} messages per operation, Lemma 1 expects {expected:.2}"
+        );
+    }
+}

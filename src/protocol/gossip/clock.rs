@@ -16,11 +16,12 @@
 //! * advances by O with every send, whose message carries the time it was
 //!   sent at ([`Stamped`]);
 //! * hands a message to the core at its logical arrival, its stamp plus
-//!   2O + L (the send's overhead, the wire, the receive's overhead), or at
-//!   once if that time has passed: a message that comes early in real time
-//!   (its sender ran ahead while this rank was descheduled) waits until
-//!   this rank's own sends have brought its clock there, as it would in the
-//!   model, instead of cutting its gossip short;
+//!   2O + L (the send's overhead, the wire, the receive's overhead), or as
+//!   soon as it polls if that time has passed: a message that comes early
+//!   in real time (its sender ran ahead while this rank was descheduled)
+//!   waits until this rank's own sends have brought its clock there, as it
+//!   would in the model, instead of cutting its gossip short, and of
+//!   several messages handed before a poll the earliest goes first;
 //! * jumps to the next event (a message's arrival, or the core's deadline)
 //!   when the core has nothing to send before it (the wait for messages in
 //!   flight between T and T + L + O costs no real time: the messages it
@@ -133,12 +134,12 @@ impl<C: Protocol> Protocol for SlotClock<C> {
                 // order taken.
                 let i = self.early.partition_point(|&(a, _, _)| a > at);
                 self.early.insert(i, (at, from, msg));
+                // Only what is due: a core with nothing to send before the
+                // message's arrival takes it at the next poll, so that of
+                // several messages handed in a row (those that came while
+                // this rank was in an earlier call) it takes the earliest
+                // first, as in the model.
                 self.deliver_due();
-                // A core with nothing to send before the message's arrival
-                // (idle, or waiting) takes it now, at its arrival.
-                while !self.early.is_empty() && self.core.is_quiescent() {
-                    self.skip_to_next_event();
-                }
                 return;
             }
         };
