@@ -27,15 +27,23 @@
 //!   flight between T and T + L + O costs no real time: the messages it
 //!   waits for are in flight in logical time).
 //!
+//! A core may also wait for something that may never come (FCG's c-node
+//! waits for word of f + 1 g-nodes, and after a timeout sends SOS): such a
+//! deadline is a timeout, not a wait for messages in flight, and the core
+//! says so ([`SlotTimed::timeout_pending`]). Jumping to it would fire every
+//! timeout at once; with [`SlotClock::with_real_timeouts`] the wrapper waits
+//! it out in the engine's time instead, then hands the core its timer.
+//!
 //! The wrapped core sees only `vt`, so a g-node sends gossip in exactly the
 //! slots `vt < T` and stops; OCG's correction time C is C/O sends. What the
 //! logical clock does not reproduce: which message reaches a rank first is
 //! up to the scheduler (a message that comes late in real time is taken
 //! late in logical time, and a rank adopts the first message it takes),
-//! and a message taken while the rank is busy costs it no overhead. So the same seed gives the same peers on
-//! threads as in the simulator, but not always the same g-node set; the
-//! guarantees that do not depend on timing (CCG's and FCG's) hold as they
-//! are, and OCG's and GOS's reach is the model's in distribution only.
+//! and a message taken while the rank is busy costs it no overhead. So the
+//! same seed gives the same peers on threads as in the simulator, but not
+//! always the same g-node set; the guarantees that do not depend on timing
+//! (CCG's and FCG's) hold as they are, and OCG's and GOS's reach is the
+//! model's in distribution only (`docs/algorithms.md` has the numbers).
 
 use crate::protocol::{Event, Header, Leave, Msg, Protocol, Transmit};
 use crate::types::{LogP, Rank, Tick};
@@ -49,9 +57,21 @@ pub struct Stamped<P> {
     pub value: P,
 }
 
+/// What a core run by a [`SlotClock`] tells it about its deadline.
+pub trait SlotTimed: Protocol {
+    /// True if the deadline [`Protocol::poll_deadline`] gives now is a
+    /// timeout (a wait for something that may never come), false if it is
+    /// a wait for messages in flight, which logical time skips. Default:
+    /// false.
+    fn timeout_pending(&self) -> bool {
+        false
+    }
+}
+
 /// A gossip core driven by its rank's logical time instead of the engine's
-/// `now` (see the module docs). Sans-IO like the core it wraps: it never
-/// asks for a timer ([`Protocol::uses_time`] is false).
+/// `now` (see the module docs). Sans-IO like the core it wraps: it asks
+/// the engine for a timer only for a timeout, and only with
+/// [`SlotClock::with_real_timeouts`].
 #[derive(Debug)]
 pub struct SlotClock<C: Protocol> {
     core: C,
@@ -59,17 +79,35 @@ pub struct SlotClock<C: Protocol> {
     vt: Tick,
     /// Messages taken before their logical arrival, latest first.
     early: Vec<(Tick, Rank, Msg<C::Payload>)>,
+    /// How long a timeout lasts in the engine's time, if timeouts are
+    /// waited out there.
+    real_timeout: Option<Tick>,
+    /// The engine's time when the pending timeout began.
+    armed: Option<Tick>,
+    /// The engine's time of the last call.
+    engine_now: Tick,
 }
 
-impl<C: Protocol> SlotClock<C> {
-    /// `core`, whose model is `logp`, at logical time 0.
+impl<C: SlotTimed> SlotClock<C> {
+    /// `core`, whose model is `logp`, at logical time 0. Timeouts are
+    /// logical too: the clock jumps to them when nothing comes first.
     pub fn new(core: C, logp: LogP) -> Self {
         SlotClock {
             core,
             logp,
             vt: 0,
             early: Vec::new(),
+            real_timeout: None,
+            armed: None,
+            engine_now: 0,
         }
+    }
+
+    /// Waits out the core's timeouts for `timeout` ticks of the engine's
+    /// time (nanoseconds on threads) each, instead of jumping to them.
+    pub fn with_real_timeouts(mut self, timeout: Tick) -> Self {
+        self.real_timeout = Some(timeout);
+        self
     }
 
     /// The wrapped core.
@@ -91,6 +129,21 @@ impl<C: Protocol> SlotClock<C> {
         self.early.last().map(|&(at, _, _)| at)
     }
 
+    /// True while the core waits out a timeout in the engine's time.
+    fn real_wait(&self) -> bool {
+        self.real_timeout.is_some() && self.core.timeout_pending()
+    }
+
+    /// Notes when a timeout began, in the engine's time.
+    fn arm(&mut self) {
+        let pending = self.real_wait() && self.core.poll_deadline().is_some();
+        self.armed = match (pending, self.armed) {
+            (false, _) => None,
+            (true, None) => Some(self.engine_now),
+            (true, armed) => armed,
+        };
+    }
+
     /// Hands the core every early message whose arrival has come.
     fn deliver_due(&mut self) {
         while self.next_arrival().is_some_and(|at| at <= self.vt) {
@@ -100,9 +153,14 @@ impl<C: Protocol> SlotClock<C> {
     }
 
     /// Moves the clock to the next event, a message's arrival or the core's
-    /// deadline, and hands it over. False if there is none.
+    /// deadline (unless that is a timeout waited out in the engine's time),
+    /// and hands it over. False if there is none.
     fn skip_to_next_event(&mut self) -> bool {
-        let deadline = self.core.poll_deadline().filter(|&at| at > self.vt);
+        let deadline = if self.real_wait() {
+            None
+        } else {
+            self.core.poll_deadline().filter(|&at| at > self.vt)
+        };
         let next = match (deadline, self.next_arrival()) {
             (None, None) => return false,
             (Some(d), None) => d,
@@ -116,37 +174,10 @@ impl<C: Protocol> SlotClock<C> {
         self.deliver_due();
         true
     }
-}
 
-impl<C: Protocol> Protocol for SlotClock<C> {
-    type Payload = Stamped<C::Payload>;
-    type Output = C::Output;
-
-    fn handle(&mut self, _now: Tick, event: Event<Msg<Self::Payload>>) {
-        let event = match event {
-            Event::Start => Event::Start,
-            Event::PeerFailed(r) => Event::PeerFailed(r),
-            Event::Timer => Event::Timer,
-            Event::Message { from, msg } => {
-                let at = self.arrival(msg.payload.sent);
-                let msg = msg.map(|p| p.value);
-                // Latest first, so the earliest pops; equal arrivals in the
-                // order taken.
-                let i = self.early.partition_point(|&(a, _, _)| a > at);
-                self.early.insert(i, (at, from, msg));
-                // Only what is due: a core with nothing to send before the
-                // message's arrival takes it at the next poll, so that of
-                // several messages handed in a row (those that came while
-                // this rank was in an earlier call) it takes the earliest
-                // first, as in the model.
-                self.deliver_due();
-                return;
-            }
-        };
-        self.core.handle(self.vt, event);
-    }
-
-    fn poll_transmit(&mut self, _now: Tick) -> Option<Transmit<Msg<Self::Payload>>> {
+    /// The next send, stamped, skipping ahead through events while the
+    /// core has none.
+    fn next_send(&mut self) -> Option<Transmit<Msg<Stamped<C::Payload>>>> {
         self.deliver_due();
         loop {
             if let Some(tx) = self.core.poll_transmit(self.vt) {
@@ -164,9 +195,58 @@ impl<C: Protocol> Protocol for SlotClock<C> {
             }
         }
     }
+}
 
+impl<C: SlotTimed> Protocol for SlotClock<C> {
+    type Payload = Stamped<C::Payload>;
+    type Output = C::Output;
+
+    fn handle(&mut self, now: Tick, event: Event<Msg<Self::Payload>>) {
+        self.engine_now = self.engine_now.max(now);
+        match event {
+            Event::Start => self.core.handle(self.vt, Event::Start),
+            Event::PeerFailed(r) => self.core.handle(self.vt, Event::PeerFailed(r)),
+            Event::Timer => {
+                // Only a timeout waited out in the engine's time comes here:
+                // logical deadlines are skipped to in `poll_transmit`.
+                let due = self.poll_deadline();
+                if due.is_some_and(|due| self.engine_now >= due) {
+                    if let Some(at) = self.core.poll_deadline() {
+                        self.vt = self.vt.max(at);
+                        self.armed = None;
+                        self.core.handle(self.vt, Event::Timer);
+                    }
+                }
+            }
+            Event::Message { from, msg } => {
+                let at = self.arrival(msg.payload.sent);
+                let msg = msg.map(|p| p.value);
+                // Latest first, so the earliest pops; equal arrivals in the
+                // order taken.
+                let i = self.early.partition_point(|&(a, _, _)| a > at);
+                self.early.insert(i, (at, from, msg));
+                // Only what is due: a core with nothing to send before the
+                // message's arrival takes it at the next poll, so that of
+                // several messages handed in a row (those that came while
+                // this rank was in an earlier call) it takes the earliest
+                // first, as in the model.
+                self.deliver_due();
+            }
+        }
+        self.arm();
+    }
+
+    fn poll_transmit(&mut self, now: Tick) -> Option<Transmit<Msg<Self::Payload>>> {
+        self.engine_now = self.engine_now.max(now);
+        let sent = self.next_send();
+        self.arm();
+        sent
+    }
+
+    /// Only a timeout waited out in the engine's time.
     fn poll_deadline(&self) -> Option<Tick> {
-        None
+        let timeout = self.real_timeout?;
+        self.armed.map(|at| at.saturating_add(timeout))
     }
 
     fn take_output(&mut self) -> Option<Self::Output> {
@@ -195,6 +275,12 @@ impl<C: Protocol> Protocol for SlotClock<C> {
 
     fn waits_once(&self) -> bool {
         self.core.waits_once()
+    }
+
+    /// True with timeouts in the engine's time: the wrapper needs the
+    /// engine's clock to know when one is over.
+    fn uses_time(&self) -> bool {
+        self.real_timeout.is_some()
     }
 
     fn output_from_root(&self) -> bool {
@@ -246,8 +332,9 @@ mod tests {
     }
 
     /// A message moves a rank's clock to its logical arrival (sent + 2o +
-    /// L), never back: a rank colored by a message sent at 2 gossips from
-    /// 2 + 2 + 2 = 6 until T.
+    /// L), at the rank's next poll, never back: a rank colored by a message
+    /// sent at 2 gossips from 2 + 2 + 2 = 6 until T; of two messages handed
+    /// before a poll, the earlier arrival colors it.
     #[test]
     fn a_message_moves_the_clock_to_its_arrival() {
         let plan = GossipPlan::new(32, PAPER, 9, GossipCorrection::None).unwrap();
@@ -262,17 +349,15 @@ mod tests {
             tag: Tag::Gossip,
             payload: Stamped { sent, value: 3u8 },
         };
-        node.handle(
-            0,
-            Event::Message {
-                from: 0,
-                msg: msg(2),
-            },
-        );
-        assert_eq!(node.now(), 6);
-        assert_eq!(node.take_output(), Some(3));
+        for (from, sent) in [(0, 4), (2, 2)] {
+            let msg = msg(sent);
+            node.handle(0, Event::Message { from, msg });
+        }
+        assert_eq!(node.now(), 0, "taken at the next poll");
+        assert_eq!(node.take_output(), None);
         let first = node.poll_transmit(0).unwrap();
         assert_eq!(first.msg.payload.sent, 6);
+        assert_eq!(node.take_output(), Some(3));
         // An older message later does not turn the clock back.
         node.handle(
             0,
@@ -313,7 +398,8 @@ mod tests {
                 msg: msg(2, Tag::Gossip),
             },
         );
-        assert_eq!(node.now(), 6);
+        let first = node.poll_transmit(0).unwrap();
+        assert_eq!((first.msg.payload.sent, first.msg.tag), (6, Tag::Gossip));
         node.handle(
             0,
             Event::Message {
@@ -321,13 +407,13 @@ mod tests {
                 msg: msg(9, Tag::Leftward),
             },
         );
-        assert_eq!(node.now(), 6, "the correction message waits");
+        assert_eq!(node.now(), 7, "the correction message waits");
         assert!(!node.is_quiescent());
         let gossip: Vec<Tick> = std::iter::from_fn(|| node.poll_transmit(0))
             .take_while(|tx| tx.msg.tag == Tag::Gossip)
             .map(|tx| tx.msg.payload.sent)
             .collect();
-        assert_eq!(gossip, (6..12).collect::<Vec<_>>());
+        assert_eq!(gossip, (7..12).collect::<Vec<_>>());
         assert!(node.core().is_g_node());
     }
 }

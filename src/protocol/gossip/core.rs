@@ -333,6 +333,10 @@ impl<P: Clone + Send + 'static> Protocol for Gossip<'_, P> {
     }
 }
 
+/// Its only deadline is the correction's start, a wait for messages in
+/// flight.
+impl<P: Clone + Send + 'static> super::SlotTimed for Gossip<'_, P> {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

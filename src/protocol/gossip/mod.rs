@@ -11,7 +11,7 @@ pub mod core;
 pub mod spec;
 pub mod time;
 
-pub use self::clock::{SlotClock, Stamped};
+pub use self::clock::{SlotClock, SlotTimed, Stamped};
 pub use self::core::{Gossip, GossipCorrection, GossipPlan};
 pub use spec::{ChosenGossip, CorrectionChoice, GossipSpec, GossipTime, DEFAULT_DELTA};
 pub use time::{gossip_time, GossipModel, GossipVariant};
