@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 use crate::error::ConfigError;
-use crate::protocol::gossip::{Fcg, Gossip, GossipCorrection, GossipPlan};
+use crate::protocol::gossip::{Fcg, Gossip, GossipCorrection, GossipPlan, SosCause};
 use crate::protocol::random::RandomStream;
 use crate::protocol::Protocol;
 use crate::sim::bcast::{Token, ROOT, ROOT_VALUE};
@@ -60,6 +60,11 @@ pub struct GossipRun {
     /// Nodes that entered SOS (FCG, Algorithm 3 lines 8-10; 0 otherwise),
     /// dead ones included.
     pub sos_nodes: u32,
+    /// Of those, c-nodes that entered it at their timeout (line 14).
+    pub sos_timeouts: u32,
+    /// Of those, g-nodes that entered it after a full loop of the ring
+    /// (line 28).
+    pub sos_loops: u32,
     /// Broken guarantees: a value other than the root's, a value delivered
     /// twice, a live node still busy when nothing was left to happen, a
     /// live node with the value whose core has not finished (not exited,
@@ -78,7 +83,7 @@ pub type SimFcg<'s> = Fcg<'s, Token>;
 trait GossipNode<'s>: Protocol<Output = Token> + Sized {
     fn build(plan: &'s GossipPlan, me: Rank, rng: RandomStream) -> Self;
     fn is_g_node(&self) -> bool;
-    fn entered_sos(&self) -> bool;
+    fn sos_cause(&self) -> Option<SosCause>;
 }
 
 impl<'s> GossipNode<'s> for SimGossip<'s> {
@@ -91,8 +96,8 @@ impl<'s> GossipNode<'s> for SimGossip<'s> {
         Gossip::is_g_node(self)
     }
 
-    fn entered_sos(&self) -> bool {
-        false
+    fn sos_cause(&self) -> Option<SosCause> {
+        None
     }
 }
 
@@ -106,8 +111,8 @@ impl<'s> GossipNode<'s> for SimFcg<'s> {
         Fcg::is_g_node(self)
     }
 
-    fn entered_sos(&self) -> bool {
-        Fcg::entered_sos(self)
+    fn sos_cause(&self) -> Option<SosCause> {
+        Fcg::sos_cause(self)
     }
 }
 
@@ -205,7 +210,11 @@ fn run_on<'s, C: GossipNode<'s>>(
         .count() as u32;
     out.consistency = f64::from(reached) / f64::from(live.max(1));
     out.gossip_colored = cores.iter().filter(|c| c.is_g_node()).count() as u32;
-    out.sos_nodes = cores.iter().filter(|c| c.entered_sos()).count() as u32;
+    for cause in cores.iter().filter_map(|c| c.sos_cause()) {
+        out.sos_nodes += 1;
+        out.sos_timeouts += u32::from(cause == SosCause::Timeout);
+        out.sos_loops += u32::from(cause == SosCause::Loop);
+    }
     out.violations = run.violations;
     out
 }

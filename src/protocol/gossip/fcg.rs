@@ -127,6 +127,18 @@ pub struct FcgPayload<P> {
     pub known: Known,
 }
 
+/// Why a node entered SOS (Algorithm 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SosCause {
+    /// A g-node's full loop of the ring without f + 1 g-nodes in a
+    /// direction (line 28).
+    Loop,
+    /// A c-node's timeout (line 14).
+    Timeout,
+    /// An SOS message (line 23, and line 8 for c-nodes).
+    Message,
+}
+
 /// Backward (<, to lower ranks): [`Tag::Leftward`].
 const BACK: usize = 0;
 /// Forward (>, to higher ranks): [`Tag::Rightward`].
@@ -192,8 +204,10 @@ pub struct Fcg<'p, P> {
     back_next: bool,
     /// A c-node's SOS deadline.
     sos_at: Tick,
-    /// Entered SOS (for the metrics).
-    sos: bool,
+    /// A g-node's idle slot ends (a stopped direction's turn).
+    idle_until: Tick,
+    /// Why it entered SOS, if it did (for the metrics).
+    sos: Option<SosCause>,
     now: Tick,
 }
 
@@ -225,7 +239,8 @@ impl<'p, P: Clone + Send + 'static> Fcg<'p, P> {
             near: [Near::default(); 2],
             back_next: true,
             sos_at: Tick::MAX,
-            sos: false,
+            idle_until: 0,
+            sos: None,
             now: 0,
         })
     }
@@ -238,6 +253,11 @@ impl<'p, P: Clone + Send + 'static> Fcg<'p, P> {
     /// True if this node entered SOS (by its own loop or timeout, or by an
     /// SOS message).
     pub fn entered_sos(&self) -> bool {
+        self.sos.is_some()
+    }
+
+    /// Why this node entered SOS, if it did.
+    pub fn sos_cause(&self) -> Option<SosCause> {
         self.sos
     }
 
@@ -278,10 +298,10 @@ impl<'p, P: Clone + Send + 'static> Fcg<'p, P> {
         }
     }
 
-    fn enter_sos(&mut self) {
+    fn enter_sos(&mut self, cause: SosCause) {
         if self.stage == Stage::Running {
             self.stage = Stage::Sos(1);
-            self.sos = true;
+            self.sos = Some(cause);
         }
     }
 
@@ -335,7 +355,7 @@ impl<'p, P: Clone + Send + 'static> Fcg<'p, P> {
             self.sos_at = now.saturating_add(self.timeout());
         }
         if msg.payload.sos {
-            self.enter_sos();
+            self.enter_sos(SosCause::Message);
         } else if msg.tag.is_correction() {
             let src = self.phase.relabel(from, self.plan.procs());
             self.learn(msg.tag, src, &msg.payload.known);
@@ -376,7 +396,7 @@ impl<'p, P: Clone + Send + 'static> Fcg<'p, P> {
     }
 
     /// A g-node's next correction send (lines 19-28), or SOS.
-    fn correct(&mut self) -> Option<Transmit<Msg<FcgPayload<P>>>> {
+    fn correct(&mut self, now: Tick) -> Option<Transmit<Msg<FcgPayload<P>>>> {
         let procs = self.plan.procs();
         let open = [!self.stopped(BACK), !self.stopped(FWD)];
         if !open[BACK] && !open[FWD] {
@@ -385,15 +405,17 @@ impl<'p, P: Clone + Send + 'static> Fcg<'p, P> {
         }
         if (open[BACK] && self.off[BACK] >= procs) || (open[FWD] && self.off[FWD] >= procs) {
             // A full loop without f + 1 g-nodes (line 28).
-            self.enter_sos();
+            self.enter_sos(SosCause::Loop);
             return self.sos_send();
         }
-        let d = match open {
-            [true, true] if self.back_next => BACK,
-            [true, _] if !open[FWD] => BACK,
-            _ => FWD,
-        };
-        self.back_next = d == FWD;
+        // Backward and forward slots alternate; the slot of a stopped
+        // direction passes idle (the paper's analysis: "we wait O").
+        let d = if self.back_next { BACK } else { FWD };
+        self.back_next = !self.back_next;
+        if !open[d] {
+            self.idle_until = now + self.plan.logp().overhead;
+            return None;
+        }
         let dist = self.off[d];
         self.off[d] += 1;
         let me = self.phase.me;
@@ -432,7 +454,9 @@ impl<P: Clone + Send + 'static> Protocol for Fcg<'_, P> {
         self.now = self.now.max(now);
         match event {
             Event::Message { from, msg } => self.receive(now, from, msg),
-            Event::Timer if self.waiting_c_node() && now >= self.sos_at => self.enter_sos(),
+            Event::Timer if self.waiting_c_node() && now >= self.sos_at => {
+                self.enter_sos(SosCause::Timeout)
+            }
             _ => {}
         }
     }
@@ -447,14 +471,14 @@ impl<P: Clone + Send + 'static> Protocol for Fcg<'_, P> {
                     return self.send_gossip(to);
                 }
                 if self.waiting_c_node() && now >= self.sos_at {
-                    self.enter_sos();
+                    self.enter_sos(SosCause::Timeout);
                     return self.sos_send();
                 }
                 if self.phase.g_node
                     && self.phase.value.is_some()
                     && now >= self.plan.correction_start()
                 {
-                    return self.correct();
+                    return self.correct(now);
                 }
                 None
             }
@@ -468,9 +492,13 @@ impl<P: Clone + Send + 'static> Protocol for Fcg<'_, P> {
         if !self.phase.g_node {
             return Some(self.sos_at);
         }
-        // A g-node idle between T and T + L + O wakes to correct.
+        // A g-node idle between T and T + L + O wakes to correct, and
+        // one idle in a stopped direction's slot to send the other way.
         let start = self.plan.correction_start();
-        (self.now >= self.plan.stop() && self.now < start).then_some(start)
+        if self.now >= self.plan.stop() && self.now < start {
+            return Some(start);
+        }
+        (self.idle_until > self.now).then_some(self.idle_until)
     }
 
     fn take_output(&mut self) -> Option<P> {
@@ -665,7 +693,7 @@ mod tests {
         let due = node.poll_deadline().unwrap();
         assert!(node.poll_transmit(due - 1).is_none());
         node.handle(due, Event::Timer);
-        assert!(node.entered_sos());
+        assert_eq!(node.sos_cause(), Some(SosCause::Timeout));
         let mut to = Vec::new();
         for now in due..due + 20 {
             if let Some(tx) = node.poll_transmit(now) {
@@ -686,7 +714,8 @@ mod tests {
             },
         );
         assert_eq!(other.take_output(), Some(9));
-        assert!(other.entered_sos() && !other.is_finished());
+        assert_eq!(other.sos_cause(), Some(SosCause::Message));
+        assert!(!other.is_finished());
         assert_eq!(other.poll_transmit(due + 3).map(|t| t.to), Some(3));
     }
 

@@ -15,6 +15,6 @@ pub mod plan;
 pub mod time;
 
 pub use self::core::Gossip;
-pub use fcg::{sos_timeout, Fcg, FcgPayload, Known};
+pub use fcg::{sos_timeout, Fcg, FcgPayload, Known, SosCause};
 pub use plan::{GossipCorrection, GossipPlan, MAX_FCG_FAULTS};
 pub use time::{gossip_time, GossipModel, GossipVariant};
