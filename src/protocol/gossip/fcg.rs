@@ -758,11 +758,19 @@ mod tests {
             (Tag::Rightward, 4),
             "forward goes on to 4"
         );
-        // Forward stopped past node 4: only backward sends now.
+        // Forward stopped past node 4: backward sends only, every other
+        // slot (the forward slot passes idle, one O, with a deadline).
+        let mut back = 0;
         for now in start + 8..start + 20 {
-            let tx = root.poll_transmit(now).unwrap();
-            assert_eq!(tx.msg.tag, Tag::Leftward);
+            match root.poll_transmit(now) {
+                Some(tx) => {
+                    assert_eq!(tx.msg.tag, Tag::Leftward);
+                    back += 1;
+                }
+                None => assert_eq!(root.poll_deadline(), Some(now + 1)),
+            }
         }
+        assert_eq!(back, 6);
         assert!(!root.is_finished());
     }
 }

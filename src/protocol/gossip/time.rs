@@ -423,6 +423,54 @@ mod tests {
         }
     }
 
+    /// Appendix B: G_V, the longest run of nodes holding V consecutive
+    /// g-nodes, shrinks as gossip colors more, is V once all are colored,
+    /// and is N when too few are colored for V of them to be found.
+    #[test]
+    fn appendix_b_chain_length() {
+        let m = GossipModel::new(1024, 1024, UNIT).unwrap();
+        let v = 5;
+        let lengths: Vec<u32> = [16.0, 64.0, 256.0, 512.0, 900.0, 1023.0, 1024.0]
+            .iter()
+            .map(|&c| m.chain_length(c, v, DELTA))
+            .collect();
+        assert!(lengths.windows(2).all(|w| w[0] >= w[1]), "{lengths:?}");
+        assert_eq!(lengths[6], v, "{lengths:?}");
+        assert!(lengths[2] > 4 * v, "{lengths:?}");
+        assert_eq!(m.chain_length(3.0, v, DELTA), 1024, "too few g-nodes");
+        // A run of more g-nodes is longer.
+        assert!(m.chain_length(256.0, 9, DELTA) > m.chain_length(256.0, 5, DELTA));
+    }
+
+    /// Eq. 5 for N = n = 1024, L = O = 1 and the paper's δ (the paper
+    /// plots the bound, Figure 9, but prints no T): the bound
+    /// T + 4G_V·O + L - 13O is least, 43, at T = 31 with G_V = 6 (one
+    /// c-node among the five g-nodes around any g-node); gossiping longer
+    /// costs more than the last c-nodes save. `T = auto` adds one O: 32.
+    /// FCG gossips at least as long as CCG, and a larger f at least as
+    /// long as a smaller.
+    #[test]
+    fn eq_5_gives_fcgs_gossip_time() {
+        let m = GossipModel::new(1024, 1024, UNIT).unwrap();
+        let fcg = GossipVariant::Fcg { f: 1 };
+        let t = m.best_time(DELTA, fcg).unwrap();
+        assert_eq!(t, 31);
+        assert_eq!(m.latency(t, DELTA, fcg), (43, 6));
+        assert!((0..=60).all(|t| m.latency(t, DELTA, fcg).0 >= 43));
+        assert!(m.latency(t - 1, DELTA, fcg).1 > 6);
+        assert_eq!(gossip_time(1024, UNIT, DELTA, fcg).unwrap(), 32);
+        for procs in [16, 100, 4096, 65536] {
+            let m = GossipModel::new(procs, procs, LogP::PAPER).unwrap();
+            let ccg = m.best_time(DELTA, GossipVariant::Ccg).unwrap();
+            let f1 = m.best_time(DELTA, fcg).unwrap();
+            let f3 = m.best_time(DELTA, GossipVariant::Fcg { f: 3 }).unwrap();
+            assert!(
+                f1 >= ccg && f3 >= f1,
+                "N = {procs}: CCG {ccg}, f=1 {f1}, f=3 {f3}"
+            );
+        }
+    }
+
     #[test]
     fn bad_models_are_typed_errors() {
         assert!(GossipModel::new(1, 1, UNIT).is_err());
