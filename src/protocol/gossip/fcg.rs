@@ -15,7 +15,9 @@
 //! **Correction of a g-node** (lines 15-28). From T + L + O it sends
 //! backward (<, to i - 1, i - 2, ...) and forward (>, to i + 1, ...)
 //! alternately, backward first as the CCG core does, one message per send
-//! slot. It keeps k_<, k_>: the up to f + 1 nearest g-nodes known to be
+//! slot; the slot of a stopped direction passes idle for one O (the pacing
+//! the paper's analysis assumes: "we wait O"), so a lone open direction
+//! does not outrun what the other g-nodes can tell. It keeps k_<, k_>: the up to f + 1 nearest g-nodes known to be
 //! alive in each direction, learnt from the sources of correction messages
 //! and from the arrays they carry (lines 21-22): a forward message comes
 //! from behind and carries its sender's k_<, merged into the receiver's
