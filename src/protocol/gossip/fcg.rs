@@ -399,6 +399,10 @@ impl<'p, P: Clone + Send + 'static> Fcg<'p, P> {
 
     /// A g-node's next correction send (lines 19-28), or SOS.
     fn correct(&mut self, now: Tick) -> Option<Transmit<Msg<FcgPayload<P>>>> {
+        if now < self.idle_until {
+            // In an idle slot (a message woke the node): wait it out.
+            return None;
+        }
         let procs = self.plan.procs();
         let open = [!self.stopped(BACK), !self.stopped(FWD)];
         if !open[BACK] && !open[FWD] {
