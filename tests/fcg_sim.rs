@@ -323,3 +323,45 @@ fn one_failure_needs_no_sos_with_enough_g_nodes() {
     }
     assert!(checked >= 4, "{checked} configurations with 8 g-nodes");
 }
+
+/// Claim 4 at random beyond the exhaustive sizes: 1500 runs at N = 40 to
+/// 300, T from 0 to 14, f = 1 to 3, 5 % of the nodes dead before the run,
+/// and up to f victims (the root among the candidates) dying at random
+/// ticks of the fault-free run or after a random number of their sends.
+/// All live nodes reached or none, no violation.
+#[test]
+fn claim_4_at_random_with_up_to_f_victims() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(15);
+    for case in 0..1500u64 {
+        let procs = rng.gen_range(40..=300u32);
+        let stop = rng.gen_range(0..=14);
+        let f = rng.gen_range(1..=3u8);
+        let sc = fcg(procs, L2, stop, f, FaultPlan::rate(0.05));
+        let mut sim = GossipSim::new(&sc);
+        let (sends, end) = fault_free(&mut sim, procs, case);
+        let mut death = vec![NEVER; procs as usize];
+        for r in 1..procs as usize {
+            if rng.gen_bool(0.05) {
+                death[r] = 0;
+            }
+        }
+        let mut budget = vec![UNLIMITED; procs as usize];
+        let mut root_alive = true;
+        for _ in 0..rng.gen_range(1..=f) {
+            let v = rng.gen_range(0..procs as usize);
+            if death[v] == 0 {
+                continue;
+            }
+            root_alive &= v != 0;
+            if rng.gen_bool(0.5) && sends[v] > 0 {
+                budget[v] = rng.gen_range(1..=sends[v]);
+            } else {
+                death[v] = rng.gen_range(1..=end.max(1));
+            }
+        }
+        let run = sim.run_with(case, &death, &budget);
+        let what = format!("case {case}: N {procs} T {stop} f {f}");
+        assert_all_or_none(&run, root_alive, &what);
+    }
+}
