@@ -341,9 +341,9 @@ fn claim_4_at_random_with_up_to_f_victims() {
         let mut sim = GossipSim::new(&sc);
         let (sends, end) = fault_free(&mut sim, procs, case);
         let mut death = vec![NEVER; procs as usize];
-        for r in 1..procs as usize {
+        for d in death.iter_mut().skip(1) {
             if rng.gen_bool(0.05) {
-                death[r] = 0;
+                *d = 0;
             }
         }
         let mut budget = vec![UNLIMITED; procs as usize];
