@@ -424,6 +424,49 @@ fn run_drives_corrected_gossip_on_threads() {
     );
 }
 
+/// `corrected sim --algorithm gossip --correction fcg:F`: T = auto from
+/// Eq. 5 (31 for N = 1024, L = O = 1, plus one O), every live node reached
+/// with 2 % dead before the run (Corollary 3: a miss would be a violation),
+/// no SOS, the `sos` count in the JSON; SOS forced by T = 0 (the root is
+/// the only g-node) is counted and still reaches everyone; f outside 1..=7
+/// is a typed refusal.
+#[test]
+fn sim_runs_failure_proof_corrected_gossip() {
+    let json = |line: &str| -> Value {
+        let out = corrected(line);
+        assert_eq!(out.status.code(), Some(0), "{line}: {out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let base = "sim --algorithm gossip --latency 1 --overhead 1 --json";
+    let fcg = json(&format!(
+        "{base} --procs 1024 --runs 20 --correction fcg:1 --fault-rate 0.02"
+    ));
+    assert_eq!(fcg["correction"], "fcg:1", "{fcg}");
+    assert_eq!(fcg["gossip_time"], 32, "{fcg}");
+    assert_eq!(fcg["consistency"]["mean"], 1.0, "{fcg}");
+    assert_eq!(
+        (fcg["sos"].clone(), fcg["violations"].clone()),
+        (0.into(), 0.into()),
+        "{fcg}"
+    );
+    let sos = json(&format!(
+        "{base} --procs 16 --runs 5 --correction fcg:2 --gossip-time 0"
+    ));
+    assert_eq!(sos["correction"], "fcg:2", "{sos}");
+    assert_eq!(sos["sos"], 5, "{sos}");
+    assert_eq!(sos["sos_nodes"]["mean"], 16.0, "{sos}");
+    assert_eq!(sos["consistency"]["mean"], 1.0, "{sos}");
+    assert_eq!(sos["violations"], 0, "{sos}");
+    refused(
+        "sim --algorithm gossip --procs 64 --correction fcg:8",
+        "--correction fcg:8 is out of range",
+    );
+    refused(
+        "sim --algorithm gossip --procs 64 --correction fcg:0",
+        "--correction fcg:0 is out of range",
+    );
+}
+
 #[test]
 fn soak_checks_every_result_and_refuses_nothing_to_do() {
     let out = corrected("soak --ranks 8 --f 1 --ops 300 --episode 100 --json");

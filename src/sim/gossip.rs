@@ -1,18 +1,21 @@
 //! Corrected gossip in the simulator (Hoefler et al., IPDPS 2017): one run
-//! of the gossip phase and its correction, and its metrics, named as in
-//! the paper's Section IV: latency, messages per node, consistency (the
-//! share of live nodes reached) and the g-nodes the phase colored.
+//! of the gossip phase and its correction (GOS, OCG and CCG on the
+//! [`Gossip`] core, FCG on the [`Fcg`] core, chosen by the plan's
+//! correction), and its metrics, named as in the paper's Section IV:
+//! latency, messages per node, consistency (the share of live nodes
+//! reached), the g-nodes the phase colored, and (FCG) the nodes in SOS.
 
 use serde::Serialize;
 
 use crate::error::ConfigError;
-use crate::protocol::gossip::{Gossip, GossipPlan};
+use crate::protocol::gossip::{Fcg, Gossip, GossipCorrection, GossipPlan, SosCause};
 use crate::protocol::random::RandomStream;
+use crate::protocol::Protocol;
 use crate::sim::bcast::{Token, ROOT, ROOT_VALUE};
 use crate::sim::engine::{Trace, NEVER};
 use crate::sim::faults::FaultPlan;
 use crate::sim::runner::Runner;
-use crate::types::{LogP, MessageSize, Tick};
+use crate::types::{LogP, MessageSize, Rank, Tick};
 
 /// A gossip experiment: plan, model, faults. Root 0, as in the paper.
 #[derive(Clone, Debug)]
@@ -54,28 +57,90 @@ pub struct GossipRun {
     pub consistency: f64,
     /// Nodes colored in the gossip phase (the root included).
     pub gossip_colored: u32,
+    /// Nodes that entered SOS (FCG, Algorithm 3 lines 8-10; 0 otherwise),
+    /// dead ones included.
+    pub sos_nodes: u32,
+    /// Of those, c-nodes that entered it at their timeout (line 14).
+    pub sos_timeouts: u32,
+    /// Of those, g-nodes that entered it after a full loop of the ring
+    /// (line 28).
+    pub sos_loops: u32,
     /// Broken guarantees: a value other than the root's, a value delivered
-    /// twice, a live node still busy when nothing was left to happen.
+    /// twice, a live node still busy when nothing was left to happen, a
+    /// live node with the value whose core has not finished (not exited,
+    /// for FCG).
     pub violations: u32,
 }
 
-/// A simulated node's gossip core.
+/// A simulated node's gossip core (GOS, OCG, CCG).
 pub type SimGossip<'s> = Gossip<'s, Token>;
+
+/// A simulated node's FCG core.
+pub type SimFcg<'s> = Fcg<'s, Token>;
+
+/// What a run asks of a gossip core beyond the protocol contract: how to
+/// build it, and what the metrics count.
+trait GossipNode<'s>: Protocol<Output = Token> + Sized {
+    fn build(plan: &'s GossipPlan, me: Rank, rng: RandomStream) -> Self;
+    fn is_g_node(&self) -> bool;
+    fn sos_cause(&self) -> Option<SosCause>;
+}
+
+impl<'s> GossipNode<'s> for SimGossip<'s> {
+    fn build(plan: &'s GossipPlan, me: Rank, rng: RandomStream) -> Self {
+        let value = (me == ROOT).then_some(ROOT_VALUE);
+        Gossip::new(plan, ROOT, me, 0, value, rng).expect("ranks come from the plan")
+    }
+
+    fn is_g_node(&self) -> bool {
+        Gossip::is_g_node(self)
+    }
+
+    fn sos_cause(&self) -> Option<SosCause> {
+        None
+    }
+}
+
+impl<'s> GossipNode<'s> for SimFcg<'s> {
+    fn build(plan: &'s GossipPlan, me: Rank, rng: RandomStream) -> Self {
+        let value = (me == ROOT).then_some(ROOT_VALUE);
+        Fcg::new(plan, ROOT, me, 0, value, rng).expect("ranks and correction come from the plan")
+    }
+
+    fn is_g_node(&self) -> bool {
+        Fcg::is_g_node(self)
+    }
+
+    fn sos_cause(&self) -> Option<SosCause> {
+        Fcg::sos_cause(self)
+    }
+}
+
+/// The engine and buffers of the core the plan's correction runs on.
+#[derive(Debug)]
+enum Runners<'s> {
+    Plain(Runner<SimGossip<'s>>),
+    Fcg(Runner<SimFcg<'s>>),
+}
 
 /// Reusable state to simulate gossip broadcasts of one scenario.
 #[derive(Debug)]
 pub struct GossipSim<'s> {
     scenario: &'s GossipScenario,
-    runner: Runner<SimGossip<'s>>,
+    runner: Runners<'s>,
 }
 
 impl<'s> GossipSim<'s> {
     /// A simulator for `scenario`.
     pub fn new(scenario: &'s GossipScenario) -> Self {
-        GossipSim {
-            scenario,
-            runner: Runner::new(scenario.logp, None, MessageSize::SMALL),
-        }
+        let logp = scenario.logp;
+        let runner = match scenario.plan.correction() {
+            GossipCorrection::FailureProof { .. } => {
+                Runners::Fcg(Runner::new(logp, None, MessageSize::SMALL))
+            }
+            _ => Runners::Plain(Runner::new(logp, None, MessageSize::SMALL)),
+        };
+        GossipSim { scenario, runner }
     }
 
     /// One run: the dead set and every node's peers drawn from `seed`.
@@ -85,43 +150,71 @@ impl<'s> GossipSim<'s> {
         self.run_with(seed, &death, &[])
     }
 
-    /// One run with the given death times and send budgets, peers drawn
-    /// from `seed`.
+    /// One run with the given death times and send budgets (rank `r` dies
+    /// right after its `budget[r]`-th send; empty: none), peers drawn from
+    /// `seed`.
     pub fn run_with(&mut self, seed: u64, death: &[Tick], budget: &[u32]) -> GossipRun {
         let plan = &self.scenario.plan;
-        let cores = (0..plan.procs()).map(|r| {
-            let value = (r == ROOT).then_some(ROOT_VALUE);
-            let rng = RandomStream::for_rank(seed, r, 0);
-            Gossip::new(plan, ROOT, r, 0, value, rng).expect("ranks come from the plan")
-        });
-        let (trace, mut run) = self.runner.simulate(cores, death, budget);
-        let mut out = GossipRun {
-            quiescence_latency: run.quiescence_latency,
-            messages: run.messages,
-            messages_per_process: run.messages_per_process,
-            failed: run.failed,
-            ..GossipRun::default()
-        };
-        let (mut live, mut reached) = (0u32, 0u32);
-        for (r, output) in trace.outputs.iter().enumerate() {
-            if trace.death[r] != NEVER {
-                continue;
-            }
-            live += 1;
-            if let Some((t, value)) = output {
-                reached += 1;
-                out.latency = out.latency.max(*t);
-                run.violations += u32::from(*value != ROOT_VALUE);
-            }
+        match &mut self.runner {
+            Runners::Plain(runner) => run_on(runner, plan, seed, death, budget),
+            Runners::Fcg(runner) => run_on(runner, plan, seed, death, budget),
         }
-        out.consistency = f64::from(reached) / f64::from(live.max(1));
-        out.gossip_colored = self.runner.cores().iter().filter(|c| c.is_g_node()).count() as u32;
-        out.violations = run.violations;
-        out
     }
 
     /// The engine's record of the last run.
     pub fn last_trace(&self) -> &Trace<Token> {
-        self.runner.trace()
+        match &self.runner {
+            Runners::Plain(runner) => runner.trace(),
+            Runners::Fcg(runner) => runner.trace(),
+        }
     }
+}
+
+/// One run of the cores `C` of `plan`, and its metrics.
+fn run_on<'s, C: GossipNode<'s>>(
+    runner: &mut Runner<C>,
+    plan: &'s GossipPlan,
+    seed: u64,
+    death: &[Tick],
+    budget: &[u32],
+) -> GossipRun {
+    let cores = (0..plan.procs()).map(|r| C::build(plan, r, RandomStream::for_rank(seed, r, 0)));
+    let mut run = runner.simulate(cores, death, budget).1;
+    let (trace, cores) = (runner.trace(), runner.cores());
+    let mut out = GossipRun {
+        quiescence_latency: run.quiescence_latency,
+        messages: run.messages,
+        messages_per_process: run.messages_per_process,
+        failed: run.failed,
+        ..GossipRun::default()
+    };
+    let (mut live, mut reached) = (0u32, 0u32);
+    for (r, output) in trace.outputs.iter().enumerate() {
+        if trace.death[r] != NEVER {
+            continue;
+        }
+        live += 1;
+        if let Some((t, value)) = output {
+            reached += 1;
+            out.latency = out.latency.max(*t);
+            run.violations += u32::from(*value != ROOT_VALUE);
+        }
+    }
+    // A live node with the value must have finished its part.
+    run.violations += trace
+        .outputs
+        .iter()
+        .zip(cores)
+        .zip(&trace.death)
+        .filter(|((o, c), &d)| d == NEVER && o.is_some() && !c.is_finished())
+        .count() as u32;
+    out.consistency = f64::from(reached) / f64::from(live.max(1));
+    out.gossip_colored = cores.iter().filter(|c| c.is_g_node()).count() as u32;
+    for cause in cores.iter().filter_map(|c| c.sos_cause()) {
+        out.sos_nodes += 1;
+        out.sos_timeouts += u32::from(cause == SosCause::Timeout);
+        out.sos_loops += u32::from(cause == SosCause::Loop);
+    }
+    out.violations = run.violations;
+    out
 }

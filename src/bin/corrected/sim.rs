@@ -8,7 +8,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use corrected::protocol::allreduce::AllreduceAlgorithm;
 use corrected::protocol::gossip::{
-    gossip_time, GossipCorrection, GossipModel, GossipPlan, GossipVariant,
+    gossip_time, sos_timeout, GossipCorrection, GossipModel, GossipPlan, GossipVariant,
+    MAX_FCG_FAULTS,
 };
 use corrected::protocol::reduce::FailureScheme;
 use corrected::sim::{
@@ -46,11 +47,14 @@ pub struct SimArgs {
     /// Broadcast algorithm: tree (a corrected tree, --tree and --correction)
     /// or gossip (corrected gossip: random gossip until --gossip-time, then
     /// the correction --correction names: none (GOS), ocg[:C] (opportunistic
-    /// for C ticks, C from Eq. 2 by default) or ccg, also spelled checked).
+    /// for C ticks, C from Eq. 2 by default), ccg, also spelled checked, or
+    /// fcg:F (failure-proof, withstanding F failures during the correction,
+    /// F from 1 to 7; fcg alone is fcg:1)).
     #[arg(long, default_value = "tree")]
     algorithm: String,
     /// Corrected gossip's T: ticks of gossip, or auto (Eq. 3 for OCG and
-    /// GOS, Eq. 4 for CCG, plus one overhead, as the paper chooses it).
+    /// GOS, Eq. 4 for CCG, Eq. 5 for FCG, plus one overhead, as the paper
+    /// chooses it).
     #[arg(long, default_value = "auto")]
     gossip_time: String,
     /// Corrected gossip's δ: the chance the estimates behind T and C (auto)
@@ -339,18 +343,25 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
         out_of_range(
             "--correction",
             &m.correction,
-            "corrected gossip's corrections are none, ocg[:C] and ccg (checked)",
-            "pass --correction ccg, ocg, ocg:C or none",
+            "corrected gossip's corrections are none, ocg[:C], ccg (checked) and fcg[:F] (F from 1 to 7)",
+            "pass --correction ccg, ocg, ocg:C, fcg, fcg:F or none",
         )
     };
     let (variant, ocg_time) = match m.correction.to_ascii_lowercase().as_str() {
         "none" => (None, None),
         "ccg" | "checked" | "checked-sync" => (Some(GossipVariant::Ccg), None),
         "ocg" => (Some(GossipVariant::Ocg), None),
-        other => match other.strip_prefix("ocg:").map(str::parse::<Tick>) {
-            Some(Ok(c)) => {
+        "fcg" => (Some(GossipVariant::Fcg { f: 1 }), None),
+        other => match (
+            other.strip_prefix("ocg:").map(str::parse::<Tick>),
+            other.strip_prefix("fcg:").map(str::parse::<u8>),
+        ) {
+            (Some(Ok(c)), _) => {
                 ticks_at_most("--correction", c, MAX_WAIT_TICKS)?;
                 (Some(GossipVariant::Ocg), Some(c))
+            }
+            (_, Some(Ok(f))) if (1..=MAX_FCG_FAULTS).contains(&f) => {
+                (Some(GossipVariant::Fcg { f }), None)
             }
             _ => return Err(bad_correction()),
         },
@@ -379,6 +390,11 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
     let correction = match variant {
         None => GossipCorrection::None,
         Some(GossipVariant::Ccg) => GossipCorrection::Checked,
+        // The SOS timeout: a bound on the fault-free correction.
+        Some(GossipVariant::Fcg { f }) => GossipCorrection::FailureProof {
+            f,
+            timeout: sos_timeout(args.procs, logp),
+        },
         // Claim 2: C = KO + L + O reaches a chain of K; K from Eq. 2 at
         // T + L + O, plus the paper's one O of margin.
         Some(GossipVariant::Ocg) => GossipCorrection::Opportunistic {
@@ -388,7 +404,8 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
             }),
         },
     };
-    // Eq. 3 (OCG, GOS) or Eq. 4 (CCG): the latency the model predicts.
+    // Eq. 3 (OCG, GOS), Eq. 4 (CCG) or Eq. 5 (FCG, an upper bound): the
+    // latency the model predicts.
     let (estimate, _) = model.latency(stop, args.delta, variant.unwrap_or(GossipVariant::Ocg));
     let plan = GossipPlan::new(args.procs, logp, stop, correction)?;
     let scenario = GossipScenario::new(plan, logp, faults.clone())?;
@@ -403,10 +420,16 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
     let consistency = Stats::of(runs.iter().map(|r| r.consistency));
     let colored = Stats::of(runs.iter().map(|r| f64::from(r.gossip_colored)));
     // CCG reaches every live node when no node fails during the run
-    // (Claim 3): a miss there is a violation; GOS and OCG promise it only
-    // with high probability.
-    let guaranteed = correction == GossipCorrection::Checked && faults.static_only();
+    // (Claim 3), FCG too (Corollary 3; the root never fails before the
+    // run): a miss there is a violation; GOS and OCG promise it only with
+    // high probability.
+    let guaranteed = matches!(
+        correction,
+        GossipCorrection::Checked | GossipCorrection::FailureProof { .. }
+    ) && faults.static_only();
     let incomplete = runs.iter().filter(|r| r.consistency < 1.0).count() as u64;
+    let sos_runs = runs.iter().filter(|r| r.sos_nodes > 0).count() as u64;
+    let sos_nodes = Stats::of(runs.iter().map(|r| f64::from(r.sos_nodes)));
     let violations: u64 = runs.iter().map(|r| u64::from(r.violations)).sum::<u64>()
         + if guaranteed { incomplete } else { 0 };
     let expected_misses = if guaranteed { 0 } else { incomplete };
@@ -414,6 +437,7 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
         GossipCorrection::None => "none".to_string(),
         GossipCorrection::Opportunistic { duration } => format!("ocg:{duration}"),
         GossipCorrection::Checked => "ccg".to_string(),
+        GossipCorrection::FailureProof { f, .. } => format!("fcg:{f}"),
     };
     if args.json {
         let v = serde_json::json!({
@@ -436,6 +460,8 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
             "consistency": consistency,
             "gossip_colored": colored,
             "incomplete_runs": incomplete,
+            "sos": sos_runs,
+            "sos_nodes": sos_nodes,
             "expected_misses": expected_misses,
             "violations": violations,
         });
@@ -457,7 +483,7 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
             ("consistency", &consistency),
             ("gossip_colored", &colored),
         ]);
-        out!("incomplete_runs: {incomplete}  expected misses: {expected_misses}  violations: {violations}");
+        out!("incomplete_runs: {incomplete}  sos runs: {sos_runs}  expected misses: {expected_misses}  violations: {violations}");
     }
     Ok(if violations == 0 {
         ExitCode::SUCCESS

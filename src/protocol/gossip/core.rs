@@ -1,13 +1,11 @@
 //! The gossip phase and opportunistic and checked corrected gossip
 //! (Hoefler et al., IPDPS 2017, Sections III-A to III-C, Algorithms 1-2).
 //!
-//! **Gossip phase.** The root is colored at the start. Every colored node
-//! sends the value to a uniformly random other node, one message per send
-//! slot (the engine spaces a rank's sends by o), until the global time T;
+//! **Gossip phase** (shared with FCG, [`super::phase`]). The root is
+//! colored at the start. Every colored node sends the value to a uniformly
+//! random other node, one message per send slot, until the global time T;
 //! the phase lasts until T + L + O, so that messages in flight arrive. A
-//! node colored in the phase is a *g-node*. Peers come from the
-//! [`RandomStream`] the plan derives from its seed for each rank and
-//! operation, so a seed gives the same run in every engine.
+//! node colored in the phase is a *g-node*.
 //!
 //! **Correction.** [`GossipCorrection::None`] is the paper's GOS baseline:
 //! nothing after the phase (weakly consistent). With
@@ -30,122 +28,21 @@
 //! in the simulator, where every node shares one clock (the paper's
 //! messages carry a time counter for nodes that do not).
 
-use crate::error::Error;
+use crate::error::{ConfigError, Error};
 use crate::protocol::correction::{Correction, Sweep};
 use crate::protocol::random::RandomStream;
 use crate::protocol::{Event, Header, Leave, Msg, Protocol, Tag, Transmit};
 use crate::topology::ring;
-use crate::types::{Collective, LogP, OpId, Rank, Tick};
+use crate::types::{OpId, Rank, Tick};
 
-/// What follows the gossip phase.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum GossipCorrection {
-    /// None: GOS, gossip until T only (Section IV's baseline).
-    None,
-    /// OCG (Section III-B): g-nodes correct in both directions, alternately,
-    /// for `duration` ticks after the phase.
-    Opportunistic {
-        /// C, the correction time.
-        duration: Tick,
-    },
-    /// CCG (Section III-C): g-nodes correct in both directions,
-    /// alternately, each side until it has sent to the nearest g-node it
-    /// heard a correction message from on that side: the checked
-    /// correction of the corrected trees ([`Correction::Checked`]).
-    Checked,
-}
-
-impl GossipCorrection {
-    /// The ring correction a g-node's [`Sweep`] runs; `None` for GOS.
-    fn sweep(self) -> Option<Correction> {
-        match self {
-            GossipCorrection::None => None,
-            // Bounded by time, not by distance.
-            GossipCorrection::Opportunistic { .. } => {
-                Some(Correction::Opportunistic { distance: u32::MAX })
-            }
-            GossipCorrection::Checked => Some(Correction::Checked),
-        }
-    }
-}
-
-/// What every node of one gossip configuration shares.
-#[derive(Clone, Debug)]
-pub struct GossipPlan {
-    procs: u32,
-    logp: LogP,
-    /// T: no gossip message starts at or after it.
-    stop: Tick,
-    correction: GossipCorrection,
-}
-
-impl GossipPlan {
-    /// A plan for `procs >= 2` nodes in `logp`, gossiping until `stop` (T),
-    /// then `correction`.
-    pub fn new(
-        procs: u32,
-        logp: LogP,
-        stop: Tick,
-        correction: GossipCorrection,
-    ) -> Result<Self, crate::error::ConfigError> {
-        crate::protocol::gossip::GossipModel::new(procs, procs, logp)?;
-        Ok(GossipPlan {
-            procs,
-            logp,
-            stop,
-            correction,
-        })
-    }
-
-    /// T.
-    pub fn stop(&self) -> Tick {
-        self.stop
-    }
-
-    /// N.
-    pub fn procs(&self) -> u32 {
-        self.procs
-    }
-
-    /// The model the plan's times are ticks of.
-    pub fn logp(&self) -> LogP {
-        self.logp
-    }
-
-    /// When the correction starts: T + L + O.
-    pub fn correction_start(&self) -> Tick {
-        self.stop + self.logp.latency + self.logp.overhead
-    }
-
-    /// When the correction ends at the latest: T + L + O + C for OCG, the
-    /// phase's end for GOS, never for CCG (it ends by what it hears).
-    pub fn correction_end(&self) -> Tick {
-        match self.correction {
-            GossipCorrection::None => self.correction_start(),
-            GossipCorrection::Opportunistic { duration } => self.correction_start() + duration,
-            GossipCorrection::Checked => Tick::MAX,
-        }
-    }
-
-    /// The correction.
-    pub fn correction(&self) -> GossipCorrection {
-        self.correction
-    }
-}
+use super::phase::Phase;
+use super::{GossipCorrection, GossipPlan};
 
 /// One node's state in one gossip broadcast.
 #[derive(Clone, Debug)]
 pub struct Gossip<'p, P> {
     plan: &'p GossipPlan,
-    /// This node, relabelled so that the root is 0.
-    me: Rank,
-    root: Rank,
-    op: OpId,
-    value: Option<P>,
-    /// Colored in the gossip phase (or the root).
-    g_node: bool,
-    output: Option<P>,
-    rng: RandomStream,
+    phase: Phase<P>,
     /// The ring correction's state (a g-node's only).
     sweep: Sweep,
     now: Tick,
@@ -153,7 +50,9 @@ pub struct Gossip<'p, P> {
 
 impl<'p, P: Clone + Send + 'static> Gossip<'p, P> {
     /// Node `me`'s core for operation `op`, drawing its peers from `rng`;
-    /// the root passes the value.
+    /// the root passes the value. A plan with
+    /// [`GossipCorrection::FailureProof`] is refused: FCG has its own core,
+    /// [`Fcg`](super::Fcg).
     pub fn new(
         plan: &'p GossipPlan,
         root: Rank,
@@ -162,24 +61,15 @@ impl<'p, P: Clone + Send + 'static> Gossip<'p, P> {
         value: Option<P>,
         rng: RandomStream,
     ) -> Result<Self, Error> {
-        let procs = plan.procs;
-        for rank in [root, me] {
-            if rank >= procs {
-                return Err(Error::RankOutOfRange { rank, procs });
+        if let GossipCorrection::FailureProof { .. } = plan.correction() {
+            return Err(ConfigError::BadGossip {
+                why: "FCG plans run on the Fcg core, not Gossip".to_string(),
             }
-        }
-        if me == root && value.is_none() {
-            return Err(Error::NoRootValue(root));
+            .into());
         }
         Ok(Gossip {
             plan,
-            me: ring::left(me, root, procs),
-            root,
-            op,
-            g_node: me == root,
-            output: if me == root { value.clone() } else { None },
-            value: if me == root { value } else { None },
-            rng,
+            phase: Phase::new(plan, root, me, op, value, rng)?,
             sweep: Sweep::new(),
             now: 0,
         })
@@ -187,45 +77,36 @@ impl<'p, P: Clone + Send + 'static> Gossip<'p, P> {
 
     /// True for a node colored in the gossip phase (or the root).
     pub fn is_g_node(&self) -> bool {
-        self.g_node
+        self.phase.g_node
     }
 
-    fn real(&self, v: Rank) -> Rank {
-        ring::right(v, self.root, self.plan.procs)
+    /// The correction's sweep kind; `None` for GOS.
+    fn kind(&self) -> Option<Correction> {
+        self.plan.correction().sweep()
     }
 
     /// Correction sends still ahead at `now`: before the correction's end
     /// (OCG), and the sweep not finished (the ring covered, or CCG's
     /// nearest g-nodes reached on both sides).
     fn correction_left(&self, now: Tick) -> bool {
-        self.plan.correction.sweep().is_some_and(|kind| {
-            now < self.plan.correction_end() && !self.sweep.finished(kind, self.plan.procs)
+        self.kind().is_some_and(|kind| {
+            now < self.plan.correction_end() && !self.sweep.finished(kind, self.plan.procs())
         })
     }
 
     /// A g-node that may correct at `now`.
     fn correcting(&self, now: Tick) -> bool {
-        self.g_node
-            && self.value.is_some()
+        self.phase.g_node
+            && self.phase.value.is_some()
             && now >= self.plan.correction_start()
             && self.correction_left(now)
     }
 
     /// Sends still ahead of this node: gossip before T, or correction.
     fn sends_left(&self) -> bool {
-        self.value.is_some()
-            && self.g_node
-            && (self.now < self.plan.stop || self.correction_left(self.now))
-    }
-
-    fn msg(&self, tag: Tag, payload: P) -> Msg<P> {
-        Msg {
-            op: self.op,
-            kind: Collective::Broadcast,
-            root: self.root,
-            tag,
-            payload,
-        }
+        self.phase.value.is_some()
+            && self.phase.g_node
+            && (self.now < self.plan.stop() || self.correction_left(self.now))
     }
 }
 
@@ -237,51 +118,41 @@ impl<P: Clone + Send + 'static> Protocol for Gossip<'_, P> {
         self.now = self.now.max(now);
         if let Event::Message { from, msg } = event {
             if msg.tag.is_correction() {
-                if let Some(kind) = self.plan.correction.sweep() {
-                    let procs = self.plan.procs;
-                    let from = ring::left(from, self.root, procs);
+                if let Some(kind) = self.kind() {
+                    let procs = self.plan.procs();
+                    let (me, from) = (self.phase.me, self.phase.relabel(from, procs));
                     let dist = if msg.tag.from_right() {
-                        ring::left(from, self.me, procs)
+                        ring::left(from, me, procs)
                     } else {
-                        ring::left(self.me, from, procs)
+                        ring::left(me, from, procs)
                     };
-                    self.sweep.observe(kind, msg.tag, dist, self.g_node);
+                    self.sweep.observe(kind, msg.tag, dist, self.phase.g_node);
                 }
             }
-            if self.value.is_none() {
-                // A gossip message colors a g-node: the last ones, sent just
-                // before T, are taken at T + L + O, the phase's end. A
-                // correction message colors a c-node.
-                self.g_node = msg.tag == Tag::Gossip && now <= self.plan.correction_start();
-                self.output = Some(msg.payload.clone());
-                self.value = Some(msg.payload);
-            }
+            self.phase.color(now, msg.tag, &msg.payload, self.plan);
         }
     }
 
     fn poll_transmit(&mut self, now: Tick) -> Option<Transmit<Msg<P>>> {
         self.now = self.now.max(now);
-        let value = self.value.as_ref()?;
-        if self.g_node && now < self.plan.stop {
-            let to = self.rng.peer_except(self.me, self.plan.procs);
-            return Some(Transmit {
-                to: self.real(to),
-                msg: self.msg(Tag::Gossip, value.clone()),
-            });
+        if let Some(to) = self.phase.gossip_target(now, self.plan) {
+            let value = self.phase.value.clone()?;
+            let msg = self.phase.msg(Tag::Gossip, value);
+            return Some(Transmit { to, msg });
         }
         if !self.correcting(now) {
             return None;
         }
-        let kind = self.plan.correction.sweep()?;
-        let procs = self.plan.procs;
+        let kind = self.kind()?;
+        let procs = self.plan.procs();
         let step = self.sweep.next(kind, now, procs)?;
         let to = match step.tag {
-            Tag::Rightward => ring::right(self.me, step.dist, procs),
-            _ => ring::left(self.me, step.dist, procs),
+            Tag::Rightward => ring::right(self.phase.me, step.dist, procs),
+            _ => ring::left(self.phase.me, step.dist, procs),
         };
-        let msg = self.msg(step.tag, value.clone());
+        let msg = self.phase.msg(step.tag, self.phase.value.clone()?);
         Some(Transmit {
-            to: self.real(to),
+            to: self.phase.real(to, procs),
             msg,
         })
     }
@@ -293,21 +164,18 @@ impl<P: Clone + Send + 'static> Protocol for Gossip<'_, P> {
     }
 
     fn take_output(&mut self) -> Option<P> {
-        self.output.take()
+        self.phase.output.take()
     }
 
     fn is_quiescent(&self) -> bool {
         let now = self.now;
-        let gossiping = self.value.is_some() && self.g_node && now < self.plan.stop;
-        !gossiping && !self.correcting(now) && self.poll_deadline().is_none()
+        !self.phase.gossiping(now, self.plan)
+            && !self.correcting(now)
+            && self.poll_deadline().is_none()
     }
 
     fn header(&self) -> Header {
-        Header {
-            op: self.op,
-            kind: Collective::Broadcast,
-            root: Some(self.root),
-        }
+        self.phase.header()
     }
 
     fn may_return(&self) -> Leave {
@@ -321,7 +189,7 @@ impl<P: Clone + Send + 'static> Protocol for Gossip<'_, P> {
     /// Once colored and past its part: a c-node at once, a g-node at the
     /// end of its correction (GOS: of the phase).
     fn is_finished(&self) -> bool {
-        self.value.is_some() && !self.sends_left()
+        self.phase.value.is_some() && !self.sends_left()
     }
 
     fn uses_time(&self) -> bool {
@@ -329,7 +197,7 @@ impl<P: Clone + Send + 'static> Protocol for Gossip<'_, P> {
     }
 
     fn output_from_root(&self) -> bool {
-        self.value.is_none()
+        self.phase.value.is_none()
     }
 }
 
@@ -340,6 +208,7 @@ impl<P: Clone + Send + 'static> super::SlotTimed for Gossip<'_, P> {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::{Collective, LogP};
 
     const UNIT: LogP = LogP {
         latency: 1,

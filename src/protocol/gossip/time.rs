@@ -2,8 +2,8 @@
 //! for Fast Reliable Broadcast on Unreliable Systems*, IPDPS 2017, Section
 //! III): how many nodes the gossip phase colors (Lemma 1), how long the
 //! longest uncolored chain on the ring is with probability 1 - δ (Eq. 2),
-//! and the T that minimises the latency of opportunistic (Eq. 3) and
-//! checked (Eq. 4) corrected gossip.
+//! and the T that minimises the latency of opportunistic (Eq. 3), checked
+//! (Eq. 4) and failure-proof (Appendix B, Eq. 5) corrected gossip.
 //!
 //! The paper's model is LogP with a node sending one gossip message every
 //! O: a node colored at time s sends at s, s + O, s + 2O, ..., and its
@@ -26,6 +26,16 @@ pub enum GossipVariant {
     /// has reached its closest g-nodes on both sides, about twice as long:
     /// T + 2L + (2 + 2K)O (Eq. 4).
     Ccg,
+    /// Failure-proof corrected gossip (Section III-D, Appendix B): every
+    /// g-node must learn of f + 1 g-nodes on each side and send final
+    /// messages up to them, so the latency is bounded by the longest run
+    /// G_V of nodes holding V = 2f + 3 consecutive g-nodes:
+    /// T + 4G_V·O + L - 13O (Eq. 5, derived by the paper for f = 1, V = 5;
+    /// for larger f we keep the formula with V = 2f + 3).
+    Fcg {
+        /// f, the failures during the correction FCG withstands.
+        f: u8,
+    },
 }
 
 /// The analytical model of the gossip phase: `procs` nodes (N), of which
@@ -139,25 +149,97 @@ impl GossipModel {
     /// The latency Eq. 3 (OCG) or Eq. 4 (CCG) estimates for gossip time
     /// `t`, and the K it assumes: T + 2L + (2 + K)O or T + 2L + (2 + 2K)O,
     /// K the longest uncolored chain at T + L + O with probability 1 - δ.
+    ///
+    /// For [`GossipVariant::Fcg`], Eq. 5's bound T + 4G_V·O + L - 13O and
+    /// the G_V it assumes ([`GossipModel::chain_length`]).
     pub fn latency(&self, t: Tick, delta: f64, variant: GossipVariant) -> (Tick, u32) {
         let (l, o) = (self.logp.latency, self.logp.overhead);
         let c = self.expected_colored(t + l + o);
-        let k = self.longest_gap(c[c.len() - 1], delta);
+        let k = self.bound(c[c.len() - 1], delta, variant);
         (self.latency_for(t, k, variant), k)
+    }
+
+    /// K (Eq. 2) for OCG and CCG, G_V (Appendix B) for FCG.
+    fn bound(&self, colored: f64, delta: f64, variant: GossipVariant) -> u32 {
+        match variant {
+            GossipVariant::Ocg | GossipVariant::Ccg => self.longest_gap(colored, delta),
+            GossipVariant::Fcg { f } => self.chain_length(colored, 2 * u32::from(f) + 3, delta),
+        }
     }
 
     fn latency_for(&self, t: Tick, k: u32, variant: GossipVariant) -> Tick {
         let (l, o) = (self.logp.latency, self.logp.overhead);
-        let steps = match variant {
-            GossipVariant::Ocg => 2 + Tick::from(k),
-            GossipVariant::Ccg => 2 + 2 * Tick::from(k),
-        };
-        t + 2 * l + steps * o
+        match variant {
+            GossipVariant::Ocg => t + 2 * l + (2 + Tick::from(k)) * o,
+            GossipVariant::Ccg => t + 2 * l + (2 + 2 * Tick::from(k)) * o,
+            GossipVariant::Fcg { .. } => (t + 4 * Tick::from(k) * o + l).saturating_sub(13 * o),
+        }
     }
 
-    /// Eq. 3 or 4: the gossip time T minimising the estimated latency, for
-    /// a chance `0 < delta < 1` of the correction missing a node (OCG) or
-    /// of a longer correction than estimated (CCG). Of several T with the
+    /// Appendix B: G_V, the smallest G such that, with `colored` g-nodes
+    /// placed uniformly at random on the ring, the longest run of nodes
+    /// that starts and ends at a g-node and holds exactly `v >= 2` of them
+    /// exceeds G with probability below `delta`. A given node starts such a
+    /// run of G nodes with probability
+    /// q(G, V) = c^V (N - c)^(G - V) (G - 2)! / (N^G (V - 2)! (G - V)!);
+    /// one exists somewhere with p_G = 1 - (1 - q(G, V))^N; taken as
+    /// independent, the longest is G with p_G ∏_{j > G} (1 - p_j), and
+    /// the mass beyond G is 1 - ∏_{j > G} (1 - p_j) (as Eq. 2). N when
+    /// the model expects no such run at all with probability δ or more
+    /// (too few g-nodes: the paper's formula would call that a run of V).
+    pub fn chain_length(&self, colored: f64, v: u32, delta: f64) -> u32 {
+        let big_n = f64::from(self.procs);
+        let c = colored.clamp(1.0, big_n);
+        let most = self.procs;
+        if v < 2 || v > most {
+            return most;
+        }
+        let bound = -(-delta).ln_1p();
+        let ln_c = (c / big_n).ln();
+        let ln_rest = ((big_n - c) / big_n).ln();
+        // -ln(1 - p_G) = -N ln(1 - q(G, V)), for G = V, V + 1, ...
+        let mut terms = Vec::new();
+        let mut ln_q = f64::from(v) * ln_c;
+        let mut g = v;
+        loop {
+            let q = ln_q.exp();
+            terms.push(-big_n * (-q.min(1.0)).ln_1p());
+            if g >= most || ln_rest == f64::NEG_INFINITY {
+                break;
+            }
+            // q(G + 1) / q(G) = ((N - c) / N) (G - 1) / (G - V + 1).
+            let step = ln_rest + (f64::from(g - 1) / f64::from(g - v + 1)).ln();
+            // Past the peak, once the rest of the series is negligible.
+            if step < 0.0 && q > 0.0 && terms[terms.len() - 1] / -step.exp_m1() < bound * 1e-12 {
+                break;
+            }
+            if q == 0.0 && step < 0.0 {
+                break;
+            }
+            ln_q += step;
+            g += 1;
+        }
+        let total: f64 = terms.iter().sum();
+        if total < -delta.ln() {
+            // P(no run of V g-nodes) = e^-total > δ.
+            return most;
+        }
+        // The smallest G whose tail (terms beyond G) is below the bound.
+        let mut tail = 0.0;
+        let mut answer = v;
+        for (i, term) in terms.iter().enumerate().rev() {
+            if tail + term >= bound {
+                answer = v + i as u32;
+                break;
+            }
+            tail += term;
+        }
+        answer.min(most)
+    }
+
+    /// Eq. 3, 4 or 5: the gossip time T minimising the estimated latency,
+    /// for a chance `0 < delta < 1` of the correction missing a node (OCG)
+    /// or of a longer correction than estimated (CCG, FCG). Of several T with the
     /// same latency the largest, which withstands the largest reduction of
     /// δ (the paper's advice). Without the paper's extra O of margin: see
     /// [`gossip_time`].
@@ -177,13 +259,18 @@ impl GossipModel {
         let horizon = rounds * (l + 2 * o);
         let c = self.expected_colored(horizon + l + o);
         let mut best: Option<(Tick, Tick)> = None;
+        // The smallest bound there is: K = 0, or G_V = V.
+        let least = match variant {
+            GossipVariant::Fcg { f } => 2 * u32::from(f) + 3,
+            _ => 0,
+        };
         for t in 0..=horizon {
-            let k = self.longest_gap(c[(t + l + o) as usize], delta);
+            let k = self.bound(c[(t + l + o) as usize], delta, variant);
             let latency = self.latency_for(t, k, variant);
             if best.map_or(true, |(_, b)| latency <= b) {
                 best = Some((t, latency));
             }
-            if k == 0 {
+            if k <= least {
                 break;
             }
         }
@@ -191,7 +278,8 @@ impl GossipModel {
     }
 }
 
-/// The gossip time `T = auto` uses: the T of Eq. 3 (OCG) or Eq. 4 (CCG)
+/// The gossip time `T = auto` uses: the T of Eq. 3 (OCG), Eq. 4 (CCG) or
+/// Eq. 5 (FCG)
 /// for `procs` nodes, all active, plus one O, the margin the paper added
 /// in all its experiments ("as our equations are only approximations").
 pub fn gossip_time(
@@ -332,6 +420,54 @@ mod tests {
             let ocg = m.best_time(DELTA, GossipVariant::Ocg).unwrap();
             let ccg = m.best_time(DELTA, GossipVariant::Ccg).unwrap();
             assert!(ccg >= ocg, "N = {procs}: OCG {ocg}, CCG {ccg}");
+        }
+    }
+
+    /// Appendix B: G_V, the longest run of nodes holding V consecutive
+    /// g-nodes, shrinks as gossip colors more, is V once all are colored,
+    /// and is N when too few are colored for V of them to be found.
+    #[test]
+    fn appendix_b_chain_length() {
+        let m = GossipModel::new(1024, 1024, UNIT).unwrap();
+        let v = 5;
+        let lengths: Vec<u32> = [16.0, 64.0, 256.0, 512.0, 900.0, 1023.0, 1024.0]
+            .iter()
+            .map(|&c| m.chain_length(c, v, DELTA))
+            .collect();
+        assert!(lengths.windows(2).all(|w| w[0] >= w[1]), "{lengths:?}");
+        assert_eq!(lengths[6], v, "{lengths:?}");
+        assert!(lengths[2] > 4 * v, "{lengths:?}");
+        assert_eq!(m.chain_length(3.0, v, DELTA), 1024, "too few g-nodes");
+        // A run of more g-nodes is longer.
+        assert!(m.chain_length(256.0, 9, DELTA) > m.chain_length(256.0, 5, DELTA));
+    }
+
+    /// Eq. 5 for N = n = 1024, L = O = 1 and the paper's δ (the paper
+    /// plots the bound, Figure 9, but prints no T): the bound
+    /// T + 4G_V·O + L - 13O is least, 43, at T = 31 with G_V = 6 (one
+    /// c-node among the five g-nodes around any g-node); gossiping longer
+    /// costs more than the last c-nodes save. `T = auto` adds one O: 32.
+    /// FCG gossips at least as long as CCG, and a larger f at least as
+    /// long as a smaller.
+    #[test]
+    fn eq_5_gives_fcgs_gossip_time() {
+        let m = GossipModel::new(1024, 1024, UNIT).unwrap();
+        let fcg = GossipVariant::Fcg { f: 1 };
+        let t = m.best_time(DELTA, fcg).unwrap();
+        assert_eq!(t, 31);
+        assert_eq!(m.latency(t, DELTA, fcg), (43, 6));
+        assert!((0..=60).all(|t| m.latency(t, DELTA, fcg).0 >= 43));
+        assert!(m.latency(t - 1, DELTA, fcg).1 > 6);
+        assert_eq!(gossip_time(1024, UNIT, DELTA, fcg).unwrap(), 32);
+        for procs in [16, 100, 4096, 65536] {
+            let m = GossipModel::new(procs, procs, LogP::PAPER).unwrap();
+            let ccg = m.best_time(DELTA, GossipVariant::Ccg).unwrap();
+            let f1 = m.best_time(DELTA, fcg).unwrap();
+            let f3 = m.best_time(DELTA, GossipVariant::Fcg { f: 3 }).unwrap();
+            assert!(
+                f1 >= ccg && f3 >= f1,
+                "N = {procs}: CCG {ccg}, f=1 {f1}, f=3 {f3}"
+            );
         }
     }
 
