@@ -7,10 +7,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use corrected::protocol::allreduce::AllreduceAlgorithm;
-use corrected::protocol::gossip::{
-    gossip_time, sos_timeout, GossipCorrection, GossipModel, GossipPlan, GossipVariant,
-    MAX_FCG_FAULTS,
-};
+use corrected::protocol::gossip::{CorrectionChoice, GossipCorrection, GossipSpec, GossipTime};
 use corrected::protocol::reduce::FailureScheme;
 use corrected::sim::{
     AllreduceScenario, AllreduceSim, BcastScenario, BcastSim, BcastSummary, FaultPlan,
@@ -339,75 +336,38 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
     ticks_at_most("--latency", m.latency, crate::limits::MAX_LOGP_TICKS)?;
     ticks_at_most("--overhead", m.overhead, crate::limits::MAX_LOGP_TICKS)?;
     let logp = LogP::new(m.latency, m.overhead)?;
-    let bad_correction = || {
+    let choice: CorrectionChoice = m.correction.parse().map_err(|_| {
         out_of_range(
             "--correction",
             &m.correction,
             "corrected gossip's corrections are none, ocg[:C], ccg (checked) and fcg[:F] (F from 1 to 7)",
             "pass --correction ccg, ocg, ocg:C, fcg, fcg:F or none",
         )
-    };
-    let (variant, ocg_time) = match m.correction.to_ascii_lowercase().as_str() {
-        "none" => (None, None),
-        "ccg" | "checked" | "checked-sync" => (Some(GossipVariant::Ccg), None),
-        "ocg" => (Some(GossipVariant::Ocg), None),
-        "fcg" => (Some(GossipVariant::Fcg { f: 1 }), None),
-        other => match (
-            other.strip_prefix("ocg:").map(str::parse::<Tick>),
-            other.strip_prefix("fcg:").map(str::parse::<u8>),
-        ) {
-            (Some(Ok(c)), _) => {
-                ticks_at_most("--correction", c, MAX_WAIT_TICKS)?;
-                (Some(GossipVariant::Ocg), Some(c))
-            }
-            (_, Some(Ok(f))) if (1..=MAX_FCG_FAULTS).contains(&f) => {
-                (Some(GossipVariant::Fcg { f }), None)
-            }
-            _ => return Err(bad_correction()),
-        },
-    };
-    let model = GossipModel::new(args.procs, args.procs, logp)?;
-    let stop = match args.gossip_time.as_str() {
-        "auto" => gossip_time(
-            args.procs,
-            logp,
-            args.delta,
-            variant.unwrap_or(GossipVariant::Ocg),
-        )?,
-        t => {
-            let t = t.parse::<Tick>().map_err(|_| {
-                out_of_range(
-                    "--gossip-time",
-                    t,
-                    "T is a number of ticks, or auto",
-                    "pass --gossip-time auto or a number of ticks",
-                )
-            })?;
-            ticks_at_most("--gossip-time", t, MAX_WAIT_TICKS)?;
-            t
-        }
-    };
-    let correction = match variant {
-        None => GossipCorrection::None,
-        Some(GossipVariant::Ccg) => GossipCorrection::Checked,
-        // The SOS timeout: a bound on the fault-free correction.
-        Some(GossipVariant::Fcg { f }) => GossipCorrection::FailureProof {
-            f,
-            timeout: sos_timeout(args.procs, logp),
-        },
-        // Claim 2: C = KO + L + O reaches a chain of K; K from Eq. 2 at
-        // T + L + O, plus the paper's one O of margin.
-        Some(GossipVariant::Ocg) => GossipCorrection::Opportunistic {
-            duration: ocg_time.unwrap_or_else(|| {
-                let (_, k) = model.latency(stop, args.delta, GossipVariant::Ocg);
-                (Tick::from(k) + 1) * logp.overhead + logp.latency + logp.overhead
-            }),
-        },
-    };
-    // Eq. 3 (OCG, GOS), Eq. 4 (CCG) or Eq. 5 (FCG, an upper bound): the
-    // latency the model predicts.
-    let (estimate, _) = model.latency(stop, args.delta, variant.unwrap_or(GossipVariant::Ocg));
-    let plan = GossipPlan::new(args.procs, logp, stop, correction)?;
+    })?;
+    if let CorrectionChoice::Opportunistic(Some(c)) = choice {
+        ticks_at_most("--correction", c, MAX_WAIT_TICKS)?;
+    }
+    let time: GossipTime = args.gossip_time.parse().map_err(|_| {
+        out_of_range(
+            "--gossip-time",
+            &args.gossip_time,
+            "T is a number of ticks, or auto",
+            "pass --gossip-time auto or a number of ticks",
+        )
+    })?;
+    if let GossipTime::Ticks(t) = time {
+        ticks_at_most("--gossip-time", t, MAX_WAIT_TICKS)?;
+    }
+    // T and C as given, or from Eq. 3-5 and Claim 2 (`GossipSpec`); the
+    // latency the model predicts (Eq. 5 for FCG: an estimate).
+    let chosen = GossipSpec {
+        time,
+        correction: choice,
+        delta: args.delta,
+    }
+    .choose(args.procs, logp)?;
+    let (plan, estimate) = (chosen.plan, chosen.estimated_latency);
+    let (stop, correction) = (plan.stop(), plan.correction());
     let scenario = GossipScenario::new(plan, logp, faults.clone())?;
     let (runs, seconds) = monte_carlo(
         args,

@@ -11,7 +11,8 @@ use std::str::FromStr;
 
 use crate::error::ConfigError;
 use crate::protocol::gossip::{
-    gossip_time, GossipCorrection, GossipModel, GossipPlan, GossipVariant,
+    gossip_time, sos_timeout, GossipCorrection, GossipModel, GossipPlan, GossipVariant,
+    MAX_FCG_FAULTS,
 };
 use crate::types::{LogP, Tick};
 
@@ -63,6 +64,10 @@ pub enum CorrectionChoice {
     Opportunistic(Option<Tick>),
     /// CCG (Section III-C).
     Checked,
+    /// FCG (Section III-D) surviving f failures during the correction,
+    /// `1 <= f <=` [`MAX_FCG_FAULTS`]; its c-nodes' SOS timeout is
+    /// [`sos_timeout`].
+    FailureProof(u8),
 }
 
 impl CorrectionChoice {
@@ -70,6 +75,7 @@ impl CorrectionChoice {
     pub fn variant(self) -> GossipVariant {
         match self {
             CorrectionChoice::Checked => GossipVariant::Ccg,
+            CorrectionChoice::FailureProof(f) => GossipVariant::Fcg { f },
             _ => GossipVariant::Ocg,
         }
     }
@@ -77,18 +83,33 @@ impl CorrectionChoice {
 
 impl FromStr for CorrectionChoice {
     type Err = ConfigError;
-    /// `none`, `ocg`, `ocg:C` or `ccg` (`checked` is a synonym).
+    /// `none`, `ocg`, `ocg:C`, `ccg` (`checked` is a synonym), `fcg`
+    /// (f = 1) or `fcg:F`.
     fn from_str(s: &str) -> Result<Self, ConfigError> {
         let s = s.to_ascii_lowercase();
+        let fcg = |f: u8| {
+            if (1..=MAX_FCG_FAULTS).contains(&f) {
+                Ok(CorrectionChoice::FailureProof(f))
+            } else {
+                Err(ConfigError::BadGossip {
+                    why: format!("FCG's f is 1 to {MAX_FCG_FAULTS}, not {f}"),
+                })
+            }
+        };
         match s.as_str() {
             "none" | "gos" => Ok(CorrectionChoice::None),
             "ccg" | "checked" | "checked-sync" => Ok(CorrectionChoice::Checked),
             "ocg" => Ok(CorrectionChoice::Opportunistic(None)),
-            other => match other.strip_prefix("ocg:").map(str::parse::<Tick>) {
-                Some(Ok(c)) => Ok(CorrectionChoice::Opportunistic(Some(c))),
+            "fcg" => fcg(1),
+            other => match (
+                other.strip_prefix("ocg:").map(str::parse::<Tick>),
+                other.strip_prefix("fcg:").map(str::parse::<u8>),
+            ) {
+                (Some(Ok(c)), _) => Ok(CorrectionChoice::Opportunistic(Some(c))),
+                (_, Some(Ok(f))) => fcg(f),
                 _ => Err(ConfigError::BadGossip {
                     why: format!(
-                        "unknown gossip correction {s:?}: none, ocg, ocg:C or ccg (checked)"
+                        "unknown gossip correction {s:?}: none, ocg, ocg:C, ccg (checked), fcg or fcg:F"
                     ),
                 }),
             },
@@ -103,6 +124,7 @@ impl fmt::Display for CorrectionChoice {
             CorrectionChoice::Opportunistic(None) => write!(f, "ocg"),
             CorrectionChoice::Opportunistic(Some(c)) => write!(f, "ocg:{c}"),
             CorrectionChoice::Checked => write!(f, "ccg"),
+            CorrectionChoice::FailureProof(faults) => write!(f, "fcg:{faults}"),
         }
     }
 }
@@ -136,7 +158,8 @@ impl Default for GossipSpec {
 pub struct ChosenGossip {
     /// The plan every node shares.
     pub plan: GossipPlan,
-    /// The latency Eq. 3 (OCG, GOS) or Eq. 4 (CCG) predicts for it.
+    /// The latency Eq. 3 (OCG, GOS) or Eq. 4 (CCG) predicts for it, or
+    /// Eq. 5's estimate (FCG).
     pub estimated_latency: Tick,
 }
 
@@ -147,7 +170,7 @@ impl GossipSpec {
     pub fn choose(&self, procs: u32, logp: LogP) -> Result<ChosenGossip, ConfigError> {
         if !(self.delta > 0.0 && self.delta < 1.0) {
             return Err(ConfigError::BadGossip {
-                why: format!("δ = {} must lie strictly between 0 and 1", self.delta),
+                why: format!("delta {} must be above 0 and below 1", self.delta),
             });
         }
         let model = GossipModel::new(procs, procs, logp)?;
@@ -159,6 +182,10 @@ impl GossipSpec {
         let correction = match self.correction {
             CorrectionChoice::None => GossipCorrection::None,
             CorrectionChoice::Checked => GossipCorrection::Checked,
+            CorrectionChoice::FailureProof(f) => GossipCorrection::FailureProof {
+                f,
+                timeout: sos_timeout(procs, logp),
+            },
             CorrectionChoice::Opportunistic(c) => GossipCorrection::Opportunistic {
                 duration: c.unwrap_or_else(|| {
                     let (_, k) = model.latency(stop, self.delta, GossipVariant::Ocg);
@@ -180,13 +207,15 @@ mod tests {
 
     #[test]
     fn spellings_parse_and_print_back() {
-        for s in ["none", "ocg", "ocg:12", "ccg"] {
+        for s in ["none", "ocg", "ocg:12", "ccg", "fcg:1", "fcg:7"] {
             let c: CorrectionChoice = s.parse().unwrap();
             assert_eq!(c.to_string(), s);
         }
         assert_eq!("checked".parse(), Ok(CorrectionChoice::Checked));
         assert!("ocg:x".parse::<CorrectionChoice>().is_err());
-        assert!("fcg".parse::<CorrectionChoice>().is_err());
+        assert_eq!("fcg".parse(), Ok(CorrectionChoice::FailureProof(1)));
+        assert!("fcg:0".parse::<CorrectionChoice>().is_err());
+        assert!("fcg:8".parse::<CorrectionChoice>().is_err());
         assert_eq!("auto".parse(), Ok(GossipTime::Auto));
         assert_eq!("17".parse(), Ok(GossipTime::Ticks(17)));
         assert!("-1".parse::<GossipTime>().is_err());
