@@ -1,14 +1,16 @@
 //! Corrected gossip on threads (Hoefler et al., IPDPS 2017), driven by the
 //! one driver through the slot clock: delivery under dead ranks (CCG,
-//! Claim 3), no duplicate or stale delivery across operations (Claim 1),
-//! the gossip phase bounded by T, and a rank no message reaches getting a
-//! typed error instead of hanging.
+//! Claim 3; FCG, Corollary 3), all or none under deaths during the
+//! operation (FCG, Claim 4), no duplicate or stale delivery across
+//! operations (Claim 1), the gossip phase bounded by T and as the model
+//! expects it (Lemma 1), and a rank no message reaches getting a typed
+//! error instead of hanging.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use corrected::protocol::gossip::{CorrectionChoice, GossipSpec, GossipTime};
-use corrected::runtime::{BroadcastAlgorithm, FaultSchedule, Team};
+use corrected::runtime::{BroadcastAlgorithm, Fault, FaultSchedule, Team};
 use corrected::types::Rank;
 use corrected::Error;
 
@@ -69,14 +71,25 @@ fn broadcasts(team: &Team, ops: u32, dead: &[Rank]) -> Vec<Vec<Result<u64, Error
         .collect()
 }
 
-/// CCG reaches every live rank whatever T and the dead set (Claim 3):
-/// T = 0 (only the root gossips: the correction does everything), a small
-/// T, and T from Eq. 4; dead sets up to a third of the team; and every
+/// CCG reaches every live rank whatever T and the dead set (Claim 3), and
+/// FCG too (Corollary 3: any failures before the operation): T = 0 (only
+/// the root gossips: the correction does everything), a small T, and T
+/// from Eq. 4 / Eq. 5; dead sets up to a third of the team; and every
 /// operation delivers exactly its own value, once (Claim 1: a late
 /// correction message of operation k is never taken for operation k + 1).
 #[test]
-fn ccg_reaches_every_live_rank_on_threads() {
+fn ccg_and_fcg_reach_every_live_rank_on_threads() {
     let _serial = serial();
+    for correction in [
+        CorrectionChoice::Checked,
+        CorrectionChoice::FailureProof(1),
+        CorrectionChoice::FailureProof(2),
+    ] {
+        reach_every_live_rank(correction);
+    }
+}
+
+fn reach_every_live_rank(correction: CorrectionChoice) {
     for (procs, dead) in [
         (2, vec![]),
         (3, vec![1]),
@@ -87,7 +100,7 @@ fn ccg_reaches_every_live_rank_on_threads() {
     ] {
         for time in [GossipTime::Ticks(0), GossipTime::Ticks(3), GossipTime::Auto] {
             let faults = FaultSchedule::none().kill_group(dead.iter().copied(), 0);
-            let team = team(procs, gossip(time, CorrectionChoice::Checked), faults, 7);
+            let team = team(procs, gossip(time, correction), faults, 7);
             let ops = 12;
             let roots = (0..procs).filter(|r| !dead.contains(r)).collect::<Vec<_>>();
             for (rank, results) in broadcasts(&team, ops, &dead).iter().enumerate() {
@@ -101,7 +114,7 @@ fn ccg_reaches_every_live_rank_on_threads() {
                     assert_eq!(
                         got.as_ref().ok(),
                         Some(&value(root, i as u32)),
-                        "P={procs} dead={dead:?} T={time} rank {rank} op {i}"
+                        "{correction}: P={procs} dead={dead:?} T={time} rank {rank} op {i}"
                     );
                 }
             }
@@ -250,4 +263,73 @@ fn gossip_on_threads_sends_what_lemma_1_expects() {
             "P = {procs}, T = {t}: {measured:.2} messages per operation, Lemma 1 expects {expected:.2}"
         );
     }
+}
+
+/// FCG on threads (Claim 4): with up to f ranks dying during the
+/// operation, at any of their sends, every live rank delivers or none does,
+/// and all do if the root lives; every call returns. Sampled: victims the
+/// root and others, dying after 0 to 11 sends (for f = 2, pairs). T = 0 (the
+/// root is the only g-node, so a dead root leaves the c-nodes to SOS) and T
+/// from Eq. 5. The c-nodes' SOS timeout is a quarter of the failure
+/// timeout, so their SOS reaches the ranks nothing reached before these
+/// give up on the failed root.
+#[test]
+fn fcg_is_all_or_none_under_deaths_during_the_operation() {
+    let _serial = serial();
+    let procs = 12;
+    let mut cases: Vec<(u8, Vec<(Rank, u32)>)> = Vec::new();
+    for victim in [0, 3, 7] {
+        for sends in [0, 1, 2, 4, 7, 11] {
+            cases.push((1, vec![(victim, sends)]));
+        }
+    }
+    for (a, b) in [(0, 5), (2, 3), (6, 11)] {
+        for sends in [1, 3, 6] {
+            cases.push((2, vec![(a, sends), (b, sends + 1)]));
+        }
+    }
+    let mut all = 0;
+    for time in [GossipTime::Ticks(0), GossipTime::Auto] {
+        for (f, victims) in &cases {
+            let faults = victims.iter().fold(FaultSchedule::none(), |s, &(r, n)| {
+                s.at(r, 0, Fault::DieAfterSends(n))
+            });
+            let team = Team::builder()
+                .ranks(procs)
+                .broadcast(gossip(time, CorrectionChoice::FailureProof(*f)))
+                .faults(faults)
+                .seed(5)
+                .failure_timeout(Duration::from_millis(200))
+                .op_timeout(Duration::from_secs(5))
+                .build()
+                .unwrap();
+            let report = team.run(|comm| {
+                let mut v = if comm.rank() == 0 { 77u64 } else { 0 };
+                comm.broadcast_into(0, &mut v).map(|()| v)
+            });
+            let live: Vec<_> = report
+                .returned()
+                .filter(|(r, _)| !report.failed.contains(r))
+                .collect();
+            let delivered = live.iter().filter(|(_, got)| **got == Ok(77)).count();
+            let root_lives = !report.failed.contains(&0);
+            let case = format!("f={f} T={time} victims {victims:?}: {live:?}");
+            assert!(
+                delivered == 0 || delivered == live.len(),
+                "not all or none: {case}"
+            );
+            assert!(
+                !root_lives || delivered == live.len(),
+                "root alive, not all: {case}"
+            );
+            all += usize::from(delivered == live.len());
+        }
+    }
+    // Most cases deliver: a root dying after its first sends has colored
+    // someone, whose SOS then reaches everyone.
+    assert!(
+        all > cases.len(),
+        "{all} of {} cases delivered",
+        2 * cases.len()
+    );
 }

@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::op::Operation;
 use crate::protocol::allreduce::{Allreduce, AllreduceOutput};
 use crate::protocol::bcast::Bcast;
-use crate::protocol::gossip::{Gossip, SlotClock};
+use crate::protocol::gossip::{Fcg, Gossip, GossipCorrection, SlotClock};
 use crate::protocol::pair::PairAllreduce;
 use crate::protocol::random::RandomStream;
 use crate::protocol::reduce::{Contribution, Reduce, ReduceOutput};
@@ -22,7 +22,7 @@ use crate::runtime::lazy::LAZY_MIN_BYTES;
 use crate::runtime::lent::Lending;
 use crate::runtime::team::{Generation, Plans, Shared};
 use crate::runtime::transport::MailboxTransport;
-use crate::types::{Collective, OpId, Rank};
+use crate::types::{Collective, OpId, Rank, Tick};
 
 /// A broadcast value of this many bytes or more is read from the root's
 /// buffer, lent for its call ([`crate::runtime::lent`]); smaller ones are
@@ -230,10 +230,26 @@ impl<'t> Comm<'t> {
         let plans = self.plans;
         let got = if let Some((plan, seed)) = &plans.gossip {
             let rng = RandomStream::for_rank(*seed, me, op);
-            let core =
-                Gossip::new(plan, root, me, op, value, rng).map_err(|e| self.abandon(op, e))?;
-            let mut core = SlotClock::new(core, plan.logp());
-            let got = self.driver.drive(op, started, &mut core);
+            let got = if let GossipCorrection::FailureProof { .. } = plan.correction() {
+                // A c-node's SOS timeout, in real time: a quarter of the
+                // team's failure timeout. A rank that nothing reaches gives
+                // up a whole failure timeout after it learns the root
+                // failed (`Error::RootFailed`), so the SOS of a rank the
+                // root colored before it died reaches it first unless that
+                // rank is descheduled for three quarters of the failure
+                // timeout: then all live ranks or none deliver, as the
+                // paper's (IV) says (docs/algorithms.md).
+                let core = Fcg::new(plan, root, me, op, value, rng);
+                let core = core.map_err(|e| self.abandon(op, e))?;
+                let timeout = (self.shared.failure_timeout() / 4).as_nanos() as Tick;
+                let mut core = SlotClock::new(core, plan.logp()).with_real_timeouts(timeout);
+                self.driver.drive(op, started, &mut core)
+            } else {
+                let core = Gossip::new(plan, root, me, op, value, rng);
+                let core = core.map_err(|e| self.abandon(op, e))?;
+                let mut core = SlotClock::new(core, plan.logp());
+                self.driver.drive(op, started, &mut core)
+            };
             got.map_err(|e| self.root_failed(e, op, root))?
         } else {
             let mut core =

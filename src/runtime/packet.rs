@@ -2,7 +2,7 @@
 //! runtime runs, each core's own payload inside.
 
 use crate::driver::Carries;
-use crate::protocol::gossip::Stamped;
+use crate::protocol::gossip::{FcgPayload, Stamped};
 use crate::protocol::reduce::Contribution;
 use crate::protocol::Msg;
 use crate::runtime::data::Data;
@@ -20,14 +20,26 @@ pub enum Packet {
     /// A gossip broadcast's value with the logical time it was sent at
     /// ([`crate::protocol::gossip::SlotClock`]).
     Stamped(Stamped<Data>),
+    /// A failure-proof gossip broadcast's (FCG) value, SOS flag and known
+    /// g-nodes, with the logical time it was sent at.
+    Fcg(Stamped<FcgPayload<Data>>),
 }
 
 // A lane slot is the message and an 8-byte stamp, 64-byte aligned: keep it
 // two cache lines, one fewer transfer per message than three.
 const _: () = assert!(std::mem::size_of::<Msg<Packet>>() <= 120);
-// The enum's tag costs nothing: it sits in a niche of the contribution.
-const _: () =
-    assert!(std::mem::size_of::<Msg<Packet>>() == std::mem::size_of::<Msg<Contribution<Data>>>());
+// The enum's tag costs nothing: it sits in a niche of its largest
+// payloads (a contribution, 112 bytes with its header; an FCG message, 120).
+const _: () = {
+    let contribution = std::mem::size_of::<Msg<Contribution<Data>>>();
+    let fcg = std::mem::size_of::<Msg<Stamped<FcgPayload<Data>>>>();
+    let largest = if contribution > fcg {
+        contribution
+    } else {
+        fcg
+    };
+    assert!(std::mem::size_of::<Msg<Packet>>() == largest);
+};
 
 impl Carries<Data> for Packet {
     #[inline]
@@ -66,6 +78,20 @@ impl Carries<Stamped<Data>> for Packet {
     fn unwrap(self) -> Result<Stamped<Data>, Self> {
         match self {
             Packet::Stamped(s) => Ok(s),
+            other => Err(other),
+        }
+    }
+}
+
+impl Carries<Stamped<FcgPayload<Data>>> for Packet {
+    #[inline]
+    fn wrap(payload: Stamped<FcgPayload<Data>>) -> Self {
+        Packet::Fcg(payload)
+    }
+    #[inline]
+    fn unwrap(self) -> Result<Stamped<FcgPayload<Data>>, Self> {
+        match self {
+            Packet::Fcg(s) => Ok(s),
             other => Err(other),
         }
     }

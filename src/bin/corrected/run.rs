@@ -54,7 +54,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "binomial")]
     tree: String,
     /// Correction: none, opportunistic:D, optimized:D, relaying:D, forwarding:D, checked, checked-sync or delayed:NANOS (NANOS + (ranks - 1) x --pace-us below --timeout);
-    /// with --algorithm gossip: none (GOS), ocg, ocg:C or ccg.
+    /// with --algorithm gossip: none (GOS), ocg, ocg:C, ccg or fcg:F (FCG surviving F failures during the correction).
     #[arg(long, default_value = "checked")]
     correction: String,
     /// Broadcast algorithm: tree (a corrected tree) or gossip (corrected
@@ -560,13 +560,16 @@ fn broadcast_algorithm(
                     out_of_range(
                         "--correction",
                         &args.correction,
-                        "corrected gossip's corrections are none, ocg[:C] and ccg (checked)",
-                        "pass --correction ccg, ocg, ocg:C or none",
+                        "corrected gossip's corrections are none, ocg[:C], ccg (checked) and fcg[:F] (F from 1 to 7)",
+                        "pass --correction ccg, ocg, ocg:C, fcg, fcg:F or none",
                     )
                 })?,
                 ..GossipSpec::default()
             };
-            let checked = spec.correction == CorrectionChoice::Checked;
+            let checked = matches!(
+                spec.correction,
+                CorrectionChoice::Checked | CorrectionChoice::FailureProof(_)
+            );
             let delivery = Delivery {
                 always: checked,
                 despite_dead_ranks: checked,

@@ -547,6 +547,15 @@ impl<P: Clone + Send + 'static> Protocol for Fcg<'_, P> {
     }
 }
 
+/// A c-node's wait for word of f + 1 g-nodes is a timeout (it ends in SOS);
+/// a g-node's deadlines (the correction's start, an idle slot) are waits
+/// in the model's time.
+impl<P: Clone + Send + 'static> super::SlotTimed for Fcg<'_, P> {
+    fn timeout_pending(&self) -> bool {
+        self.waiting_c_node()
+    }
+}
+
 impl<P: Clone + Send + 'static> Fcg<'_, P> {
     fn waiting_c_node(&self) -> bool {
         self.stage == Stage::Running && !self.phase.g_node && self.phase.value.is_some()
