@@ -8,8 +8,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use corrected::protocol::allreduce::AllreduceAlgorithm;
 use corrected::protocol::gossip::{
-    big_latency, big_messages, gossip_time, GossipCorrection, GossipModel, GossipPlan,
-    GossipVariant,
+    bfb_expected_latency, bfb_latency, bfb_messages, big_latency, big_messages, gossip_time,
+    GossipCorrection, GossipModel, GossipPlan, GossipVariant,
 };
 use corrected::protocol::reduce::FailureScheme;
 use corrected::sim::{
@@ -52,8 +52,9 @@ pub struct SimArgs {
     /// or big (the binomial graph baseline; no --correction).
     #[arg(long, default_value = "tree")]
     algorithm: String,
-    /// Corrected gossip's T: ticks of gossip, or auto (Eq. 3 for OCG and
-    /// GOS, Eq. 4 for CCG, plus one overhead, as the paper chooses it).
+    /// Corrected gossip's T: ticks of gossip, or auto (Eq. 3 for OCG, Eq. 4
+    /// for CCG, for GOS the first T after which Lemma 1 leaves at most δ
+    /// nodes uncolored; plus one overhead, as the paper chooses it).
     #[arg(long, default_value = "auto")]
     gossip_time: String,
     /// Corrected gossip's δ: the chance the estimates behind T and C (auto)
@@ -369,14 +370,11 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
         },
     };
     let model = GossipModel::new(args.procs, args.procs, logp)?;
-    let stop = match args.gossip_time.as_str() {
-        "auto" => gossip_time(
-            args.procs,
-            logp,
-            args.delta,
-            variant.unwrap_or(GossipVariant::Ocg),
-        )?,
-        t => {
+    let stop = match (args.gossip_time.as_str(), variant) {
+        // GOS: long enough for gossip alone to reach all with 1 - δ.
+        ("auto", None) => model.gossip_only_time(args.delta)? + logp.overhead,
+        ("auto", Some(variant)) => gossip_time(args.procs, logp, args.delta, variant)?,
+        (t, _) => {
             let t = t.parse::<Tick>().map_err(|_| {
                 out_of_range(
                     "--gossip-time",
@@ -401,11 +399,13 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
             }),
         },
     };
-    // Eq. 3 (OCG, GOS) or Eq. 4 (CCG): the latency the model predicts.
-    let (estimate, _) = model.latency(stop, args.delta, variant.unwrap_or(GossipVariant::Ocg));
-    if let Some(until) = args.curve {
-        ticks_at_most("--curve", until, MAX_CURVE_TICKS)?;
-    }
+    // Eq. 3 (OCG) or Eq. 4 (CCG): the latency the model predicts; GOS:
+    // the gossip phase's end, T + L + O.
+    let estimate = match variant {
+        Some(variant) => model.latency(stop, args.delta, variant).0,
+        None => stop + logp.latency + logp.overhead,
+    };
+    check_curve(args)?;
     let plan = GossipPlan::new(args.procs, logp, stop, correction)?;
     let scenario = GossipScenario::new(plan, logp, faults.clone())?;
     let (runs, seconds) = monte_carlo(
@@ -434,8 +434,23 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
         estimated_messages_per_process: None,
         guaranteed,
         model: Some(model),
+        bfb: None,
     };
     Ok(report.print(args, logp, &runs, seconds))
+}
+
+/// `--curve` keeps two numbers per tick and run: at most
+/// [`MAX_CURVE_TICKS`].
+fn check_curve(args: &SimArgs) -> Result<(), CliError> {
+    match args.curve {
+        Some(until) if until > MAX_CURVE_TICKS => Err(out_of_range(
+            "--curve",
+            until,
+            format!("the curve keeps every tick of every run; at most {MAX_CURVE_TICKS} ticks"),
+            format!("pass --curve {MAX_CURVE_TICKS} or less"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// `corrected sim --algorithm big`: the binomial graph broadcast (Corrected
@@ -445,9 +460,7 @@ fn run_big(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
     ticks_at_most("--latency", m.latency, crate::limits::MAX_LOGP_TICKS)?;
     ticks_at_most("--overhead", m.overhead, crate::limits::MAX_LOGP_TICKS)?;
     let logp = LogP::new(m.latency, m.overhead)?;
-    if let Some(until) = args.curve {
-        ticks_at_most("--curve", until, MAX_CURVE_TICKS)?;
-    }
+    check_curve(args)?;
     let scenario = BigScenario::new(args.procs, logp, faults.clone())?;
     let (runs, seconds) = monte_carlo(
         args,
@@ -474,6 +487,13 @@ fn run_big(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
         ),
         guaranteed,
         model: None,
+        // BFB beside it, analytic (Section IV-B.2 and IV-D): 20 % of the
+        // failures happen during the operation and restart it.
+        bfb: Some((
+            bfb_latency(args.procs, logp)?,
+            bfb_expected_latency(args.procs, logp, 0.2 * failures as f64)?,
+            bfb_messages(args.procs, 0.2 * failures as f64)? / f64::from(args.procs),
+        )),
     };
     Ok(report.print(args, logp, &runs, seconds))
 }
@@ -490,6 +510,9 @@ struct BroadcastReport {
     guaranteed: bool,
     /// The gossip model, for Lemma 1 and Eq. 2 beside the curve.
     model: Option<GossipModel>,
+    /// BFB's analytic minimal latency, expected latency and messages per
+    /// node with this run's failures (reported beside BIG).
+    bfb: Option<(Tick, f64, f64)>,
 }
 
 impl BroadcastReport {
@@ -545,6 +568,11 @@ impl BroadcastReport {
                 if let Some(m) = self.estimated_messages_per_process {
                     obj.insert("estimated_messages_per_process".into(), m.into());
                 }
+                if let Some((min, expected, messages)) = self.bfb {
+                    obj.insert("bfb_latency".into(), min.into());
+                    obj.insert("bfb_expected_latency".into(), expected.into());
+                    obj.insert("bfb_messages_per_process".into(), messages.into());
+                }
                 if let Some(until) = args.curve {
                     obj.insert("curve".into(), self.curve(until, runs));
                 }
@@ -566,6 +594,9 @@ impl BroadcastReport {
                 args.runs as f64 / seconds.max(1e-9)
             );
             out!("estimated latency: {}", self.estimated_latency);
+            if let Some((min, expected, messages)) = self.bfb {
+                out!("BFB (analytic): latency {min}, expected {expected:.1} with this run's failures, {messages:.2} messages per process");
+            }
             stats_table(&[
                 ("latency", &latency),
                 ("quiescence_latency", &quiescence),
