@@ -130,6 +130,8 @@ for fig, title in (("7a", "fault-free"), ("7b", "N/64 nodes dead")):
     print("failures during the operation, each a restart); opt: the optimal tree without correction.")
     print()
     head = ["N", "runs"] + algos + ["BIG (analytic)", "BFB (analytic)"] + (["opt"] if has_opt else [])
+    if fig == "7b":
+        head += ["dead", "OCG / BIG runs with a miss"]
     print("| " + " | ".join(head) + " |")
     print("|" + " --- |" * len(head))
     for n in sorted({r["procs"] for r in sel}):
@@ -148,5 +150,8 @@ for fig, title in (("7a", "fault-free"), ("7b", "N/64 nodes dead")):
         if has_opt:
             o = at.get("opt")
             cells.append(f"{o['coloring_latency']['p50']:.0f}" if o else "-")
+        if fig == "7b":
+            cells.append(str(n // 64))
+            cells.append(" / ".join(str(at[a]["incomplete_runs"]) if a in at else "-" for a in ("OCG", "BIG")))
         print("| " + " | ".join(cells) + " |")
     print()
