@@ -63,98 +63,103 @@ struct Line {
     points: Vec<(f64, f64)>,
 }
 
-/// A line chart of `lines` with the given axes; `log_x` for a log2 N axis.
-fn chart(
-    file: &str,
-    title: &str,
-    x_label: &str,
-    y_label: &str,
-    log_x: bool,
-    lines: &[Line],
-) -> Res<()> {
+/// A line chart of `lines` in its own SVG file `file`.
+fn chart(file: &str, title: &str, x: Axis, y_label: &str, lines: &[Line]) -> Res<()> {
     let path = format!("{OUT}/{file}");
-    let all = lines.iter().flat_map(|l| l.points.iter());
-    let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
-    for &(x, y) in all {
-        x0 = x0.min(x);
-        x1 = x1.max(x);
-        y1 = y1.max(y);
-    }
-    if x0 > x1 {
-        return Ok(());
-    }
     let root = SVGBackend::new(&path, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
-    let y_range = 0.0..(y1 * 1.08).max(1.0);
-    let mut builder = ChartBuilder::on(&root);
-    builder
-        .caption(title, ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(56);
-    let draw = |lines: &[Line], series: &mut dyn FnMut(&Line) -> Res<()>| -> Res<()> {
-        for line in lines {
-            series(line)?;
-        }
-        Ok(())
-    };
-    if log_x {
-        let mut c = builder.build_cartesian_2d((x0..x1).log_scale(), y_range)?;
-        c.configure_mesh()
-            .x_desc(x_label)
-            .y_desc(y_label)
-            .x_label_formatter(&|x| format!("{}", x.round() as u64))
-            .draw()?;
-        draw(lines, &mut |l| {
-            let style = ShapeStyle::from(&l.color).stroke_width(2);
-            let anno = if l.dashed {
-                c.draw_series(DashedLineSeries::new(l.points.iter().copied(), 6, 4, style))?
-            } else {
-                c.draw_series(LineSeries::new(l.points.iter().copied(), style))?
-            };
-            let color = l.color;
-            anno.label(l.name.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
-            c.draw_series(
-                l.points
-                    .iter()
-                    .map(|&p| Circle::new(p, 2, l.color.filled())),
-            )?;
-            Ok(())
-        })?;
-        c.configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()?;
-    } else {
-        let mut c = builder.build_cartesian_2d(x0..x1, y_range)?;
-        c.configure_mesh().x_desc(x_label).y_desc(y_label).draw()?;
-        draw(lines, &mut |l| {
-            let style = ShapeStyle::from(&l.color).stroke_width(2);
-            let anno = if l.dashed {
-                c.draw_series(DashedLineSeries::new(l.points.iter().copied(), 6, 4, style))?
-            } else {
-                c.draw_series(LineSeries::new(l.points.iter().copied(), style))?
-            };
-            let color = l.color;
-            anno.label(l.name.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
-            c.draw_series(
-                l.points
-                    .iter()
-                    .map(|&p| Circle::new(p, 2, l.color.filled())),
-            )?;
-            Ok(())
-        })?;
-        c.configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()?;
-    }
+    plot(
+        &root,
+        title,
+        x,
+        y_label,
+        lines,
+        SeriesLabelPosition::UpperLeft,
+    )?;
     root.present()?;
     println!("wrote {path}");
+    Ok(())
+}
+
+/// How the x axis is labelled: plain numbers, or log2 N values shown as N.
+#[derive(Clone, Copy)]
+struct Axis {
+    label: &'static str,
+    log2: bool,
+}
+
+/// Draws `lines` into `area`.
+fn plot<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+    x: Axis,
+    y_label: &str,
+    lines: &[Line],
+    legend: SeriesLabelPosition,
+) -> Res<()>
+where
+    DB::ErrorType: 'static,
+{
+    let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
+    for &(px, py) in lines.iter().flat_map(|l| l.points.iter()) {
+        x0 = x0.min(px);
+        x1 = x1.max(px);
+        y1 = y1.max(py);
+    }
+    if x0 >= x1 {
+        return Ok(());
+    }
+    let mut c = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 18))
+        .margin(12)
+        .margin_right(28)
+        .x_label_area_size(40)
+        .y_label_area_size(56)
+        .build_cartesian_2d(x0..x1, 0.0..(y1 * 1.08).max(1.0))?;
+    let x_fmt = |v: &f64| {
+        if x.log2 {
+            format!("{}", 2f64.powf(*v).round() as u64)
+        } else {
+            format!("{v:.0}")
+        }
+    };
+    let ticks = (x1 - x0).round() as usize + 1;
+    c.configure_mesh()
+        .x_desc(x.label)
+        .y_desc(y_label)
+        .x_labels(ticks.min(17))
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .draw()?;
+    for l in lines {
+        // Solid (simulated) lines wider than dashed (analytic) ones, so a
+        // formula drawn over a simulation equal to it leaves both visible.
+        let style = ShapeStyle::from(&l.color).stroke_width(if l.dashed { 2 } else { 3 });
+        let anno = if l.dashed {
+            c.draw_series(DashedLineSeries::new(l.points.iter().copied(), 6, 4, style))?
+        } else {
+            c.draw_series(LineSeries::new(l.points.iter().copied(), style))?
+        };
+        let (color, dashed) = (l.color, l.dashed);
+        anno.label(l.name.clone()).legend(move |(x, y)| {
+            let stroke = ShapeStyle::from(&color).stroke_width(2);
+            if dashed {
+                PathElement::new(vec![(x, y), (x + 7, y)], stroke)
+            } else {
+                PathElement::new(vec![(x, y), (x + 18, y)], stroke)
+            }
+        });
+        c.draw_series(
+            l.points
+                .iter()
+                .map(|&p| Circle::new(p, 2, l.color.filled())),
+        )?;
+    }
+    c.configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(legend)
+        .draw()?;
     Ok(())
 }
 
@@ -167,8 +172,8 @@ fn line(name: &str, i: usize, dashed: bool, points: Vec<(f64, f64)>) -> Line {
     }
 }
 
-/// Figure 1: c(t) and the simulated mean (nodes), and K(t) (Eq. 2 and
-/// simulated p99) on the same axis, capped at 64 so the curves show.
+/// Figure 1: c(t) and the simulated mean (top), K(t) by Eq. 2 and the
+/// simulated 99th percentile (bottom, at most 64 shown).
 fn figure_1(rows: &[Value]) -> Res<()> {
     let pick = |key: &str, cap: f64| -> Vec<(f64, f64)> {
         rows.iter()
@@ -176,29 +181,39 @@ fn figure_1(rows: &[Value]) -> Res<()> {
             .filter(|&(_, v)| v <= cap)
             .collect()
     };
-    chart(
-        "gossip-fig1.svg",
-        "Figure 1: g-nodes and the 99%-probable longest uncolored chain (N = 1024, L = O = 1)",
-        "time t",
-        "nodes",
-        false,
+    let path = format!("{OUT}/gossip-fig1.svg");
+    let root = SVGBackend::new(&path, (SIZE.0, SIZE.1 + 240)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (top, bottom) = root.split_vertically(SIZE.1 - 40);
+    let t = Axis {
+        label: "time t",
+        log2: false,
+    };
+    plot(
+        &top,
+        "Figure 1: expected g-nodes, N = n = 1024, L = O = 1",
+        t,
+        "g-nodes",
         &[
             line("c(t), Lemma 1", 0, true, pick("lemma1", f64::MAX)),
             line("simulated mean", 1, false, pick("colored_mean", f64::MAX)),
-            line(
-                "K(t), Eq. 2 (99 %; at most 64 shown)",
-                2,
-                true,
-                pick("eq2_k99", 64.0),
-            ),
-            line(
-                "simulated longest chain, p99 (at most 64)",
-                3,
-                false,
-                pick("longest_gap_p99", 64.0),
-            ),
         ],
-    )
+        SeriesLabelPosition::UpperLeft,
+    )?;
+    plot(
+        &bottom,
+        "99%-probable longest uncolored chain K (64 at most shown)",
+        t,
+        "K",
+        &[
+            line("K(t), Eq. 2 at c(t)", 2, true, pick("eq2_k99", 64.0)),
+            line("simulated, p99", 3, false, pick("longest_gap_p99", 64.0)),
+        ],
+        SeriesLabelPosition::UpperRight,
+    )?;
+    root.present()?;
+    println!("wrote {path}");
+    Ok(())
 }
 
 /// The name of a scaling row: GOS, OCG, CCG, FCG, BIG or opt.
@@ -222,7 +237,7 @@ fn figure_7(rows: &[Value], fig: &str) -> Res<()> {
         let mut v: Vec<(f64, f64)> = sel
             .iter()
             .filter(|r| name(r) == who)
-            .filter_map(|r| Some((num(r, &["procs"])?, num(r, path)?)))
+            .filter_map(|r| Some((num(r, &["procs"])?.log2(), num(r, path)?)))
             .collect();
         v.sort_by(|a, b| a.0.total_cmp(&b.0));
         v
@@ -265,12 +280,15 @@ fn figure_7(rows: &[Value], fig: &str) -> Res<()> {
     } else {
         "Figure 7b: median latency, N/64 nodes dead (L = 2, O = 1)"
     };
+    let n = Axis {
+        label: "N",
+        log2: true,
+    };
     chart(
         &format!("gossip-fig{fig}.svg"),
         title,
-        "N",
+        n,
         "latency [ticks]",
-        true,
         &lines,
     )
 }
@@ -307,9 +325,11 @@ fn figures_3_and_5(rows: &[Value]) -> Res<()> {
         chart(
             file,
             title,
-            "gossip time T",
+            Axis {
+                label: "gossip time T",
+                log2: false,
+            },
             "ticks",
-            false,
             &[
                 line(eq, 0, true, pick(&["estimated_latency"])),
                 line(
