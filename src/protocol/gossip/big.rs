@@ -69,13 +69,16 @@ impl BigPlan {
 
     /// The exponent x of the `slot`-th send (0-based) of a node first
     /// reached over the edge of offset 2^`first` (`first` = m for the root):
-    /// `first` - 1 down to 0, then m - 1 down to `first`.
-    pub fn exponent(&self, first: u32, slot: u32) -> u32 {
+    /// `first` - 1 down to 0, then m - 1 down to `first`; `None` from
+    /// slot m on (a node sends m times).
+    pub fn exponent(&self, first: u32, slot: u32) -> Option<u32> {
         let first = first.min(self.degree);
-        if slot < first {
-            first - 1 - slot
+        if slot >= self.degree {
+            None
+        } else if slot < first {
+            Some(first - 1 - slot)
         } else {
-            self.degree - 1 - (slot - first)
+            Some(self.degree - 1 - (slot - first))
         }
     }
 }
@@ -167,12 +170,9 @@ impl<P: Clone + Send + 'static> Protocol for Big<'_, P> {
 
     fn poll_transmit(&mut self, _now: Tick) -> Option<Transmit<Msg<P>>> {
         let value = self.value.as_ref()?;
-        if self.sent >= self.plan.degree {
-            return None;
-        }
-        let procs = self.plan.procs;
-        let x = self.plan.exponent(self.first, self.sent);
+        let x = self.plan.exponent(self.first, self.sent)?;
         self.sent += 1;
+        let procs = self.plan.procs;
         let to = ring::right(self.me, 1 << x, procs);
         Some(Transmit {
             to: ring::right(to, self.root, procs),
@@ -295,6 +295,10 @@ mod tests {
     #[test]
     fn bad_input_is_a_typed_error() {
         assert!(BigPlan::new(1).is_err());
+        let order: Vec<_> = (0..5)
+            .map(|slot| BigPlan::new(16).unwrap().exponent(2, slot))
+            .collect();
+        assert_eq!(order, vec![Some(1), Some(0), Some(3), Some(2), None]);
         let plan = BigPlan::new(8).unwrap();
         assert!(Big::new(&plan, 8, 0, 0, Some(1u8)).is_err());
         assert!(Big::new(&plan, 0, 9, 0, Some(1u8)).is_err());
