@@ -65,6 +65,7 @@ struct Line {
 
 /// A line chart of `lines` in its own SVG file `file`.
 fn chart(file: &str, title: &str, x: Axis, y_label: &str, lines: &[Line]) -> Res<()> {
+    fs::create_dir_all(OUT)?;
     let path = format!("{OUT}/{file}");
     let root = SVGBackend::new(&path, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
@@ -181,6 +182,7 @@ fn figure_1(rows: &[Value]) -> Res<()> {
             .filter(|&(_, v)| v <= cap)
             .collect()
     };
+    fs::create_dir_all(OUT)?;
     let path = format!("{OUT}/gossip-fig1.svg");
     let root = SVGBackend::new(&path, (SIZE.0, SIZE.1 + 240)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -357,7 +359,6 @@ fn figures_3_and_5(rows: &[Value]) -> Res<()> {
 }
 
 fn main() -> Res<()> {
-    fs::create_dir_all(OUT)?;
     let mut drawn = 0;
     match read_lines("results/gossip-fig1.jsonl")? {
         Some(rows) => {
