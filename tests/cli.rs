@@ -467,6 +467,50 @@ fn sim_runs_failure_proof_corrected_gossip() {
     );
 }
 
+/// `corrected sim --algorithm big`: the binomial graph (Corrected Gossip
+/// IV-B.3) with the gossip report's fields, BIG's and BFB's analytic
+/// models beside it; a miss with fewer than log2 N dead would be a
+/// violation. GOS's T = auto leaves at most δ uncolored by Lemma 1, and
+/// `--curve` gives Figure 1's columns.
+#[test]
+fn sim_runs_big_and_figure_1s_curve() {
+    let json = |line: &str| -> Value {
+        let out = corrected(line);
+        assert_eq!(out.status.code(), Some(0), "{line}: {out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let big = json("sim --algorithm big --procs 1024 --dead 3,5,700 --runs 3 --json");
+    assert_eq!(big["algorithm"], "big", "{big}");
+    assert_eq!(big["latency_ticks"]["max"], 40.0, "{big}");
+    assert_eq!(big["estimated_latency"], 50, "{big}");
+    assert_eq!(big["bfb_latency"], 40, "{big}");
+    assert_eq!(big["consistency"]["max"], 1.0, "{big}");
+    assert_eq!(big["violations"], 0, "{big}");
+    assert_eq!(big["messages_per_process"]["max"], 1021.0 * 10.0 / 1024.0);
+    let gos = json("sim --algorithm gossip --correction none --procs 1024 --latency 1 --overhead 1 --runs 5 --json");
+    assert!(gos["gossip_time"].as_u64().unwrap() > 30, "{gos}");
+    let fig1 = json(
+        "sim --algorithm gossip --correction none --gossip-time 30 --procs 256 --latency 1 --overhead 1 --runs 5 --curve 12 --json",
+    );
+    let curve = fig1["curve"].as_array().unwrap();
+    assert_eq!(curve.len(), 13);
+    assert_eq!(curve[0]["colored_mean"], 1.0, "{fig1}");
+    assert_eq!(curve[0]["longest_gap_p99"], 255.0, "{fig1}");
+    // The root's first message lands at L + 2O = 3: c(3) = 2.
+    let c3 = curve[3]["lemma1"].as_f64().unwrap();
+    assert!((c3 - 2.0).abs() < 1e-9, "{fig1}");
+    assert!(curve[12]["colored_mean"].as_f64().unwrap() > 2.0, "{fig1}");
+    refused(
+        "sim --algorithm big --procs 1",
+        "a binomial graph needs at least 2 nodes",
+    );
+    refused(
+        "sim --algorithm big --op reduce --procs 64",
+        "--algorithm big is out of range",
+    );
+    refused("sim --algorithm gossip --procs 64 --curve 20000", "--curve");
+}
+
 #[test]
 fn soak_checks_every_result_and_refuses_nothing_to_do() {
     let out = corrected("soak --ranks 8 --f 1 --ops 300 --episode 100 --json");

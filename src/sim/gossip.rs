@@ -4,6 +4,7 @@
 //! correction), and its metrics, named as in the paper's Section IV:
 //! latency, messages per node, consistency (the share of live nodes
 //! reached), the g-nodes the phase colored, and (FCG) the nodes in SOS.
+//! The baseline BIG ([`crate::sim::big`]) reports the same metrics.
 
 use serde::Serialize;
 
@@ -14,7 +15,7 @@ use crate::protocol::Protocol;
 use crate::sim::bcast::{Token, ROOT, ROOT_VALUE};
 use crate::sim::engine::{Trace, NEVER};
 use crate::sim::faults::FaultPlan;
-use crate::sim::runner::Runner;
+use crate::sim::runner::{CollectiveRun, Runner};
 use crate::types::{LogP, MessageSize, Rank, Tick};
 
 /// A gossip experiment: plan, model, faults. Root 0, as in the paper.
@@ -55,7 +56,8 @@ pub struct GossipRun {
     pub failed: u32,
     /// Live nodes reached, over live nodes.
     pub consistency: f64,
-    /// Nodes colored in the gossip phase (the root included).
+    /// Nodes colored in the gossip phase (the root included; 0 for BIG,
+    /// which has no gossip phase).
     pub gossip_colored: u32,
     /// Nodes that entered SOS (FCG, Algorithm 3 lines 8-10; 0 otherwise),
     /// dead ones included.
@@ -179,8 +181,31 @@ fn run_on<'s, C: GossipNode<'s>>(
     budget: &[u32],
 ) -> GossipRun {
     let cores = (0..plan.procs()).map(|r| C::build(plan, r, RandomStream::for_rank(seed, r, 0)));
-    let mut run = runner.simulate(cores, death, budget).1;
+    let run = runner.simulate(cores, death, budget).1;
     let (trace, cores) = (runner.trace(), runner.cores());
+    let mut out = broadcast_run(trace, run);
+    // A live node with the value must have finished its part.
+    out.violations += trace
+        .outputs
+        .iter()
+        .zip(cores)
+        .zip(&trace.death)
+        .filter(|((o, c), &d)| d == NEVER && o.is_some() && !c.is_finished())
+        .count() as u32;
+    out.gossip_colored = cores.iter().filter(|c| c.is_g_node()).count() as u32;
+    for cause in cores.iter().filter_map(|c| c.sos_cause()) {
+        out.sos_nodes += 1;
+        out.sos_timeouts += u32::from(cause == SosCause::Timeout);
+        out.sos_loops += u32::from(cause == SosCause::Loop);
+    }
+    out
+}
+
+/// The metrics of one simulated broadcast of [`ROOT_VALUE`] from its trace
+/// and the runner's base metrics, shared by gossip and BIG: latency (the
+/// last live node's delivery), consistency, and a value other than the
+/// root's as a violation. `gossip_colored` is left 0 for the caller.
+pub(crate) fn broadcast_run(trace: &Trace<Token>, mut run: CollectiveRun) -> GossipRun {
     let mut out = GossipRun {
         quiescence_latency: run.quiescence_latency,
         messages: run.messages,
@@ -200,21 +225,79 @@ fn run_on<'s, C: GossipNode<'s>>(
             run.violations += u32::from(*value != ROOT_VALUE);
         }
     }
-    // A live node with the value must have finished its part.
-    run.violations += trace
-        .outputs
-        .iter()
-        .zip(cores)
-        .zip(&trace.death)
-        .filter(|((o, c), &d)| d == NEVER && o.is_some() && !c.is_finished())
-        .count() as u32;
     out.consistency = f64::from(reached) / f64::from(live.max(1));
-    out.gossip_colored = cores.iter().filter(|c| c.is_g_node()).count() as u32;
-    for cause in cores.iter().filter_map(|c| c.sos_cause()) {
-        out.sos_nodes += 1;
-        out.sos_timeouts += u32::from(cause == SosCause::Timeout);
-        out.sos_loops += u32::from(cause == SosCause::Loop);
-    }
     out.violations = run.violations;
     out
+}
+
+/// How far a broadcast had got at every tick `0..=until` of one run
+/// (Figure 1 of the Corrected Gossip paper): the nodes that had the value
+/// by then, and the longest chain of consecutive nodes on the ring that
+/// did not (dead nodes count as uncolored, as in Eq. 2).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ColoringCurve {
+    /// Nodes with the value at the end of each tick.
+    pub colored: Vec<u32>,
+    /// The longest uncolored chain on the ring at the end of each tick.
+    pub longest_gap: Vec<u32>,
+}
+
+impl ColoringCurve {
+    /// The curve of the run `trace` records, from when each node got its
+    /// output.
+    pub fn of<O>(trace: &Trace<O>, until: Tick) -> Self {
+        let len = usize::try_from(until).unwrap_or(usize::MAX - 1) + 1;
+        let at: Vec<Tick> = trace
+            .outputs
+            .iter()
+            .map(|o| o.as_ref().map_or(NEVER, |(t, _)| *t))
+            .collect();
+        let mut curve = ColoringCurve {
+            colored: Vec::with_capacity(len.min(1 << 20)),
+            longest_gap: Vec::with_capacity(len.min(1 << 20)),
+        };
+        for t in 0..=until {
+            let colored = at.iter().filter(|&&a| a <= t).count() as u32;
+            curve.colored.push(colored);
+            curve.longest_gap.push(longest_gap(&at, t));
+        }
+        curve
+    }
+}
+
+/// The longest run of consecutive ring positions (wrapping) whose time in
+/// `at` is after `t`: all of them if none is colored.
+fn longest_gap(at: &[Tick], t: Tick) -> u32 {
+    let Some(first) = at.iter().position(|&a| a <= t) else {
+        return at.len() as u32;
+    };
+    // Walk the ring once, starting at a colored node, so a chain that
+    // wraps around the end is counted whole.
+    let (mut best, mut run) = (0u32, 0u32);
+    for i in 1..=at.len() {
+        if at[(first + i) % at.len()] <= t {
+            run = 0;
+        } else {
+            run += 1;
+            best = best.max(run);
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn longest_gap_wraps_around_the_ring() {
+        // Colored at 0, 1 and 2 (ticks); the rest never.
+        let at = [NEVER, 0, NEVER, NEVER, 2, NEVER, NEVER, 1, NEVER];
+        assert_eq!(longest_gap(&at, 0), 8);
+        assert_eq!(longest_gap(&at, 1), 5);
+        // 8, 0 wrap: 2 long; 2, 3: 2; 5, 6: 2.
+        assert_eq!(longest_gap(&at, 2), 2);
+        assert_eq!(longest_gap(&[NEVER; 4], 9), 4);
+        assert_eq!(longest_gap(&[0; 4], 9), 0);
+    }
 }

@@ -6,6 +6,8 @@
 //! * [`engine`]: the LogP model of Section 2.2, generic over [`crate::protocol::Protocol`];
 //! * [`faults`]: dead sets, fault rates and deaths during the operation;
 //! * [`bcast`]: the broadcast experiment and its metrics;
+//! * [`gossip`], [`big`]: corrected gossip and the binomial graph baseline
+//!   (BIG), with the Corrected Gossip paper's metrics;
 //! * [`reduce`]: the up-correction reduce experiment and its checks;
 //! * [`allreduce`]: allreduce (reduce + corrected broadcast + root retry);
 //! * `runner`: the engine, buffers and base metrics every experiment shares
@@ -14,6 +16,7 @@
 
 pub mod allreduce;
 pub mod bcast;
+pub mod big;
 pub mod engine;
 pub mod faults;
 pub mod gossip;
@@ -25,9 +28,10 @@ pub mod stats;
 
 pub use allreduce::{AllreduceRun, AllreduceScenario, AllreduceSim};
 pub use bcast::{BcastRun, BcastScenario, BcastSim, BcastSummary};
+pub use big::{BigScenario, BigSim};
 pub use engine::{Engine, Trace, NEVER};
 pub use faults::FaultPlan;
-pub use gossip::{GossipRun, GossipScenario, GossipSim};
+pub use gossip::{ColoringCurve, GossipRun, GossipScenario, GossipSim};
 pub use montecarlo::MonteCarlo;
 pub use reduce::{ReduceConfig, ReduceRun, ReduceScenario, ReduceSim};
 pub use runner::CollectiveRun;

@@ -7,11 +7,15 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use corrected::protocol::allreduce::AllreduceAlgorithm;
-use corrected::protocol::gossip::{CorrectionChoice, GossipCorrection, GossipSpec, GossipTime};
+use corrected::protocol::gossip::{
+    bfb_expected_latency, bfb_latency, bfb_messages, big_latency, big_messages, CorrectionChoice,
+    GossipCorrection, GossipModel, GossipSpec, GossipTime,
+};
 use corrected::protocol::reduce::FailureScheme;
 use corrected::sim::{
-    AllreduceScenario, AllreduceSim, BcastScenario, BcastSim, BcastSummary, FaultPlan,
-    GossipScenario, GossipSim, MonteCarlo, ReduceConfig, ReduceScenario, ReduceSim, Stats,
+    AllreduceScenario, AllreduceSim, BcastScenario, BcastSim, BcastSummary, BigScenario, BigSim,
+    ColoringCurve, FaultPlan, GossipRun, GossipScenario, GossipSim, MonteCarlo, ReduceConfig,
+    ReduceScenario, ReduceSim, Stats,
 };
 use corrected::topology::MAX_PROCS;
 use corrected::types::{LogP, MessageSize, Rank, Tick};
@@ -41,16 +45,18 @@ pub struct SimArgs {
     /// back). Simulated ranks have a core each, so there is no auto.
     #[arg(long, default_value = "tree")]
     allreduce: String,
-    /// Broadcast algorithm: tree (a corrected tree, --tree and --correction)
-    /// or gossip (corrected gossip: random gossip until --gossip-time, then
+    /// Broadcast algorithm: tree (a corrected tree, --tree and --correction),
+    /// gossip (corrected gossip: random gossip until --gossip-time, then
     /// the correction --correction names: none (GOS), ocg[:C] (opportunistic
     /// for C ticks, C from Eq. 2 by default), ccg, also spelled checked, or
     /// fcg:F (failure-proof, withstanding F failures during the correction,
-    /// F from 1 to 7; fcg alone is fcg:1)).
+    /// F from 1 to 7; fcg alone is fcg:1)), or big (the binomial graph
+    /// baseline; no --correction).
     #[arg(long, default_value = "tree")]
     algorithm: String,
-    /// Corrected gossip's T: ticks of gossip, or auto (Eq. 3 for OCG and
-    /// GOS, Eq. 4 for CCG, Eq. 5 for FCG, plus one overhead, as the paper
+    /// Corrected gossip's T: ticks of gossip, or auto (Eq. 3 for OCG, Eq. 4
+    /// for CCG, Eq. 5 for FCG, for GOS the first T after which Lemma 1
+    /// leaves at most δ nodes uncolored; plus one overhead, as the paper
     /// chooses it).
     #[arg(long, default_value = "auto")]
     gossip_time: String,
@@ -59,6 +65,12 @@ pub struct SimArgs {
     /// probability about 1/2).
     #[arg(long, default_value_t = 6.93e-7)]
     delta: f64,
+    /// Gossip and big: also report, for every tick 0..=CURVE, the mean
+    /// number of nodes with the value and the 99th percentile of the
+    /// longest uncolored chain on the ring, next to Lemma 1 and Eq. 2
+    /// (Figure 1 of the Corrected Gossip paper; with --json only).
+    #[arg(long)]
+    curve: Option<Tick>,
     /// Bytes of every message (LogGP: a send occupies its process
     /// o + (bytes - 1) x G ticks).
     #[arg(long, default_value_t = 8)]
@@ -112,6 +124,9 @@ fn bytes_per_process(op: Op, f: u32) -> u64 {
 }
 /// Bytes the scenario shares between workers per process (tree, plans).
 const SHARED_BYTES_PER_PROCESS: u64 = 96;
+
+/// The longest `--curve`: every run keeps two numbers per tick.
+const MAX_CURVE_TICKS: Tick = 10_000;
 
 /// Bytes kept per run until the summary (its metrics, while sorted).
 const BYTES_PER_RUN: u64 = 128;
@@ -186,12 +201,13 @@ pub fn run(args: SimArgs) -> Result<ExitCode, CliError> {
     match (args.algorithm.as_str(), op) {
         ("tree", _) => {}
         ("gossip", Op::Bcast) => return run_gossip(&args, faults),
+        ("big", Op::Bcast) => return run_big(&args, faults),
         (other, _) => {
             return Err(out_of_range(
                 "--algorithm",
                 other,
-                "the algorithms are tree, and gossip for --op bcast",
-                "pass --algorithm tree, or gossip with --op bcast",
+                "the algorithms are tree, and gossip or big for --op bcast",
+                "pass --algorithm tree, or gossip or big with --op bcast",
             ))
         }
     }
@@ -358,27 +374,28 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
     if let GossipTime::Ticks(t) = time {
         ticks_at_most("--gossip-time", t, MAX_WAIT_TICKS)?;
     }
-    // T and C as given, or from Eq. 3-5 and Claim 2 (`GossipSpec`); the
-    // latency the model predicts (Eq. 5 for FCG: an estimate).
+    check_curve(args)?;
+    // T and C as given, or from Eq. 3-5, Lemma 1 (GOS) and Claim 2
+    // (`GossipSpec`), and the latency the model predicts.
     let chosen = GossipSpec {
         time,
         correction: choice,
         delta: args.delta,
     }
     .choose(args.procs, logp)?;
+    let model = GossipModel::new(args.procs, args.procs, logp)?;
     let (plan, estimate) = (chosen.plan, chosen.estimated_latency);
     let (stop, correction) = (plan.stop(), plan.correction());
     let scenario = GossipScenario::new(plan, logp, faults.clone())?;
     let (runs, seconds) = monte_carlo(
         args,
         || GossipSim::new(&scenario),
-        |sim: &mut GossipSim, seed| sim.run(seed),
+        |sim: &mut GossipSim, seed| {
+            let run = sim.run(seed);
+            let curve = args.curve.map(|u| ColoringCurve::of(sim.last_trace(), u));
+            (run, curve)
+        },
     );
-    let latency = Stats::of(runs.iter().map(|r| r.latency as f64));
-    let quiescence = Stats::of(runs.iter().map(|r| r.quiescence_latency as f64));
-    let messages = Stats::of(runs.iter().map(|r| r.messages_per_process));
-    let consistency = Stats::of(runs.iter().map(|r| r.consistency));
-    let colored = Stats::of(runs.iter().map(|r| f64::from(r.gossip_colored)));
     // CCG reaches every live node when no node fails during the run
     // (Claim 3), FCG too (Corollary 3; the root never fails before the
     // run): a miss there is a violation; GOS and OCG promise it only with
@@ -387,69 +404,231 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
         correction,
         GossipCorrection::Checked | GossipCorrection::FailureProof { .. }
     ) && faults.static_only();
-    let incomplete = runs.iter().filter(|r| r.consistency < 1.0).count() as u64;
-    let sos_runs = runs.iter().filter(|r| r.sos_nodes > 0).count() as u64;
-    let sos_nodes = Stats::of(runs.iter().map(|r| f64::from(r.sos_nodes)));
-    let violations: u64 = runs.iter().map(|r| u64::from(r.violations)).sum::<u64>()
-        + if guaranteed { incomplete } else { 0 };
-    let expected_misses = if guaranteed { 0 } else { incomplete };
     let correction_name = match correction {
         GossipCorrection::None => "none".to_string(),
         GossipCorrection::Opportunistic { duration } => format!("ocg:{duration}"),
         GossipCorrection::Checked => "ccg".to_string(),
         GossipCorrection::FailureProof { f, .. } => format!("fcg:{f}"),
     };
-    if args.json {
-        let v = serde_json::json!({
-            "procs": args.procs,
-            "op": "bcast",
-            "algorithm": "gossip",
-            "gossip_time": stop,
-            "estimated_latency": estimate,
-            "correction": correction_name,
-            "delta": args.delta,
-            "latency": logp.latency,
-            "overhead": logp.overhead,
-            "fault_rate": args.fault_rate,
-            "seed": args.seed,
-            "runs": args.runs,
-            "sims_per_second": args.runs as f64 / seconds.max(1e-9),
-            "latency_ticks": latency,
-            "quiescence_ticks": quiescence,
-            "messages_per_process": messages,
-            "consistency": consistency,
-            "gossip_colored": colored,
-            "incomplete_runs": incomplete,
-            "sos": sos_runs,
-            "sos_nodes": sos_nodes,
-            "expected_misses": expected_misses,
-            "violations": violations,
-        });
-        out!("{v}");
-    } else {
-        out!(
-            "P={} gossip T={stop} correction={correction_name} L={} o={} fault-rate={} runs={} ({:.1} sims/s)",
-            args.procs,
-            logp.latency,
-            logp.overhead,
-            args.fault_rate,
-            args.runs,
-            args.runs as f64 / seconds.max(1e-9)
-        );
-        stats_table(&[
-            ("latency", &latency),
-            ("quiescence_latency", &quiescence),
-            ("messages_per_process", &messages),
-            ("consistency", &consistency),
-            ("gossip_colored", &colored),
-        ]);
-        out!("incomplete_runs: {incomplete}  sos runs: {sos_runs}  expected misses: {expected_misses}  violations: {violations}");
+    let report = BroadcastReport {
+        algorithm: "gossip",
+        correction: correction_name,
+        gossip_time: Some(stop),
+        estimated_latency: estimate,
+        estimated_messages_per_process: None,
+        guaranteed,
+        model: Some(model),
+        bfb: None,
+    };
+    Ok(report.print(args, logp, &runs, seconds))
+}
+
+/// `--curve` keeps two numbers per tick and run: at most
+/// [`MAX_CURVE_TICKS`].
+fn check_curve(args: &SimArgs) -> Result<(), CliError> {
+    match args.curve {
+        Some(until) if until > MAX_CURVE_TICKS => Err(out_of_range(
+            "--curve",
+            until,
+            format!("the curve keeps every tick of every run; at most {MAX_CURVE_TICKS} ticks"),
+            format!("pass --curve {MAX_CURVE_TICKS} or less"),
+        )),
+        _ => Ok(()),
     }
-    Ok(if violations == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+}
+
+/// `corrected sim --algorithm big`: the binomial graph broadcast (Corrected
+/// Gossip, Section IV-B.3), Monte Carlo over the fault plan.
+fn run_big(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
+    let m = &args.model;
+    ticks_at_most("--latency", m.latency, crate::limits::MAX_LOGP_TICKS)?;
+    ticks_at_most("--overhead", m.overhead, crate::limits::MAX_LOGP_TICKS)?;
+    let logp = LogP::new(m.latency, m.overhead)?;
+    check_curve(args)?;
+    let scenario = BigScenario::new(args.procs, logp, faults.clone())?;
+    let (runs, seconds) = monte_carlo(
+        args,
+        || BigSim::new(&scenario),
+        |sim: &mut BigSim, seed| {
+            let run = sim.run(seed);
+            let curve = args.curve.map(|u| ColoringCurve::of(sim.last_trace(), u));
+            (run, curve)
+        },
+    );
+    // Consistent while fewer than ⌈log2 N⌉ nodes fail, before or during
+    // the run: a miss then is a violation.
+    let failures = faults.dead.len() as u64
+        + u64::from(faults.random_count(args.procs))
+        + faults.die_at.len() as u64;
+    let guaranteed = failures < u64::from(scenario.plan().degree());
+    let report = BroadcastReport {
+        algorithm: "big",
+        correction: "none".to_string(),
+        gossip_time: None,
+        estimated_latency: big_latency(args.procs, logp)?,
+        estimated_messages_per_process: Some(
+            big_messages(args.procs)? as f64 / f64::from(args.procs),
+        ),
+        guaranteed,
+        model: None,
+        // BFB beside it, analytic (Section IV-B.2 and IV-D): 20 % of the
+        // failures happen during the operation and restart it.
+        bfb: Some((
+            bfb_latency(args.procs, logp)?,
+            bfb_expected_latency(args.procs, logp, 0.2 * failures as f64)?,
+            bfb_messages(args.procs, 0.2 * failures as f64)? / f64::from(args.procs),
+        )),
+    };
+    Ok(report.print(args, logp, &runs, seconds))
+}
+
+/// How a gossip or BIG run names itself in its report.
+struct BroadcastReport {
+    algorithm: &'static str,
+    correction: String,
+    gossip_time: Option<Tick>,
+    /// Eq. 3 / Eq. 4 (gossip) or T_BIG (big).
+    estimated_latency: Tick,
+    estimated_messages_per_process: Option<f64>,
+    /// A live node left unreached is a violation.
+    guaranteed: bool,
+    /// The gossip model, for Lemma 1 and Eq. 2 beside the curve.
+    model: Option<GossipModel>,
+    /// BFB's analytic minimal latency, expected latency and messages per
+    /// node with this run's failures (reported beside BIG).
+    bfb: Option<(Tick, f64, f64)>,
+}
+
+impl BroadcastReport {
+    /// Prints the table or the JSON object of `runs`; exit code 1 on a
+    /// violation.
+    fn print(
+        &self,
+        args: &SimArgs,
+        logp: LogP,
+        runs: &[(GossipRun, Option<ColoringCurve>)],
+        seconds: f64,
+    ) -> ExitCode {
+        let stats = |f: &dyn Fn(&GossipRun) -> f64| Stats::of(runs.iter().map(|(r, _)| f(r)));
+        let latency = stats(&|r| r.latency as f64);
+        let quiescence = stats(&|r| r.quiescence_latency as f64);
+        let messages = stats(&|r| r.messages_per_process);
+        let consistency = stats(&|r| r.consistency);
+        let colored = stats(&|r| f64::from(r.gossip_colored));
+        let incomplete = runs.iter().filter(|(r, _)| r.consistency < 1.0).count() as u64;
+        let violations: u64 = runs
+            .iter()
+            .map(|(r, _)| u64::from(r.violations))
+            .sum::<u64>()
+            + if self.guaranteed { incomplete } else { 0 };
+        let expected_misses = if self.guaranteed { 0 } else { incomplete };
+        // FCG's SOS (Algorithm 3, lines 8-10): runs in which a node entered
+        // it, and how many nodes did.
+        let sos_runs = runs.iter().filter(|(r, _)| r.sos_nodes > 0).count() as u64;
+        let sos_nodes = stats(&|r| f64::from(r.sos_nodes));
+        if args.json {
+            let mut v = serde_json::json!({
+                "procs": args.procs,
+                "op": "bcast",
+                "algorithm": self.algorithm,
+                "gossip_time": self.gossip_time,
+                "estimated_latency": self.estimated_latency,
+                "correction": self.correction,
+                "delta": args.delta,
+                "latency": logp.latency,
+                "overhead": logp.overhead,
+                "fault_rate": args.fault_rate,
+                "dead": args.dead.len(),
+                "die_at": args.die_at.len(),
+                "seed": args.seed,
+                "runs": args.runs,
+                "sims_per_second": args.runs as f64 / seconds.max(1e-9),
+                "latency_ticks": latency,
+                "quiescence_ticks": quiescence,
+                "messages_per_process": messages,
+                "consistency": consistency,
+                "gossip_colored": colored,
+                "incomplete_runs": incomplete,
+                "sos": sos_runs,
+                "sos_nodes": sos_nodes,
+                "expected_misses": expected_misses,
+                "violations": violations,
+            });
+            if let Some(obj) = v.as_object_mut() {
+                if let Some(m) = self.estimated_messages_per_process {
+                    obj.insert("estimated_messages_per_process".into(), m.into());
+                }
+                if let Some((min, expected, messages)) = self.bfb {
+                    obj.insert("bfb_latency".into(), min.into());
+                    obj.insert("bfb_expected_latency".into(), expected.into());
+                    obj.insert("bfb_messages_per_process".into(), messages.into());
+                }
+                if let Some(until) = args.curve {
+                    obj.insert("curve".into(), self.curve(until, runs));
+                }
+            }
+            out!("{v}");
+        } else {
+            let t = self
+                .gossip_time
+                .map_or(String::new(), |t| format!(" T={t}"));
+            out!(
+                "P={} {}{t} correction={} L={} o={} fault-rate={} runs={} ({:.1} sims/s)",
+                args.procs,
+                self.algorithm,
+                self.correction,
+                logp.latency,
+                logp.overhead,
+                args.fault_rate,
+                args.runs,
+                args.runs as f64 / seconds.max(1e-9)
+            );
+            out!("estimated latency: {}", self.estimated_latency);
+            if let Some((min, expected, messages)) = self.bfb {
+                out!("BFB (analytic): latency {min}, expected {expected:.1} with this run's failures, {messages:.2} messages per process");
+            }
+            stats_table(&[
+                ("latency", &latency),
+                ("quiescence_latency", &quiescence),
+                ("messages_per_process", &messages),
+                ("consistency", &consistency),
+                ("gossip_colored", &colored),
+            ]);
+            out!("incomplete_runs: {incomplete}  sos runs: {sos_runs}  expected misses: {expected_misses}  violations: {violations}");
+        }
+        if violations == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        }
+    }
+
+    /// Figure 1's columns for every tick `0..=until`: the simulated mean
+    /// of colored nodes and the 99th percentile of the longest uncolored
+    /// chain, Lemma 1's c(t) and Eq. 2's 99 %-probable K at c(t).
+    fn curve(&self, until: Tick, runs: &[(GossipRun, Option<ColoringCurve>)]) -> serde_json::Value {
+        let curves: Vec<&ColoringCurve> = runs.iter().filter_map(|(_, c)| c.as_ref()).collect();
+        let lemma = self.model.map(|m| m.expected_colored(until));
+        let rows: Vec<serde_json::Value> = (0..=until as usize)
+            .map(|t| {
+                let colored = Stats::of(curves.iter().map(|c| f64::from(c.colored[t])));
+                let gap = Stats::of(curves.iter().map(|c| f64::from(c.longest_gap[t])));
+                let expected = lemma.as_ref().map(|c| c[t]);
+                let k99 = self
+                    .model
+                    .zip(expected)
+                    .map(|(m, c)| m.longest_gap(c, 0.01));
+                serde_json::json!({
+                    "t": t,
+                    "colored_mean": colored.mean,
+                    "longest_gap_p99": gap.p99,
+                    "lemma1": expected,
+                    "eq2_k99": k99,
+                })
+            })
+            .collect();
+        serde_json::Value::Array(rows)
+    }
 }
 
 /// `corrected sim --op reduce|allreduce`: Monte Carlo over the fault plan.

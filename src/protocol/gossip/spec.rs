@@ -20,11 +20,13 @@ use crate::types::{LogP, Tick};
 /// estimates behind an automatic T or C fall short.
 pub const DEFAULT_DELTA: f64 = 6.93e-7;
 
-/// The gossip time T: a number of ticks of the model, or chosen to minimise
-/// the correction's latency (Eq. 3 for OCG and GOS, Eq. 4 for CCG).
+/// The gossip time T: a number of ticks of the model, or chosen: to
+/// minimise the correction's latency (Eq. 3 for OCG, Eq. 4 for CCG, Eq. 5
+/// for FCG), and for GOS, which has no correction, the first T after which
+/// Lemma 1 leaves at most δ nodes uncolored.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum GossipTime {
-    /// Chosen by Eq. 3 / Eq. 4.
+    /// Chosen by Eq. 3-5 or Lemma 1 (GOS), plus the paper's one O.
     #[default]
     Auto,
     /// T ticks.
@@ -158,8 +160,8 @@ impl Default for GossipSpec {
 pub struct ChosenGossip {
     /// The plan every node shares.
     pub plan: GossipPlan,
-    /// The latency Eq. 3 (OCG, GOS) or Eq. 4 (CCG) predicts for it, or
-    /// Eq. 5's estimate (FCG).
+    /// The latency Eq. 3 (OCG) or Eq. 4 (CCG) predicts for it, Eq. 5's
+    /// estimate (FCG), or the gossip phase's end T + L + O (GOS).
     pub estimated_latency: Tick,
 }
 
@@ -175,9 +177,13 @@ impl GossipSpec {
         }
         let model = GossipModel::new(procs, procs, logp)?;
         let variant = self.correction.variant();
-        let stop = match self.time {
-            GossipTime::Auto => gossip_time(procs, logp, self.delta, variant)?,
-            GossipTime::Ticks(t) => t,
+        let stop = match (self.time, self.correction) {
+            // GOS: long enough for gossip alone to reach all with 1 - δ.
+            (GossipTime::Auto, CorrectionChoice::None) => {
+                model.gossip_only_time(self.delta)? + logp.overhead
+            }
+            (GossipTime::Auto, _) => gossip_time(procs, logp, self.delta, variant)?,
+            (GossipTime::Ticks(t), _) => t,
         };
         let correction = match self.correction {
             CorrectionChoice::None => GossipCorrection::None,
@@ -193,7 +199,10 @@ impl GossipSpec {
                 }),
             },
         };
-        let (estimated_latency, _) = model.latency(stop, self.delta, variant);
+        let estimated_latency = match self.correction {
+            CorrectionChoice::None => stop + logp.latency + logp.overhead,
+            _ => model.latency(stop, self.delta, variant).0,
+        };
         Ok(ChosenGossip {
             plan: GossipPlan::new(procs, logp, stop, correction)?,
             estimated_latency,

@@ -278,6 +278,37 @@ impl GossipModel {
     }
 }
 
+impl GossipModel {
+    /// GOS, gossip with no correction (Sections III-A and IV-B.1): the
+    /// smallest T after which the gossip phase alone reaches every active
+    /// node with probability at least 1 - `delta` by Lemma 1, i.e. the
+    /// expected number of nodes still uncolored at T + L + O,
+    /// n - c(T + L + O), is at most δ (the chance that one is left is at
+    /// most its expectation). The paper's "by selecting t such that
+    /// c(t) > n - δ, the gossip phase can itself be used to color all the
+    /// nodes with probability 1 - δ". Without the paper's extra O.
+    pub fn gossip_only_time(&self, delta: f64) -> Result<Tick, ConfigError> {
+        if !(delta > 0.0 && delta < 1.0) {
+            return Err(ConfigError::BadGossip {
+                why: format!("delta {delta} must be above 0 and below 1"),
+            });
+        }
+        let (l, o) = (self.logp.latency, self.logp.overhead);
+        let n = f64::from(self.active);
+        // Past half the nodes, the uncolored fall by about 1/e per O: a
+        // horizon of log2(N) + ln(N) + ln(1/δ) rounds of L + 2O is ample.
+        let bits = Tick::from(64 - u64::from(self.procs).leading_zeros());
+        let rounds = 4 * bits + 2 * (-delta.ln()).ceil() as Tick + 16;
+        let horizon = rounds * (l + 2 * o);
+        let c = self.expected_colored(horizon + l + o);
+        (0..=horizon)
+            .find(|&t| n - c[(t + l + o) as usize] <= delta)
+            .ok_or_else(|| ConfigError::BadGossip {
+                why: format!("gossip alone does not reach n - {delta} nodes by T = {horizon}"),
+            })
+    }
+}
+
 /// The gossip time `T = auto` uses: the T of Eq. 3 (OCG), Eq. 4 (CCG) or
 /// Eq. 5 (FCG)
 /// for `procs` nodes, all active, plus one O, the margin the paper added
@@ -468,6 +499,24 @@ mod tests {
                 f1 >= ccg && f3 >= f1,
                 "N = {procs}: CCG {ccg}, f=1 {f1}, f=3 {f3}"
             );
+        }
+    }
+
+    /// GOS's T: the first T whose expected uncolored count at T + L + O
+    /// is at most δ; one tick less leaves more than δ.
+    #[test]
+    fn gossip_only_time_leaves_at_most_delta_uncolored() {
+        for (procs, logp) in [(1024, UNIT), (4096, LogP::PAPER)] {
+            let m = GossipModel::new(procs, procs, logp).unwrap();
+            let t = m.gossip_only_time(DELTA).unwrap();
+            let (l, o) = (logp.latency, logp.overhead);
+            let c = m.expected_colored(t + l + o);
+            let n = f64::from(procs);
+            assert!(n - c[(t + l + o) as usize] <= DELTA, "N = {procs}");
+            assert!(n - c[(t + l + o - 1) as usize] > DELTA, "N = {procs}");
+            // Longer than OCG's: the correction is what saves the tail.
+            assert!(t > m.best_time(DELTA, GossipVariant::Ocg).unwrap() + 5);
+            assert!(m.gossip_only_time(0.0).is_err());
         }
     }
 
