@@ -408,6 +408,10 @@ fn run_drives_corrected_gossip_on_threads() {
          --timeout 0.2 --failure-timeout-ms 50 --json",
     );
     assert_eq!(gos["consistency"], 0.25, "{gos}");
+    // T = 0: the root is the only g-node.
+    assert_eq!(gos["gossip_colored"], 1.0, "{gos}");
+    let g = ccg["gossip_colored"].as_f64().unwrap();
+    assert!((1.0..=6.0).contains(&g), "{ccg}");
     assert_eq!(gos["expected_misses"], 6, "{gos}");
     assert_eq!(gos["missing_by_error"]["timeout"], 6, "{gos}");
     refused(

@@ -243,12 +243,16 @@ impl<'t> Comm<'t> {
                 let core = core.map_err(|e| self.abandon(op, e))?;
                 let timeout = (self.shared.failure_timeout() / 4).as_nanos() as Tick;
                 let mut core = SlotClock::new(core, plan.logp()).with_real_timeouts(timeout);
-                self.driver.drive(op, started, &mut core)
+                let got = self.driver.drive(op, started, &mut core);
+                self.count_g_node(core.core().is_g_node());
+                got
             } else {
                 let core = Gossip::new(plan, root, me, op, value, rng);
                 let core = core.map_err(|e| self.abandon(op, e))?;
                 let mut core = SlotClock::new(core, plan.logp());
-                self.driver.drive(op, started, &mut core)
+                let got = self.driver.drive(op, started, &mut core);
+                self.count_g_node(core.core().is_g_node());
+                got
             };
             got.map_err(|e| self.root_failed(e, op, root))?
         } else {
@@ -272,6 +276,18 @@ impl<'t> Comm<'t> {
             return Ok(());
         }
         got.decode_into(buf.items_mut(), op, None)
+    }
+
+    /// Counts a gossip broadcast in which this rank was a g-node
+    /// ([`crate::runtime::TeamReport::gossip_colored`]).
+    fn count_g_node(&self, g_node: bool) {
+        if g_node {
+            // The team's numbering, which a shrink does not change.
+            let me = self.driver.transport().rank();
+            self.shared.counters[me as usize]
+                .g_node_ops
+                .fetch_add(1, crate::sync::Ordering::Relaxed);
+        }
     }
 
     /// A broadcast root's loan ends once every other rank has copied the

@@ -411,6 +411,11 @@ pub struct TeamReport<R> {
     /// Segments are reused once free, so a loop of same-sized operations
     /// adds none after its first rounds.
     pub segment_allocations: u64,
+    /// Over all gossip broadcasts ([`BroadcastAlgorithm::Gossip`]) and
+    /// ranks: the times a rank was a g-node (colored by the gossip phase,
+    /// or the root). Divided by the operations, the paper's mean g-node
+    /// count.
+    pub gossip_colored: u64,
 }
 
 impl<R> TeamReport<R> {
@@ -471,6 +476,9 @@ pub(crate) struct Counters {
     pub(crate) epoch_seen: AtomicU64,
     /// The rank's closure has ended (returned or panicked).
     pub(crate) left: AtomicBool,
+    /// Gossip broadcasts in which the rank was a g-node (colored by the
+    /// gossip phase, or the root).
+    pub(crate) g_node_ops: AtomicU64,
 }
 
 /// [`Shared::core_mates`]: for each rank, the others pinned to the same
@@ -697,6 +705,11 @@ impl Team {
             ops,
             helped: shared.loans.iter().map(|l| l.helped()).sum(),
             segment_allocations: shared.segments.allocations(),
+            gossip_colored: shared
+                .counters
+                .iter()
+                .map(|c| c.g_node_ops.load(Ordering::Relaxed))
+                .sum(),
         }
     }
 }

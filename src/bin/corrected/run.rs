@@ -700,6 +700,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let wall = started.elapsed();
 
     let t = tally(&args, op, delivery, team.fault_budget(), &report);
+    let gossip = op == Op::Bcast && !matches!(algorithm, BroadcastAlgorithm::Tree);
     let latencies: Vec<f64> = report
         .ops
         .iter()
@@ -725,6 +726,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             "correction": correction.to_string(),
             "broadcast": (op == Op::Bcast).then_some(&bcast_name),
             "consistency": (op == Op::Bcast).then(|| t.consistency()),
+            "gossip_colored": gossip.then(|| report.gossip_colored as f64 / f64::from(iters)),
             "allreduce": matches!(op, Op::Allreduce | Op::Barrier)
                 .then(|| team.allreduce_algorithm().to_string()),
             "bytes": (op != Op::Barrier).then_some(args.bytes),
@@ -775,6 +777,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             out!(
                 "consistency (live ranks reached, over all operations): {:.6}",
                 t.consistency()
+            );
+        }
+        if gossip {
+            out!(
+                "g-nodes per operation (colored by the gossip phase, the root included): {:.2}",
+                report.gossip_colored as f64 / f64::from(iters)
             );
         }
         out!(
