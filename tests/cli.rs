@@ -426,6 +426,10 @@ fn run_drives_corrected_gossip_on_threads() {
         "run --ranks 4 --algorithm flood",
         "--algorithm flood is out of range",
     );
+    let big = json("run --ranks 8 --algorithm big --kill 5 --iters 100 --json");
+    assert_eq!(big["broadcast"], "big", "{big}");
+    assert_eq!(big["consistency"], 1.0, "{big}");
+    assert_eq!(big["messages_per_op"], 7.0 * 3.0, "{big}");
 }
 
 /// `corrected sim --algorithm gossip --correction fcg:F`: T = auto from

@@ -333,3 +333,36 @@ fn fcg_is_all_or_none_under_deaths_during_the_operation() {
         2 * cases.len()
     );
 }
+
+/// BIG on threads (the Corrected Gossip paper's binomial graph baseline,
+/// Section IV-B.3): fault-free every rank sends to its ⌈log2 P⌉ neighbours
+/// once, exactly P ⌈log2 P⌉ messages; with fewer than ⌈log2 P⌉ ranks dead
+/// every live rank is reached (every single dead rank, and a sample of
+/// pairs and triples, at P = 16).
+#[test]
+fn big_reaches_every_live_rank_below_log2_p_dead() {
+    let _serial = serial();
+    let procs = 16u32;
+    let mut dead_sets: Vec<Vec<Rank>> = vec![vec![]];
+    dead_sets.extend((1..procs).map(|r| vec![r]));
+    dead_sets.extend((1..procs).map(|r| vec![r, (r * 7) % (procs - 1) + 1]));
+    dead_sets.extend((1..procs).map(|r| vec![r, r % 15 + 1, (r + 5) % 15 + 1]));
+    for dead in dead_sets {
+        let mut dead = dead;
+        dead.sort_unstable();
+        dead.dedup();
+        let faults = FaultSchedule::none().kill_group(dead.iter().copied(), 0);
+        let team = team(procs, BroadcastAlgorithm::Big, faults, 0);
+        let report = team.run(|comm| {
+            let mut v = if comm.rank() == 0 { 99u64 } else { 0 };
+            comm.broadcast_into(0, &mut v).map(|()| v)
+        });
+        for (rank, got) in report.returned() {
+            if !dead.contains(&rank) {
+                assert_eq!(got, &Ok(99), "dead {dead:?}: rank {rank}");
+            }
+        }
+        let live = u64::from(procs) - dead.len() as u64;
+        assert_eq!(report.ops[0].messages, live * 4, "dead {dead:?}");
+    }
+}

@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::op::Operation;
 use crate::protocol::allreduce::{Allreduce, AllreduceOutput};
 use crate::protocol::bcast::Bcast;
-use crate::protocol::gossip::{Fcg, Gossip, GossipCorrection, SlotClock};
+use crate::protocol::gossip::{Big, Fcg, Gossip, GossipCorrection, SlotClock};
 use crate::protocol::pair::PairAllreduce;
 use crate::protocol::random::RandomStream;
 use crate::protocol::reduce::{Contribution, Reduce, ReduceOutput};
@@ -254,6 +254,11 @@ impl<'t> Comm<'t> {
                 self.count_g_node(core.core().is_g_node());
                 got
             };
+            got.map_err(|e| self.root_failed(e, op, root))?
+        } else if let Some(plan) = &plans.big {
+            let core = Big::new(plan, root, me, op, value);
+            let mut core = core.map_err(|e| self.abandon(op, e))?;
+            let got = self.driver.drive(op, started, &mut core);
             got.map_err(|e| self.root_failed(e, op, root))?
         } else {
             let mut core =

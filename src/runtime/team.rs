@@ -9,7 +9,7 @@ use crate::helping::Loan;
 use crate::mailbox::Mailboxes;
 use crate::protocol::allreduce::{AllreduceAlgorithm, AllreducePlan};
 use crate::protocol::bcast::{BcastPlan, Correction};
-use crate::protocol::gossip::{GossipPlan, GossipSpec};
+use crate::protocol::gossip::{BigPlan, GossipPlan, GossipSpec};
 use crate::protocol::reduce::{FailureScheme, ReducePlan};
 use crate::protocol::Msg;
 use crate::runtime::comm::Comm;
@@ -88,6 +88,11 @@ pub enum BroadcastAlgorithm {
     /// operation timeout; with CCG every live rank is reached if no rank
     /// fails during the correction (Claim 3).
     Gossip(GossipSpec),
+    /// The binomial graph broadcast BIG, the Corrected Gossip paper's
+    /// redundant baseline (Section IV-B.3): every rank sends the value to
+    /// its ⌈log2 P⌉ neighbours p + 2^x; every live rank gets it while
+    /// fewer than ⌈log2 P⌉ ranks fail, with no timer and no correction.
+    Big,
 }
 
 impl Default for TeamBuilder {
@@ -303,6 +308,8 @@ pub(crate) struct Plans {
     /// With [`BroadcastAlgorithm::Gossip`]: the broadcast's plan, and the
     /// seed of its peers.
     pub(crate) gossip: Option<(GossipPlan, u64)>,
+    /// With [`BroadcastAlgorithm::Big`]: the binomial graph.
+    pub(crate) big: Option<BigPlan>,
 }
 
 impl Plans {
@@ -332,20 +339,24 @@ impl Plans {
                 BcastPlan::new(tree.clone(), correction, 0).with_pace(pace),
             )?
         };
+        // Gossip and BIG need two ranks; a team of one broadcasts to
+        // itself through the tree.
         let gossip = match config.broadcast {
-            BroadcastAlgorithm::Tree => None,
-            // Gossip needs two nodes; a team of one broadcasts to itself
-            // through the tree.
-            BroadcastAlgorithm::Gossip(_) if ranks < 2 => None,
-            BroadcastAlgorithm::Gossip(spec) => {
+            BroadcastAlgorithm::Gossip(spec) if ranks >= 2 => {
                 Some((spec.choose(ranks, LogP::PAPER)?.plan, config.seed))
             }
+            _ => None,
+        };
+        let big = match config.broadcast {
+            BroadcastAlgorithm::Big if ranks >= 2 => Some(BigPlan::new(ranks)?),
+            _ => None,
         };
         Ok(Plans {
             bcast: BcastPlan::new(tree, config.correction, 0).with_pace(pace),
             reduce,
             allreduce,
             gossip,
+            big,
         })
     }
 }
