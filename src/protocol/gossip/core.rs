@@ -1,7 +1,7 @@
 //! The gossip phase and opportunistic and checked corrected gossip
 //! (Hoefler et al., IPDPS 2017, Sections III-A to III-C, Algorithms 1-2).
 //!
-//! **Gossip phase** (shared with FCG, [`super::phase`]). The root is
+//! **Gossip phase** (shared with FCG, `super::phase`). The root is
 //! colored at the start. Every colored node sends the value to a uniformly
 //! random other node, one message per send slot, until the global time T;
 //! the phase lasts until T + L + O, so that messages in flight arrive. A

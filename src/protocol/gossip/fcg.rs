@@ -10,7 +10,7 @@
 //! 2): a g-node after at most 4(N - 1) correction sends and N - 1 SOS
 //! sends, a c-node at once or after its SOS timeout.
 //!
-//! **Gossip phase**: the one of GOS, OCG and CCG ([`super::phase`]).
+//! **Gossip phase**: the one of GOS, OCG and CCG (`super::phase`).
 //!
 //! **Correction of a g-node** (lines 15-28). From T + L + O it sends
 //! backward (<, to i - 1, i - 2, ...) and forward (>, to i + 1, ...)

@@ -2,7 +2,7 @@
 //! Reliable Broadcast on Unreliable Systems*, IPDPS 2017): random gossip
 //! until a time T, then a deterministic correction on the ring. The plan
 //! every node shares ([`plan`]), the choice of T ([`time`]: Lemma 1, Eq.
-//! 2-5), the gossip phase both cores run ([`phase`]), the [`core`] of GOS,
+//! 2-5), the gossip phase both cores run (`phase`), the [`core`] of GOS,
 //! OCG and CCG (Sections III-A to III-C), the failure-proof corrected
 //! gossip core [`fcg`] (Section III-D, Algorithm 3), the settings a user
 //! gives ([`spec`]) and the time counter engines without a shared clock
