@@ -65,11 +65,18 @@ pub enum Tag {
     /// Corrected gossip's gossip phase: a colored node to a random other
     /// node.
     Gossip = 7,
+    /// An acknowledgement from a child to its parent: the ack tree's
+    /// gather ([`crate::protocol::ack_tree`]) and FTCO's ACK (Tree-based
+    /// Fault-Tolerant Collective Operations, Section 3, "Message Flow").
+    Ack = 8,
+    /// FTCO's KEEPALIVE (Section 3): a node waiting for DATA past its
+    /// expected arrival asks a suspected node whether it lives.
+    KeepAlive = 9,
 }
 
 impl Tag {
     /// Number of tags, for per-tag counters.
-    pub const COUNT: usize = 8;
+    pub const COUNT: usize = 10;
 
     /// Every tag, in the order of its number.
     pub const ALL: [Tag; Tag::COUNT] = [
@@ -81,6 +88,8 @@ impl Tag {
         Tag::Upward,
         Tag::Abort,
         Tag::Gossip,
+        Tag::Ack,
+        Tag::KeepAlive,
     ];
 
     /// True for messages of a broadcast's ring correction phase.

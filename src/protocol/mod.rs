@@ -20,6 +20,7 @@
 
 mod message;
 
+pub mod ack_tree;
 pub mod allreduce;
 pub mod bcast;
 pub mod correction;

@@ -8,12 +8,16 @@
 //! * [`bcast`]: the broadcast experiment and its metrics;
 //! * [`gossip`], [`big`]: corrected gossip and the binomial graph baseline
 //!   (BIG), with the Corrected Gossip paper's metrics;
+//! * [`ack_tree`], [`ftco`]: the timeout/ACK baselines (the acknowledged
+//!   tree of Corrected Trees Section 5, and FTCO), with the same metrics
+//!   plus timeouts fired and false suspicions;
 //! * [`reduce`]: the up-correction reduce experiment and its checks;
 //! * [`allreduce`]: allreduce (reduce + corrected broadcast + root retry);
 //! * `runner`: the engine, buffers and base metrics every experiment shares
 //!   ([`CollectiveRun`]);
 //! * [`stats`], [`montecarlo`]: summaries over many seeded runs.
 
+pub mod ack_tree;
 pub mod allreduce;
 pub mod bcast;
 pub mod big;
@@ -26,6 +30,7 @@ pub mod reduce;
 mod runner;
 pub mod stats;
 
+pub use ack_tree::{AckTreeScenario, AckTreeSim};
 pub use allreduce::{AllreduceRun, AllreduceScenario, AllreduceSim};
 pub use bcast::{BcastRun, BcastScenario, BcastSim, BcastSummary};
 pub use big::{BigScenario, BigSim};
