@@ -89,6 +89,13 @@ pub enum ConfigError {
         /// What is wrong.
         why: String,
     },
+    /// FTCO's timeout is not usable (Tree-based Fault-Tolerant Collective
+    /// Operations, Appendix A: a timeout must be at least one tick).
+    #[error("bad FTCO timeout: {why}")]
+    BadTimeout {
+        /// What is wrong.
+        why: String,
+    },
     /// An allreduce algorithm could not be parsed.
     #[error("unknown allreduce algorithm '{spec}' (expected auto, tree or star)")]
     BadAllreduce {
@@ -340,6 +347,7 @@ mod tests {
             ConfigError::BadFailureScheme { spec: s() },
             ConfigError::BadAllreduce { spec: s() },
             ConfigError::BadGossip { why: s() },
+            ConfigError::BadTimeout { why: s() },
             ConfigError::FaultBudget { f: 4, procs: 4 },
             ConfigError::PlanSizes {
                 reduce: 2,

@@ -541,3 +541,47 @@ fn soak_checks_every_result_and_refuses_nothing_to_do() {
     refused("soak --elements 0", "--elements 0 is out of range");
     refused("soak --elements 1000000000", "more than 4 GiB");
 }
+
+/// `corrected sim --algorithm ack-tree|ftco`: the timeout/ACK baselines
+/// with the broadcast report's fields plus `timeouts` and
+/// `false_suspicions`. Fault-free both deliver at the plain binary tree's
+/// latency (25 ticks at P = 64) with 2(P - 1) messages; FTCO reaches every
+/// live node with nodes dead; a 1-tick timeout suspects live nodes; bad
+/// timeouts are typed refusals.
+#[test]
+fn sim_runs_the_timeout_baselines() {
+    let json = |line: &str| -> Value {
+        let out = corrected(line);
+        assert_eq!(out.status.code(), Some(0), "{line}: {out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let base = "sim --procs 64 --tree kary:2 --runs 3 --json";
+    for algorithm in ["ack-tree", "ftco"] {
+        let v = json(&format!("{base} --algorithm {algorithm}"));
+        assert_eq!(v["algorithm"], algorithm, "{v}");
+        assert_eq!(v["tree"], "kary:2", "{v}");
+        assert_eq!(v["latency_ticks"]["max"], 25.0, "{v}");
+        assert_eq!(v["estimated_latency"], 25, "{v}");
+        assert_eq!(v["messages_per_process"]["max"], 126.0 / 64.0, "{v}");
+        assert_eq!(v["timeouts"]["max"], 0.0, "{v}");
+        assert_eq!(v["false_suspicions"]["max"], 0.0, "{v}");
+        assert_eq!(v["violations"], 0, "{v}");
+    }
+    let dead = json(&format!("{base} --algorithm ftco --dead 1,2,9"));
+    assert_eq!(dead["consistency"]["max"], 1.0, "{dead}");
+    assert!(dead["timeouts"]["mean"].as_f64().unwrap() > 0.0, "{dead}");
+    let short = json(&format!("{base} --algorithm ftco --timeout 1"));
+    assert!(
+        short["false_suspicions"]["mean"].as_f64().unwrap() > 0.0,
+        "{short}"
+    );
+    assert_eq!(short["consistency"]["max"], 1.0, "{short}");
+    refused(
+        "sim --procs 64 --algorithm ftco --timeout 0",
+        "--timeout 0 is out of range",
+    );
+    refused(
+        "sim --procs 64 --algorithm ack-tree --timeout 3",
+        "--timeout 3 is out of range",
+    );
+}

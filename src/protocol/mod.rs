@@ -24,6 +24,7 @@ pub mod ack_tree;
 pub mod allreduce;
 pub mod bcast;
 pub mod correction;
+pub mod ftco;
 pub mod gossip;
 pub mod pair;
 pub mod random;

@@ -67,6 +67,12 @@ pub struct GossipRun {
     /// Of those, g-nodes that entered it after a full loop of the ring
     /// (line 28).
     pub sos_loops: u32,
+    /// Timeouts fired (FTCO, Section 4 Algorithm 4: a DATA or KEEPALIVE
+    /// unanswered past f_timeout; 0 for algorithms without timeouts).
+    pub timeouts: u32,
+    /// Of the suspicions those timeouts raised, those of a node alive at
+    /// the time (FTCO; 0 otherwise).
+    pub false_suspicions: u32,
     /// Broken guarantees: a value other than the root's, a value delivered
     /// twice, a live node still busy when nothing was left to happen, a
     /// live node with the value whose core has not finished (not exited,

@@ -13,9 +13,9 @@ use corrected::protocol::gossip::{
 };
 use corrected::protocol::reduce::FailureScheme;
 use corrected::sim::{
-    AllreduceScenario, AllreduceSim, BcastScenario, BcastSim, BcastSummary, BigScenario, BigSim,
-    ColoringCurve, FaultPlan, GossipRun, GossipScenario, GossipSim, MonteCarlo, ReduceConfig,
-    ReduceScenario, ReduceSim, Stats,
+    AckTreeScenario, AckTreeSim, AllreduceScenario, AllreduceSim, BcastScenario, BcastSim,
+    BcastSummary, BigScenario, BigSim, ColoringCurve, FaultPlan, FtcoScenario, FtcoSim, GossipRun,
+    GossipScenario, GossipSim, MonteCarlo, ReduceConfig, ReduceScenario, ReduceSim, Stats,
 };
 use corrected::topology::MAX_PROCS;
 use corrected::types::{LogP, MessageSize, Rank, Tick};
@@ -50,8 +50,10 @@ pub struct SimArgs {
     /// the correction --correction names: none (GOS), ocg[:C] (opportunistic
     /// for C ticks, C from Eq. 2 by default), ccg, also spelled checked, or
     /// fcg:F (failure-proof, withstanding F failures during the correction,
-    /// F from 1 to 7; fcg alone is fcg:1)), or big (the binomial graph
-    /// baseline; no --correction).
+    /// F from 1 to 7; fcg alone is fcg:1)), big (the binomial graph
+    /// baseline; no --correction), ack-tree (the --tree with an ACK gather,
+    /// no fault tolerance) or ftco (FTCO's DATA/KEEPALIVE/ACK broadcast
+    /// over the --tree, timeouts of --timeout).
     #[arg(long, default_value = "tree")]
     algorithm: String,
     /// Corrected gossip's T: ticks of gossip, or auto (Eq. 3 for OCG, Eq. 4
@@ -65,6 +67,11 @@ pub struct SimArgs {
     /// probability about 1/2).
     #[arg(long, default_value_t = 6.93e-7)]
     delta: f64,
+    /// FTCO's timeout unit T in ticks: a message to a node d tree levels
+    /// away is suspected after d·T + o·(the two nodes' children) ticks.
+    /// Default: one hop's round trip 2(2o + L) (8 for L = 2, o = 1).
+    #[arg(long)]
+    timeout: Option<Tick>,
     /// Gossip and big: also report, for every tick 0..=CURVE, the mean
     /// number of nodes with the value and the 99th percentile of the
     /// longest uncolored chain on the ring, next to Lemma 1 and Eq. 2
@@ -193,6 +200,14 @@ pub fn run(args: SimArgs) -> Result<ExitCode, CliError> {
         "bcast, reduce or allreduce",
     )?;
     check(&args, op)?;
+    if args.timeout.is_some() && args.algorithm != "ftco" {
+        return Err(out_of_range(
+            "--timeout",
+            args.timeout.unwrap_or_default(),
+            "only FTCO has a timeout",
+            "pass --timeout with --algorithm ftco only",
+        ));
+    }
     let faults = FaultPlan {
         dead: args.dead.clone(),
         rate: args.fault_rate,
@@ -202,12 +217,14 @@ pub fn run(args: SimArgs) -> Result<ExitCode, CliError> {
         ("tree", _) => {}
         ("gossip", Op::Bcast) => return run_gossip(&args, faults),
         ("big", Op::Bcast) => return run_big(&args, faults),
+        ("ack-tree", Op::Bcast) => return run_timeout_baseline(&args, faults, false),
+        ("ftco", Op::Bcast) => return run_timeout_baseline(&args, faults, true),
         (other, _) => {
             return Err(out_of_range(
                 "--algorithm",
                 other,
-                "the algorithms are tree, and gossip or big for --op bcast",
-                "pass --algorithm tree, or gossip or big with --op bcast",
+                "the algorithms are tree, and gossip, big, ack-tree or ftco for --op bcast",
+                "pass --algorithm tree, or gossip, big, ack-tree or ftco with --op bcast",
             ))
         }
     }
@@ -419,6 +436,8 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
         guaranteed,
         model: Some(model),
         bfb: None,
+        tree: None,
+        timeouts: false,
     };
     Ok(report.print(args, logp, &runs, seconds))
 }
@@ -478,6 +497,79 @@ fn run_big(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
             bfb_expected_latency(args.procs, logp, 0.2 * failures as f64)?,
             bfb_messages(args.procs, 0.2 * failures as f64)? / f64::from(args.procs),
         )),
+        tree: None,
+        timeouts: false,
+    };
+    Ok(report.print(args, logp, &runs, seconds))
+}
+
+/// `corrected sim --algorithm ack-tree|ftco`: the timeout/ACK baselines
+/// over `--tree` (Corrected Trees Section 5's acknowledged tree; FTCO,
+/// Sections 3-4), Monte Carlo over the fault plan. FTCO guarantees every
+/// live node the value whatever fails (Definition 3.2, the root alive);
+/// the ack tree only without failures.
+fn run_timeout_baseline(
+    args: &SimArgs,
+    faults: FaultPlan,
+    ftco: bool,
+) -> Result<ExitCode, CliError> {
+    let m = &args.model;
+    ticks_at_most("--latency", m.latency, crate::limits::MAX_LOGP_TICKS)?;
+    ticks_at_most("--overhead", m.overhead, crate::limits::MAX_LOGP_TICKS)?;
+    if let Some(t) = args.timeout {
+        at_least_one("--timeout", t)?;
+        ticks_at_most("--timeout", t, MAX_WAIT_TICKS)?;
+    }
+    let (spec, _, logp) = m.parse()?;
+    check_curve(args)?;
+    let failures = faults.dead.len() as u64
+        + u64::from(faults.random_count(args.procs))
+        + faults.die_at.len() as u64;
+    let (runs, seconds, estimated_latency, algorithm) = if ftco {
+        let scenario = FtcoScenario::new(spec, args.procs, logp, args.timeout, faults)?;
+        let (runs, seconds) = monte_carlo(
+            args,
+            || FtcoSim::new(&scenario),
+            |sim: &mut FtcoSim, seed| {
+                let run = sim.run(seed);
+                (
+                    run,
+                    args.curve.map(|u| ColoringCurve::of(sim.last_trace(), u)),
+                )
+            },
+        );
+        let latency = scenario.plan().tree().dissemination_time(logp);
+        (runs, seconds, latency, "ftco")
+    } else {
+        let scenario = AckTreeScenario::new(spec, args.procs, logp, faults)?;
+        let (runs, seconds) = monte_carlo(
+            args,
+            || AckTreeSim::new(&scenario),
+            |sim: &mut AckTreeSim, seed| {
+                let run = sim.run(seed);
+                (
+                    run,
+                    args.curve.map(|u| ColoringCurve::of(sim.last_trace(), u)),
+                )
+            },
+        );
+        let latency = scenario.plan().tree().dissemination_time(logp);
+        (runs, seconds, latency, "ack-tree")
+    };
+    let procs = f64::from(args.procs);
+    let report = BroadcastReport {
+        algorithm,
+        correction: "none".to_string(),
+        gossip_time: None,
+        // Fault-free delivery: the plain tree's dissemination time.
+        estimated_latency,
+        // One DATA and one ACK per non-root node, fault-free.
+        estimated_messages_per_process: Some(2.0 * (procs - 1.0) / procs),
+        guaranteed: ftco || failures == 0,
+        model: None,
+        bfb: None,
+        tree: Some(spec.to_string()),
+        timeouts: true,
     };
     Ok(report.print(args, logp, &runs, seconds))
 }
@@ -497,6 +589,10 @@ struct BroadcastReport {
     /// BFB's analytic minimal latency, expected latency and messages per
     /// node with this run's failures (reported beside BIG).
     bfb: Option<(Tick, f64, f64)>,
+    /// The tree and whether timeouts and false suspicions are reported
+    /// (ack-tree, ftco).
+    tree: Option<String>,
+    timeouts: bool,
 }
 
 impl BroadcastReport {
@@ -526,6 +622,8 @@ impl BroadcastReport {
         // it, and how many nodes did.
         let sos_runs = runs.iter().filter(|(r, _)| r.sos_nodes > 0).count() as u64;
         let sos_nodes = stats(&|r| f64::from(r.sos_nodes));
+        let timeouts = stats(&|r| f64::from(r.timeouts));
+        let false_suspicions = stats(&|r| f64::from(r.false_suspicions));
         if args.json {
             let mut v = serde_json::json!({
                 "procs": args.procs,
@@ -566,6 +664,16 @@ impl BroadcastReport {
                 if let Some(until) = args.curve {
                     obj.insert("curve".into(), self.curve(until, runs));
                 }
+                if let Some(tree) = &self.tree {
+                    obj.insert("tree".into(), tree.clone().into());
+                }
+                if self.timeouts {
+                    obj.insert("timeouts".into(), serde_json::json!(timeouts));
+                    obj.insert(
+                        "false_suspicions".into(),
+                        serde_json::json!(false_suspicions),
+                    );
+                }
             }
             out!("{v}");
         } else {
@@ -594,6 +702,12 @@ impl BroadcastReport {
                 ("consistency", &consistency),
                 ("gossip_colored", &colored),
             ]);
+            if self.timeouts {
+                stats_table(&[
+                    ("timeouts", &timeouts),
+                    ("false_suspicions", &false_suspicions),
+                ]);
+            }
             out!("incomplete_runs: {incomplete}  sos runs: {sos_runs}  expected misses: {expected_misses}  violations: {violations}");
         }
         if violations == 0 {

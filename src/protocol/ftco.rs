@@ -1,0 +1,668 @@
+//! FTCO broadcast: the timeout-based baseline of *Tree-based
+//! Fault-Tolerant Collective Operations* (FTCO), Sections 3-4 and
+//! Appendices A and D, as a sans-IO core. The paper is written for
+//! Allreduce; a broadcast is its down phase (Figure 2) with the ACKs.
+//!
+//! **Messages** (Section 3, "Message Flow"): DATA ([`Tag::Tree`], the
+//! value along the tree), KEEPALIVE ([`Tag::KeepAlive`]) and ACK
+//! ([`Tag::Ack`]). A node that has the value sends DATA to its children
+//! (send order of the [`Tree`]), then an ACK to whoever sent it the DATA
+//! (Figure 2: the ACK overlaps the wait for the children's ACKs, so
+//! fault-free delivery is the plain tree's, and completion one ACK hop
+//! later). Every DATA it sends is watched: no ACK within the timeout and
+//! the target is suspected, and DATA goes to the target's children instead
+//! (Algorithm 4 lines 2-10, Figure 3; repeated further down if they are
+//! silent too).
+//!
+//! **Disruptions** (Section 4, "Data Propagation Disruptions"; Appendix D's
+//! grand-parent fall-back): a node without the value at its expected
+//! arrival time (fault-free coloring time, f_ETA) plus one timeout unit
+//! sends KEEPALIVE to its parent. An ACK says the parent lives (and waits
+//! too): the KEEPALIVE is repeated every timeout until DATA comes. No
+//! answer within the timeout and the parent is suspected, and the node
+//! asks the grand-parent, and so on up to the root (Figure 4). A node with
+//! the value answers a KEEPALIVE with DATA ("responds with DATA and
+//! resumes the operation"); one without it, with an ACK.
+//!
+//! **Priorities** (Algorithm 2: DATA before KEEPALIVE before ACK). An
+//! engine hands messages one at a time, so Algorithm 2's order shows in
+//! what the node sends: DATA first (to the tree and circumvented targets,
+//! then as answers to KEEPALIVEs: a KEEPALIVE pending when DATA arrives
+//! is answered with DATA), then ACKs, then its own KEEPALIVEs (Algorithm 4:
+//! skip failed nodes, answer ToACK, then send KEEPALIVE).
+//!
+//! **Timeouts** (Appendix A: "proportional to the degree of destination
+//! node and the distance between the source and destination"). With base
+//! T ticks (the plan's `timeout`), a message from node a to node x at tree
+//! distance d is suspected when nothing came back after
+//! d·T + o·(children(x) + children(a)) ticks (strictly more, Algorithm 4
+//! line 5): the round trip of one tree hop is 2(2o + L), x forwards to its
+//! children before it answers, and a's receive port may be queued behind
+//! its other children's ACKs. The default T is that round trip, 2(2o + L):
+//! 8 ticks for L = 2, o = 1, which never suspects a live node in a
+//! fault-free run. A shorter T (say 1) suspects live nodes falsely: the
+//! DATA then also goes to their children (duplicates, acked and ignored)
+//! and the result is still correct.
+//!
+//! **Readings where the paper is vague.** The ACK of a DATA goes to its
+//! sender (the parent, or whoever circumvented a failure). DATA sent as an
+//! answer to a KEEPALIVE is not watched: the asking node's own KEEPALIVE
+//! timeout covers it. A KEEPALIVE walk that passes the root gives up (the
+//! root has failed; Definition 3.2 then asks nothing of the value). The
+//! counters the simulator reports: timeouts fired (a DATA or KEEPALIVE
+//! left unanswered past its timeout) and the suspicions they raised (a
+//! suspicion the engine knows was of a live node is a false suspicion;
+//! [`Ftco::refuted`] counts those the core itself saw refuted by a later
+//! message of the suspect).
+//!
+//! **Guarantees** (Definition 3.1/3.2 read for a broadcast): with the root
+//! alive, every live node delivers the root's value exactly once, whatever
+//! fails before or during the operation; every node falls silent after
+//! finitely many sends. The root (and every node with the value) must stay
+//! to answer KEEPALIVEs (Section 4: "requires the root to remain active
+//! throughout"), so a node with the value may return once its DATA is
+//! acknowledged but never [finishes](Protocol::is_finished); an engine
+//! keeps it until it is pushed out. Trees: any [`TreeSpec`] (k-ary and
+//! binomial tested); the multi-root k-nomial trees of the paper's simulator
+//! are not built.
+//!
+//! [`TreeSpec`]: crate::topology::TreeSpec
+
+use std::collections::VecDeque;
+
+use crate::error::{ConfigError, Error};
+use crate::protocol::timer::TimerTable;
+use crate::protocol::{Event, Header, Leave, Msg, Protocol, Tag, Transmit};
+use crate::topology::{ring, Tree, TreeSpec};
+use crate::types::{Collective, LogP, OpId, Rank, Tick};
+
+/// What every node of one FTCO broadcast shares: the tree, the model, the
+/// timeout unit and every node's expected arrival time (FTCO, Section 4:
+/// f_tree, f_ETA, f_timeout; Appendix A).
+#[derive(Clone, Debug)]
+pub struct FtcoPlan {
+    tree: Tree,
+    logp: LogP,
+    timeout: Tick,
+    eta: Vec<Tick>,
+}
+
+impl FtcoPlan {
+    /// The tree `spec` over `procs` ranks in `logp`, with timeout unit
+    /// `timeout` ticks (`None`: [`FtcoPlan::default_timeout`]). Errors on a
+    /// bad tree, team size or a zero timeout.
+    pub fn new(
+        spec: TreeSpec,
+        procs: u32,
+        logp: LogP,
+        timeout: Option<Tick>,
+    ) -> Result<Self, ConfigError> {
+        let tree = Tree::build(spec, procs, logp)?;
+        let timeout = timeout.unwrap_or_else(|| Self::default_timeout(logp));
+        if timeout == 0 {
+            return Err(ConfigError::BadTimeout {
+                why: "the timeout must be at least 1 tick".to_string(),
+            });
+        }
+        let eta = tree.coloring_times(logp);
+        Ok(FtcoPlan {
+            tree,
+            logp,
+            timeout,
+            eta,
+        })
+    }
+
+    /// The default timeout unit: one round trip of a tree hop, 2(2o + L)
+    /// (8 ticks for L = 2, o = 1; Appendix A, see the module doc).
+    pub fn default_timeout(logp: LogP) -> Tick {
+        2 * logp.hop()
+    }
+
+    /// The tree (rooted at virtual rank 0).
+    pub fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
+    /// P.
+    pub fn procs(&self) -> u32 {
+        self.tree.procs()
+    }
+
+    /// The timeout unit T.
+    pub fn timeout(&self) -> Tick {
+        self.timeout
+    }
+
+    /// f_timeout (Appendix A): how long node `from` waits for an answer
+    /// from node `to`, `dist` tree levels away (virtual ranks):
+    /// dist·T + o·(children(to) + children(from)).
+    pub fn f_timeout(&self, from: Rank, to: Rank, dist: u32) -> Tick {
+        let kids = self.tree.children(to).len() + self.tree.children(from).len();
+        Tick::from(dist) * self.timeout + self.logp.overhead * kids as Tick
+    }
+}
+
+/// The two deadlines of a node: the earliest watched DATA, and the wait
+/// on the node above it (patience, or its KEEPALIVE's timeout).
+const DOWN: usize = 0;
+const UP: usize = 1;
+
+/// A DATA sent and not yet acknowledged (virtual rank, tree distance).
+#[derive(Clone, Copy, Debug)]
+struct Watch {
+    rank: Rank,
+    dist: u32,
+    deadline: Tick,
+}
+
+/// The node a node without the value waits on (Appendix D: parent, then
+/// grand-parent, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum UpState {
+    /// Not asked yet, or it answered: ask (again) at the deadline.
+    Patient,
+    /// Asked: no answer by the deadline and it is suspected.
+    Asked,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Up {
+    rank: Rank,
+    dist: u32,
+    state: UpState,
+}
+
+/// One node's state in one FTCO broadcast (Sections 3-4).
+#[derive(Clone, Debug)]
+pub struct Ftco<'p, P> {
+    plan: &'p FtcoPlan,
+    /// This node, relabelled so that the root is 0.
+    me: Rank,
+    root: Rank,
+    op: OpId,
+    value: Option<P>,
+    output: Option<P>,
+    /// DATA still to send (virtual rank, distance): children, then the
+    /// children of suspected targets.
+    to_send: VecDeque<(Rank, u32)>,
+    watches: Vec<Watch>,
+    /// KEEPALIVE senders to answer (ToACK).
+    to_answer: Vec<Rank>,
+    /// DATA senders to acknowledge.
+    to_ack: VecDeque<Rank>,
+    up: Option<Up>,
+    keepalive_due: bool,
+    gave_up: bool,
+    timers: TimerTable<2>,
+    timeouts: u32,
+    refuted: u32,
+    /// Suspected nodes (virtual), when, and whether refuted since.
+    suspected: Vec<(Rank, Tick, bool)>,
+}
+
+impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
+    /// Node `me`'s core for operation `op` broadcasting from `root`; the
+    /// root passes the value. Errors on a rank out of range or a root
+    /// without a value.
+    pub fn new(
+        plan: &'p FtcoPlan,
+        root: Rank,
+        me: Rank,
+        op: OpId,
+        value: Option<P>,
+    ) -> Result<Self, Error> {
+        let procs = plan.procs();
+        for rank in [root, me] {
+            if rank >= procs {
+                return Err(Error::RankOutOfRange { rank, procs });
+            }
+        }
+        if me == root && value.is_none() {
+            return Err(Error::NoRootValue(root));
+        }
+        let value = if me == root { value } else { None };
+        let virtual_me = ring::left(me, root, procs);
+        let mut core = Ftco {
+            plan,
+            me: virtual_me,
+            root,
+            op,
+            output: value.clone(),
+            value: None,
+            to_send: VecDeque::new(),
+            watches: Vec::new(),
+            to_answer: Vec::new(),
+            to_ack: VecDeque::new(),
+            up: plan.tree.parent(virtual_me).map(|rank| Up {
+                rank,
+                dist: 1,
+                state: UpState::Patient,
+            }),
+            keepalive_due: false,
+            gave_up: false,
+            timers: TimerTable::new(),
+            timeouts: 0,
+            refuted: 0,
+            suspected: Vec::new(),
+        };
+        if let Some(v) = value {
+            core.take_value(v);
+        } else {
+            let patience = plan.eta[virtual_me as usize] + plan.timeout;
+            core.timers.set(UP, patience);
+        }
+        Ok(core)
+    }
+
+    /// Timeouts fired: DATA or KEEPALIVE unanswered past f_timeout.
+    pub fn timeouts(&self) -> u32 {
+        self.timeouts
+    }
+
+    /// Suspicions this core raised, as (real rank, tick): a live one among
+    /// them is a false suspicion.
+    pub fn suspicions(&self) -> impl Iterator<Item = (Rank, Tick)> + '_ {
+        self.suspected.iter().map(|&(r, t, _)| (self.real(r), t))
+    }
+
+    /// Suspicions refuted by a later message from the suspect: false
+    /// suspicions this core saw for itself.
+    pub fn refuted(&self) -> u32 {
+        self.refuted
+    }
+
+    /// True when the KEEPALIVE walk passed the root without an answer.
+    pub fn gave_up(&self) -> bool {
+        self.gave_up
+    }
+
+    fn real(&self, rank: Rank) -> Rank {
+        ring::right(rank, self.root, self.plan.procs())
+    }
+
+    fn msg(&self, tag: Tag, payload: Option<P>) -> Msg<Option<P>> {
+        Msg {
+            op: self.op,
+            kind: Collective::Broadcast,
+            root: self.root,
+            tag,
+            payload,
+        }
+    }
+
+    fn take_value(&mut self, v: P) {
+        self.value = Some(v);
+        self.up = None;
+        self.keepalive_due = false;
+        self.timers.stop(UP);
+        let tree = &self.plan.tree;
+        self.to_send
+            .extend(tree.children(self.me).iter().map(|&c| (c, 1)));
+    }
+
+    fn suspect(&mut self, rank: Rank, now: Tick) {
+        self.timeouts += 1;
+        self.suspected.push((rank, now, false));
+    }
+
+    /// Evidence that `rank` lives: refutes its suspicions.
+    fn heard(&mut self, rank: Rank) {
+        for s in self.suspected.iter_mut().filter(|s| s.0 == rank && !s.2) {
+            s.2 = true;
+            self.refuted += 1;
+        }
+    }
+
+    fn rearm_down(&mut self) {
+        match self.watches.iter().map(|w| w.deadline).min() {
+            Some(t) => self.timers.set(DOWN, t),
+            None => self.timers.stop(DOWN),
+        }
+    }
+
+    /// Handles every deadline at or before `now` (Algorithm 4).
+    fn expire(&mut self, now: Tick) {
+        while let Some(which) = self.timers.take_expired(now) {
+            if which == DOWN {
+                let mut i = 0;
+                while i < self.watches.len() {
+                    if self.watches[i].deadline <= now {
+                        let w = self.watches.swap_remove(i);
+                        self.suspect(w.rank, now);
+                        let kids = self.plan.tree.children(w.rank);
+                        self.to_send.extend(kids.iter().map(|&c| (c, w.dist + 1)));
+                    } else {
+                        i += 1;
+                    }
+                }
+                self.rearm_down();
+                continue;
+            }
+            let Some(up) = self.up else { continue };
+            if up.state == UpState::Patient {
+                self.keepalive_due = true;
+                continue;
+            }
+            self.suspect(up.rank, now);
+            match self.plan.tree.parent(up.rank) {
+                Some(above) => {
+                    self.up = Some(Up {
+                        rank: above,
+                        dist: up.dist + 1,
+                        state: UpState::Patient,
+                    });
+                    self.keepalive_due = true;
+                }
+                None => {
+                    self.up = None;
+                    self.gave_up = true;
+                    self.to_answer.clear();
+                }
+            }
+        }
+    }
+
+    fn has_send(&self) -> bool {
+        let answers = !self.to_answer.is_empty() && !self.gave_up;
+        if self.value.is_some() {
+            !self.to_send.is_empty() || answers || !self.to_ack.is_empty()
+        } else {
+            answers || !self.to_ack.is_empty() || (self.keepalive_due && self.up.is_some())
+        }
+    }
+}
+
+impl<P: Clone + Send + 'static> Protocol for Ftco<'_, P> {
+    type Payload = Option<P>;
+    type Output = P;
+
+    fn handle(&mut self, now: Tick, event: Event<Msg<Option<P>>>) {
+        self.expire(now);
+        let Event::Message { from, msg } = event else {
+            return;
+        };
+        let procs = self.plan.procs();
+        if from >= procs {
+            return;
+        }
+        let from = ring::left(from, self.root, procs);
+        self.heard(from);
+        match msg.tag {
+            Tag::Tree => {
+                let Some(v) = msg.payload else { return };
+                self.to_ack.push_back(from);
+                self.watches.retain(|w| w.rank != from);
+                self.rearm_down();
+                if self.value.is_none() {
+                    self.output = Some(v.clone());
+                    self.take_value(v);
+                }
+            }
+            Tag::KeepAlive if !self.gave_up && !self.to_answer.contains(&from) => {
+                self.to_answer.push(from);
+            }
+            Tag::Ack => {
+                let before = self.watches.len();
+                self.watches.retain(|w| w.rank != from);
+                if self.watches.len() != before {
+                    self.rearm_down();
+                }
+                if let Some(up) = self.up.as_mut().filter(|u| u.rank == from) {
+                    // It lives and waits too: ask again at the deadline.
+                    up.state = UpState::Patient;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Tick) -> Option<Transmit<Msg<Option<P>>>> {
+        self.expire(now);
+        if let Some(v) = self.value.clone() {
+            if let Some((to, dist)) = self.to_send.pop_front() {
+                let deadline = now + self.plan.f_timeout(self.me, to, dist) + 1;
+                self.watches.push(Watch {
+                    rank: to,
+                    dist,
+                    deadline,
+                });
+                self.rearm_down();
+                return Some(Transmit {
+                    to: self.real(to),
+                    msg: self.msg(Tag::Tree, Some(v)),
+                });
+            }
+            if let Some(to) = self.to_answer.pop() {
+                return Some(Transmit {
+                    to: self.real(to),
+                    msg: self.msg(Tag::Tree, Some(v)),
+                });
+            }
+        }
+        if let Some(to) = self.to_ack.pop_front() {
+            return Some(Transmit {
+                to: self.real(to),
+                msg: self.msg(Tag::Ack, None),
+            });
+        }
+        if self.value.is_some() || self.gave_up {
+            return None;
+        }
+        if let Some(to) = self.to_answer.pop() {
+            return Some(Transmit {
+                to: self.real(to),
+                msg: self.msg(Tag::Ack, None),
+            });
+        }
+        if !self.keepalive_due {
+            return None;
+        }
+        let up = self.up.as_mut()?;
+        self.keepalive_due = false;
+        up.state = UpState::Asked;
+        let (to, dist) = (up.rank, up.dist);
+        self.timers
+            .set(UP, now + self.plan.f_timeout(self.me, to, dist) + 1);
+        Some(Transmit {
+            to: self.real(to),
+            msg: self.msg(Tag::KeepAlive, None),
+        })
+    }
+
+    fn poll_deadline(&self) -> Option<Tick> {
+        self.timers.next()
+    }
+
+    fn take_output(&mut self) -> Option<P> {
+        self.output.take()
+    }
+
+    fn is_quiescent(&self) -> bool {
+        !self.has_send() && self.timers.next().is_none()
+    }
+
+    fn header(&self) -> Header {
+        Header {
+            op: self.op,
+            kind: Collective::Broadcast,
+            root: Some(self.root),
+        }
+    }
+
+    /// Once every DATA it sent is acknowledged or circumvented, and its
+    /// ACKs are out ("Once all the DATA messages were acknowledged, this
+    /// collective operation is complete", Section 4).
+    fn may_return(&self) -> Leave {
+        if self.value.is_some() && self.is_quiescent() {
+            Leave::Now
+        } else {
+            Leave::Not
+        }
+    }
+
+    /// Only a node that gave up (the root failed) and owes nothing: a node
+    /// with the value may still be asked for it by a KEEPALIVE.
+    fn is_finished(&self) -> bool {
+        self.gave_up && !self.has_send()
+    }
+
+    fn output_from_root(&self) -> bool {
+        self.value.is_none()
+    }
+
+    fn uses_time(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::Shape;
+
+    type Out = Option<(Rank, Tag)>;
+
+    fn send(core: &mut Ftco<'_, u8>, now: Tick) -> Out {
+        core.poll_transmit(now).map(|t| (t.to, t.msg.tag))
+    }
+
+    fn msg(tag: Tag, payload: Option<u8>) -> Msg<Option<u8>> {
+        Msg {
+            op: 0,
+            kind: Collective::Broadcast,
+            root: 0,
+            tag,
+            payload,
+        }
+    }
+
+    fn binary(procs: u32, timeout: Option<Tick>) -> FtcoPlan {
+        let logp = LogP::new(2, 1).unwrap();
+        FtcoPlan::new(TreeSpec::interleaved(Shape::KAry(2)), procs, logp, timeout).unwrap()
+    }
+
+    /// A DATA left unacknowledged past its timeout circumvents the child:
+    /// DATA goes to the child's children; the late ACK refutes it.
+    #[test]
+    fn silent_child_is_circumvented() {
+        let plan = binary(15, None);
+        let kids = plan.tree().children(0).to_vec();
+        let grandkids = plan.tree().children(kids[0]).to_vec();
+        let mut root = Ftco::new(&plan, 0, 0, 0, Some(7u8)).unwrap();
+        root.handle(0, Event::Start);
+        assert_eq!(root.take_output(), Some(7));
+        assert_eq!(send(&mut root, 0), Some((kids[0], Tag::Tree)));
+        assert_eq!(send(&mut root, 1), Some((kids[1], Tag::Tree)));
+        assert_eq!(send(&mut root, 2), None);
+        // f_timeout(0, kids[0], 1) = 8 + 2 + 2: suspected at 0 + 12 + 1.
+        assert_eq!(root.poll_deadline(), Some(13));
+        root.handle(
+            10,
+            Event::Message {
+                from: kids[1],
+                msg: msg(Tag::Ack, None),
+            },
+        );
+        assert_eq!(root.poll_deadline(), Some(13));
+        assert_eq!(root.may_return(), Leave::Not);
+        root.handle(13, Event::Timer);
+        assert_eq!(root.timeouts(), 1);
+        assert_eq!(send(&mut root, 13), Some((grandkids[0], Tag::Tree)));
+        assert_eq!(send(&mut root, 14), Some((grandkids[1], Tag::Tree)));
+        root.handle(
+            15,
+            Event::Message {
+                from: kids[0],
+                msg: msg(Tag::Ack, None),
+            },
+        );
+        assert_eq!(root.refuted(), 1);
+        assert_eq!(root.suspicions().collect::<Vec<_>>(), vec![(kids[0], 13)]);
+    }
+
+    /// A node without the value asks its parent at ETA + T, then, with no
+    /// answer, its grand-parent (Appendix D), which answers with DATA.
+    #[test]
+    fn keepalive_walks_up_to_the_grandparent() {
+        let plan = binary(15, Some(4));
+        let me = 7;
+        let parent = plan.tree().parent(me).unwrap();
+        let grand = plan.tree().parent(parent).unwrap();
+        let mut node = Ftco::new(&plan, 0, me, 0, None::<u8>).unwrap();
+        node.handle(0, Event::Start);
+        let patience = plan.eta[me as usize] + 4;
+        assert_eq!(node.poll_deadline(), Some(patience));
+        assert_eq!(send(&mut node, 1), None);
+        node.handle(patience, Event::Timer);
+        assert_eq!(send(&mut node, patience), Some((parent, Tag::KeepAlive)));
+        let wait = plan.f_timeout(me, parent, 1) + 1;
+        assert_eq!(node.poll_deadline(), Some(patience + wait));
+        node.handle(patience + wait, Event::Timer);
+        let t = patience + wait;
+        assert_eq!(send(&mut node, t), Some((grand, Tag::KeepAlive)));
+        assert_eq!(node.timeouts(), 1);
+        // The grand-parent's DATA: delivered and acknowledged.
+        node.handle(
+            t + 5,
+            Event::Message {
+                from: grand,
+                msg: msg(Tag::Tree, Some(9)),
+            },
+        );
+        assert_eq!(node.take_output(), Some(9));
+        assert_eq!(send(&mut node, t + 5), Some((grand, Tag::Ack)));
+        assert!(node.is_quiescent());
+        assert_eq!(node.may_return(), Leave::Now);
+    }
+
+    /// KEEPALIVE is answered with ACK without the value, with DATA with it
+    /// (a pending one too, when DATA arrives first: Algorithm 2's order).
+    #[test]
+    fn keepalive_answers() {
+        let plan = binary(15, None);
+        let child = plan.tree().children(1)[0];
+        let mut node = Ftco::new(&plan, 0, 1, 0, None::<u8>).unwrap();
+        let ka = Event::Message {
+            from: child,
+            msg: msg(Tag::KeepAlive, None),
+        };
+        node.handle(1, ka);
+        assert_eq!(send(&mut node, 1), Some((child, Tag::Ack)));
+        node.handle(2, ka);
+        node.handle(
+            2,
+            Event::Message {
+                from: 0,
+                msg: msg(Tag::Tree, Some(3)),
+            },
+        );
+        let sent: Vec<Out> = (2..6).map(|t| send(&mut node, t)).collect();
+        let kids = plan.tree().children(1);
+        assert_eq!(
+            sent,
+            vec![
+                Some((kids[0], Tag::Tree)),
+                Some((kids[1], Tag::Tree)),
+                Some((child, Tag::Tree)),
+                Some((0, Tag::Ack)),
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_input_is_a_typed_error() {
+        let logp = LogP::new(2, 1).unwrap();
+        let spec = TreeSpec::interleaved(Shape::Binomial);
+        assert!(matches!(
+            FtcoPlan::new(spec, 4, logp, Some(0)),
+            Err(ConfigError::BadTimeout { .. })
+        ));
+        assert!(FtcoPlan::new(spec, 0, logp, None).is_err());
+        assert_eq!(FtcoPlan::default_timeout(logp), 8);
+        let plan = FtcoPlan::new(spec, 4, logp, None).unwrap();
+        assert!(Ftco::new(&plan, 4, 0, 0, Some(1u8)).is_err());
+        assert!(Ftco::new(&plan, 0, 4, 0, Some(1u8)).is_err());
+        assert!(Ftco::new(&plan, 0, 0, 0, None::<u8>).is_err());
+    }
+}

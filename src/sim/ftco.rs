@@ -1,0 +1,103 @@
+//! The FTCO broadcast ([`crate::protocol::ftco`]; *Tree-based
+//! Fault-Tolerant Collective Operations*, Sections 3-4) in the simulator:
+//! the same runner, fault draws and broadcast metrics as BIG and corrected
+//! gossip ([`crate::sim::gossip`]), plus the timeouts the cores fired and
+//! the false suspicions among them (a suspected node that was alive when
+//! suspected, from the engine's death times). The engine's failure
+//! detector stays off: FTCO detects failures by its own timeouts.
+
+use crate::error::ConfigError;
+use crate::protocol::ftco::{Ftco, FtcoPlan};
+use crate::sim::bcast::{Token, ROOT, ROOT_VALUE};
+use crate::sim::engine::Trace;
+use crate::sim::faults::FaultPlan;
+use crate::sim::gossip::{broadcast_run, GossipRun};
+use crate::sim::runner::Runner;
+use crate::topology::TreeSpec;
+use crate::types::{LogP, MessageSize, Tick};
+
+/// An FTCO experiment: tree, timeout, model, faults. Root 0.
+#[derive(Clone, Debug)]
+pub struct FtcoScenario {
+    plan: FtcoPlan,
+    logp: LogP,
+    faults: FaultPlan,
+}
+
+impl FtcoScenario {
+    /// The tree `spec` over `procs` nodes in `logp`, timeout unit `timeout`
+    /// ticks (`None`: [`FtcoPlan::default_timeout`]), nodes dead by
+    /// `faults` (never the root).
+    pub fn new(
+        spec: TreeSpec,
+        procs: u32,
+        logp: LogP,
+        timeout: Option<Tick>,
+        faults: FaultPlan,
+    ) -> Result<Self, ConfigError> {
+        let plan = FtcoPlan::new(spec, procs, logp, timeout)?;
+        faults.validate(procs, ROOT)?;
+        Ok(FtcoScenario { plan, logp, faults })
+    }
+
+    /// The plan every node shares.
+    pub fn plan(&self) -> &FtcoPlan {
+        &self.plan
+    }
+}
+
+/// A simulated node's FTCO core.
+pub type SimFtco<'s> = Ftco<'s, Token>;
+
+/// Reusable state to simulate FTCO broadcasts of one scenario.
+#[derive(Debug)]
+pub struct FtcoSim<'s> {
+    scenario: &'s FtcoScenario,
+    runner: Runner<SimFtco<'s>>,
+}
+
+impl<'s> FtcoSim<'s> {
+    /// A simulator for `scenario`.
+    pub fn new(scenario: &'s FtcoScenario) -> Self {
+        FtcoSim {
+            scenario,
+            runner: Runner::new(scenario.logp, None, MessageSize::SMALL),
+        }
+    }
+
+    /// One run, the dead set drawn from `seed`.
+    pub fn run(&mut self, seed: u64) -> GossipRun {
+        let procs = self.scenario.plan.procs();
+        let death = Runner::<SimFtco>::draw(&self.scenario.faults, procs, ROOT, seed);
+        self.run_with(&death, &[])
+    }
+
+    /// One run with the given death times and send budgets.
+    pub fn run_with(&mut self, death: &[Tick], budget: &[u32]) -> GossipRun {
+        let plan = &self.scenario.plan;
+        let cores = (0..plan.procs()).map(|r| {
+            let value = (r == ROOT).then_some(ROOT_VALUE);
+            Ftco::new(plan, ROOT, r, 0, value).expect("ranks come from the plan")
+        });
+        let (trace, run) = self.runner.simulate(cores, death, budget);
+        let mut out = broadcast_run(trace, run);
+        let death = &self.runner.trace().death;
+        for core in self.runner.cores() {
+            out.timeouts += core.timeouts();
+            // Alive when suspected: a false suspicion.
+            let alive = |&(rank, at): &(u32, Tick)| death[rank as usize] > at;
+            out.false_suspicions += core.suspicions().filter(alive).count() as u32;
+        }
+        out
+    }
+
+    /// The cores of the last run, in rank order.
+    pub fn cores(&self) -> &[SimFtco<'s>] {
+        self.runner.cores()
+    }
+
+    /// The engine's record of the last run.
+    pub fn last_trace(&self) -> &Trace<Token> {
+        self.runner.trace()
+    }
+}

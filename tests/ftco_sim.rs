@@ -1,0 +1,267 @@
+//! The FTCO broadcast (*Tree-based Fault-Tolerant Collective Operations*,
+//! Sections 3-4, Appendices A and D) in the LogP simulator, L = 2, o = 1
+//! unless said: fault-free latency, completion and work; Definition 3.2
+//! (every live node gets the root's value, and the run ends) under every
+//! dead set of up to 2 nodes (and a sample of 3) before the operation and
+//! every single death after each send during it; false suspicions with a
+//! timeout below the network latency.
+
+use corrected::protocol::Tag;
+use corrected::sim::engine::UNLIMITED;
+use corrected::sim::{FaultPlan, FtcoScenario, FtcoSim, NEVER};
+use corrected::topology::{Shape, Tree, TreeSpec};
+use corrected::types::{LogP, Tick};
+
+const BINOMIAL: TreeSpec = TreeSpec::interleaved(Shape::Binomial);
+const BINARY: TreeSpec = TreeSpec::interleaved(Shape::KAry(2));
+const TREES: [TreeSpec; 4] = [
+    BINOMIAL,
+    BINARY,
+    TreeSpec::interleaved(Shape::KAry(4)),
+    TreeSpec::interleaved(Shape::Lame(2)),
+];
+
+fn paper() -> LogP {
+    LogP::new(2, 1).unwrap()
+}
+
+/// When the last ACK is received, computed apart from the engine: node c,
+/// colored at t_c with k_c children, sends its k_c DATA and then its ACK
+/// (Figure 2), which arrives o + L after the send starts; a parent
+/// receives its children's ACKs one at a time, o each, in arrival order.
+fn one_ack_wave(tree: &Tree, logp: LogP) -> Tick {
+    let at = tree.coloring_times(logp);
+    let o = logp.overhead;
+    let mut last = 0;
+    for p in 0..tree.procs() {
+        let mut arrivals: Vec<Tick> = tree
+            .children(p)
+            .iter()
+            .map(|&c| at[c as usize] + tree.children(c).len() as Tick * o + o + logp.latency)
+            .collect();
+        arrivals.sort_unstable();
+        let mut recv = at[p as usize];
+        for a in arrivals {
+            recv = recv.max(a) + o;
+        }
+        last = last.max(recv);
+    }
+    last
+}
+
+/// Fault-free, with the default timeout (2(2o + L)): delivery exactly the
+/// plain tree's, completion exactly one ACK hop wave after, exactly
+/// P - 1 DATA and P - 1 ACK messages, no KEEPALIVE, no timeout.
+#[test]
+fn fault_free_latency_completion_and_messages() {
+    for logp in [paper(), LogP::new(5, 2).unwrap()] {
+        for spec in TREES {
+            for procs in (1..=40).chain([100, 1000]) {
+                let sc = FtcoScenario::new(spec, procs, logp, None, FaultPlan::none()).unwrap();
+                let mut sim = FtcoSim::new(&sc);
+                let run = sim.run(5);
+                let tree = sc.plan().tree();
+                let what = format!("{spec} P = {procs} {logp:?}");
+                assert_eq!(run.latency, tree.dissemination_time(logp), "{what}");
+                assert_eq!(run.quiescence_latency, one_ack_wave(tree, logp), "{what}");
+                let by_tag = sim.last_trace().sends_by_tag;
+                let n = u64::from(procs - 1);
+                assert_eq!(by_tag[Tag::Tree as usize], n, "{what}");
+                assert_eq!(by_tag[Tag::Ack as usize], n, "{what}");
+                assert_eq!(by_tag[Tag::KeepAlive as usize], 0, "{what}");
+                assert_eq!(run.messages, 2 * n, "{what}");
+                assert_eq!((run.timeouts, run.false_suspicions), (0, 0), "{what}");
+                assert_eq!((run.consistency, run.violations), (1.0, 0), "{what}");
+            }
+        }
+    }
+}
+
+/// Definition 3.2 for one run: every live node delivered the root's value
+/// (consistency 1, no wrong value or duplicate, nobody left busy).
+fn definition_3_2(sim: &mut FtcoSim, death: &[Tick], budget: &[u32], what: &str) -> u32 {
+    let run = sim.run_with(death, budget);
+    assert_eq!(run.consistency, 1.0, "{what}: {run:?}");
+    assert_eq!(run.violations, 0, "{what}: {run:?}");
+    assert!(run.quiescence_latency < 10_000, "{what}: {run:?}");
+    run.timeouts
+}
+
+/// Every dead set of 1 and 2 non-root nodes, and every 5th of 3, dead
+/// before the operation, P = 2..=17, binomial and binary trees: every live
+/// node gets the value, and a timeout fired whenever someone was dead.
+#[test]
+fn dead_before_the_operation() {
+    let mut runs = 0u32;
+    for spec in [BINOMIAL, BINARY] {
+        for procs in 2..=17u32 {
+            let sc = FtcoScenario::new(spec, procs, paper(), None, FaultPlan::none()).unwrap();
+            let mut sim = FtcoSim::new(&sc);
+            let mut triples = 0u32;
+            for mask in 1u32..(1 << (procs - 1)) {
+                let size = mask.count_ones();
+                if size > 3 {
+                    continue;
+                }
+                if size == 3 {
+                    triples += 1;
+                    if triples % 5 != 0 {
+                        continue;
+                    }
+                }
+                let death: Vec<Tick> = (0..procs)
+                    .map(|r| {
+                        if r > 0 && mask >> (r - 1) & 1 == 1 {
+                            0
+                        } else {
+                            NEVER
+                        }
+                    })
+                    .collect();
+                let what = format!("{spec} P = {procs} dead mask {mask:#b}");
+                let timeouts = definition_3_2(&mut sim, &death, &[], &what);
+                assert!(timeouts > 0, "{what}");
+                runs += 1;
+            }
+        }
+    }
+    assert!(runs > 2000, "{runs}");
+}
+
+/// Every non-root victim dying right after each of its fault-free sends,
+/// P = 2..=12, binomial and binary trees: Definition 3.2 holds.
+#[test]
+fn every_single_death_during_the_operation() {
+    let mut runs = 0u32;
+    for spec in [BINOMIAL, BINARY] {
+        for procs in 2..=12u32 {
+            let sc = FtcoScenario::new(spec, procs, paper(), None, FaultPlan::none()).unwrap();
+            let mut sim = FtcoSim::new(&sc);
+            let never = vec![NEVER; procs as usize];
+            sim.run_with(&never, &[]);
+            let sends = sim.last_trace().sends_by_rank.clone();
+            for victim in 1..procs {
+                for n in 1..=sends[victim as usize] {
+                    let mut budget = vec![UNLIMITED; procs as usize];
+                    budget[victim as usize] = n;
+                    let what = format!("{spec} P = {procs}: {victim} dies after send {n}");
+                    definition_3_2(&mut sim, &never, &budget, &what);
+                    runs += 1;
+                }
+            }
+        }
+    }
+    assert!(runs > 200, "{runs}");
+}
+
+/// Every non-root victim dying at every tick of the fault-free run, P = 12.
+#[test]
+fn every_death_time_during_the_operation() {
+    for spec in [BINOMIAL, BINARY] {
+        let procs = 12u32;
+        let sc = FtcoScenario::new(spec, procs, paper(), None, FaultPlan::none()).unwrap();
+        let mut sim = FtcoSim::new(&sc);
+        let end = sim.run(0).quiescence_latency;
+        for victim in 1..procs {
+            for t in 0..=end {
+                let mut death = vec![NEVER; procs as usize];
+                death[victim as usize] = t;
+                let what = format!("{spec}: {victim} dies at {t}");
+                definition_3_2(&mut sim, &death, &[], &what);
+            }
+        }
+    }
+}
+
+/// A timeout unit of 1 tick, below the network latency (L = 2, a round
+/// trip is 8): live nodes are suspected, the DATA goes to their children
+/// too, and still every live node gets the value exactly once; with a
+/// dead node as well.
+#[test]
+fn short_timeout_suspects_live_nodes_and_stays_correct() {
+    for spec in [BINOMIAL, BINARY] {
+        for procs in [17u32, 64] {
+            let sc = FtcoScenario::new(spec, procs, paper(), Some(1), FaultPlan::none()).unwrap();
+            let mut sim = FtcoSim::new(&sc);
+            let never = vec![NEVER; procs as usize];
+            let run = sim.run_with(&never, &[]);
+            let what = format!("{spec} P = {procs}");
+            assert!(run.false_suspicions > 0, "{what}: {run:?}");
+            assert!(run.timeouts >= run.false_suspicions, "{what}: {run:?}");
+            assert!(run.messages > 2 * u64::from(procs - 1), "{what}: {run:?}");
+            assert_eq!(
+                (run.consistency, run.violations),
+                (1.0, 0),
+                "{what}: {run:?}"
+            );
+            let refuted: u32 = sim.cores().iter().map(|c| c.refuted()).sum();
+            assert!(refuted > 0 && refuted <= run.false_suspicions, "{what}");
+            for victim in [1, 2, procs - 1] {
+                let mut death = never.clone();
+                death[victim as usize] = 0;
+                let what = format!("{what}, {victim} dead");
+                definition_3_2(&mut sim, &death, &[], &what);
+            }
+        }
+    }
+}
+
+/// Random dead sets (10 % of 256 nodes) on the 4-ary tree: Definition 3.2
+/// holds in every run.
+#[test]
+fn random_faults_at_256() {
+    let faults = FaultPlan::rate(0.1);
+    let sc = FtcoScenario::new(
+        TreeSpec::interleaved(Shape::KAry(4)),
+        256,
+        paper(),
+        None,
+        faults,
+    )
+    .unwrap();
+    let mut sim = FtcoSim::new(&sc);
+    for seed in 0..50 {
+        let run = sim.run(seed);
+        assert!(run.failed > 0, "seed {seed}");
+        assert_eq!(
+            (run.consistency, run.violations),
+            (1.0, 0),
+            "seed {seed}: {run:?}"
+        );
+    }
+}
+
+/// A disruption (Section 4, "Data Propagation Disruptions"): one node dead
+/// before the operation and another dying right after each of its sends,
+/// P = 2..=12, binomial and binary trees. A parent that forwarded to a
+/// dead child, acked and died leaves its grandchildren waiting: only
+/// their KEEPALIVE walk up (Appendix D) reaches the value.
+#[test]
+fn a_dead_node_and_a_death_during_the_operation() {
+    let mut walks = 0u32;
+    for spec in [BINOMIAL, BINARY] {
+        for procs in 3..=12u32 {
+            let sc = FtcoScenario::new(spec, procs, paper(), None, FaultPlan::none()).unwrap();
+            let mut sim = FtcoSim::new(&sc);
+            for dead in 1..procs {
+                let mut death = vec![NEVER; procs as usize];
+                death[dead as usize] = 0;
+                sim.run_with(&death, &[]);
+                let sends = sim.last_trace().sends_by_rank.clone();
+                for victim in (1..procs).filter(|&v| v != dead) {
+                    for n in 1..=sends[victim as usize] {
+                        let mut budget = vec![UNLIMITED; procs as usize];
+                        budget[victim as usize] = n;
+                        let what = format!(
+                            "{spec} P = {procs}: {dead} dead, {victim} dies after send {n}"
+                        );
+                        definition_3_2(&mut sim, &death, &budget, &what);
+                        let keepalives = sim.last_trace().sends_by_tag[Tag::KeepAlive as usize];
+                        walks += u32::from(keepalives > 0);
+                    }
+                }
+            }
+        }
+    }
+    assert!(walks > 0);
+}
