@@ -90,15 +90,7 @@ impl<'p, P: Clone + Send + 'static> AckTree<'p, P> {
         value: Option<P>,
     ) -> Result<Self, Error> {
         let procs = plan.procs();
-        for rank in [root, me] {
-            if rank >= procs {
-                return Err(Error::RankOutOfRange { rank, procs });
-            }
-        }
-        if me == root && value.is_none() {
-            return Err(Error::NoRootValue(root));
-        }
-        let value = if me == root { value } else { None };
+        let value = crate::protocol::rooted_value(procs, root, me, value)?;
         let virtual_me = ring::left(me, root, procs);
         let children = plan.tree.child_range(virtual_me);
         Ok(AckTree {
@@ -204,20 +196,12 @@ impl<P: Clone + Send + 'static> Protocol for AckTree<'_, P> {
     }
 
     fn header(&self) -> Header {
-        Header {
-            op: self.op,
-            kind: Collective::Broadcast,
-            root: Some(self.root),
-        }
+        Header::broadcast(self.op, self.root)
     }
 
     /// Once finished: the ACK gather is what the call waits for.
     fn may_return(&self) -> Leave {
-        if self.is_finished() {
-            Leave::Now
-        } else {
-            Leave::Not
-        }
+        Leave::once(self.is_finished())
     }
 
     /// The root: every child acked; another node: its ACK is out.

@@ -152,15 +152,7 @@ impl<'p, P: Clone + Send + 'static> Bcast<'p, P> {
         value: Option<P>,
     ) -> Result<Self, Error> {
         let procs = plan.procs();
-        for rank in [root, me] {
-            if rank >= procs {
-                return Err(Error::RankOutOfRange { rank, procs });
-            }
-        }
-        let is_root = me == root;
-        if is_root && value.is_none() {
-            return Err(Error::NoRootValue(root));
-        }
+        let value = crate::protocol::rooted_value(procs, root, me, value)?;
         let virtual_me = ring::left(me, root, procs);
         let children = plan.tree.child_range(virtual_me);
         Ok(Bcast {
@@ -171,7 +163,7 @@ impl<'p, P: Clone + Send + 'static> Bcast<'p, P> {
             kind: Collective::Broadcast,
             next_child: children.start,
             child_end: children.end,
-            value: if is_root { value } else { None },
+            value,
             output_ready: false,
             by_tree: false,
             correcting: false,

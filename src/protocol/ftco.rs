@@ -213,15 +213,7 @@ impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
         value: Option<P>,
     ) -> Result<Self, Error> {
         let procs = plan.procs();
-        for rank in [root, me] {
-            if rank >= procs {
-                return Err(Error::RankOutOfRange { rank, procs });
-            }
-        }
-        if me == root && value.is_none() {
-            return Err(Error::NoRootValue(root));
-        }
-        let value = if me == root { value } else { None };
+        let value = crate::protocol::rooted_value(procs, root, me, value)?;
         let virtual_me = ring::left(me, root, procs);
         let mut core = Ftco {
             plan,
@@ -483,11 +475,7 @@ impl<P: Clone + Send + 'static> Protocol for Ftco<'_, P> {
     }
 
     fn header(&self) -> Header {
-        Header {
-            op: self.op,
-            kind: Collective::Broadcast,
-            root: Some(self.root),
-        }
+        Header::broadcast(self.op, self.root)
     }
 
     /// Once every DATA it sent is acknowledged or circumvented, and its

@@ -21,6 +21,17 @@ pub struct Header {
 }
 
 impl Header {
+    /// The header of broadcast `op` from `root`, which every broadcast core
+    /// (corrected tree, gossip, BIG, ack tree, FTCO) names its operation by.
+    #[inline]
+    pub fn broadcast(op: OpId, root: Rank) -> Self {
+        Header {
+            op,
+            kind: Collective::Broadcast,
+            root: Some(root),
+        }
+    }
+
     /// True when `msg`, a message of the same operation, belongs to the same
     /// call: same collective and, if the call has one, same root.
     #[inline]

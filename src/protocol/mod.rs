@@ -82,6 +82,18 @@ pub enum Leave {
     AfterGrace,
 }
 
+impl Leave {
+    /// [`Leave::Now`] once `finished`, [`Leave::Not`] before: for a core
+    /// whose call lasts until its part is done (gossip, BIG, the ack tree).
+    pub fn once(finished: bool) -> Self {
+        if finished {
+            Leave::Now
+        } else {
+            Leave::Not
+        }
+    }
+}
+
 /// The contract between a protocol core and the engine driving it.
 ///
 /// **Calls.** The engine calls [`handle`](Protocol::handle) for every event
@@ -213,5 +225,27 @@ pub trait Protocol {
     /// default) for algorithms that never wait on a particular peer.
     fn awaiting(&self) -> Option<Rank> {
         None
+    }
+}
+
+/// The arguments every rooted broadcast core checks (the corrected tree,
+/// gossip's phase, BIG, the ack tree, FTCO): `root` and `me` ranks of the
+/// `procs` nodes, and the root's `value` given. Returns the value this node
+/// starts with: the root's, `None` elsewhere.
+pub(crate) fn rooted_value<P>(
+    procs: u32,
+    root: Rank,
+    me: Rank,
+    value: Option<P>,
+) -> Result<Option<P>, crate::error::Error> {
+    for rank in [root, me] {
+        if rank >= procs {
+            return Err(crate::error::Error::RankOutOfRange { rank, procs });
+        }
+    }
+    match (me == root, value) {
+        (true, None) => Err(crate::error::Error::NoRootValue(root)),
+        (true, value) => Ok(value),
+        (false, _) => Ok(None),
     }
 }

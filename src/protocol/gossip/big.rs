@@ -118,15 +118,7 @@ impl<'p, P: Clone + Send + 'static> Big<'p, P> {
         value: Option<P>,
     ) -> Result<Self, Error> {
         let procs = plan.procs;
-        for rank in [root, me] {
-            if rank >= procs {
-                return Err(Error::RankOutOfRange { rank, procs });
-            }
-        }
-        if me == root && value.is_none() {
-            return Err(Error::NoRootValue(root));
-        }
-        let value = if me == root { value } else { None };
+        let value = crate::protocol::rooted_value(procs, root, me, value)?;
         Ok(Big {
             plan,
             me: ring::left(me, root, procs),
@@ -199,20 +191,12 @@ impl<P: Clone + Send + 'static> Protocol for Big<'_, P> {
     }
 
     fn header(&self) -> Header {
-        Header {
-            op: self.op,
-            kind: Collective::Broadcast,
-            root: Some(self.root),
-        }
+        Header::broadcast(self.op, self.root)
     }
 
     /// Once all m sends are out: they are what makes BIG survive failures.
     fn may_return(&self) -> Leave {
-        if self.is_finished() {
-            Leave::Now
-        } else {
-            Leave::Not
-        }
+        Leave::once(self.is_finished())
     }
 
     fn is_finished(&self) -> bool {

@@ -179,11 +179,7 @@ impl<P: Clone + Send + 'static> Protocol for Gossip<'_, P> {
     }
 
     fn may_return(&self) -> Leave {
-        if self.is_finished() {
-            Leave::Now
-        } else {
-            Leave::Not
-        }
+        Leave::once(self.is_finished())
     }
 
     /// Once colored and past its part: a c-node at once, a g-node at the

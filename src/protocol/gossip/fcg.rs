@@ -527,11 +527,7 @@ impl<P: Clone + Send + 'static> Protocol for Fcg<'_, P> {
 
     /// Once exited (the paper's delivery): not before.
     fn may_return(&self) -> Leave {
-        if self.is_finished() {
-            Leave::Now
-        } else {
-            Leave::Not
-        }
+        Leave::once(self.is_finished())
     }
 
     fn is_finished(&self) -> bool {

@@ -48,22 +48,15 @@ impl<P: Clone> Phase<P> {
         rng: RandomStream,
     ) -> Result<Self, Error> {
         let procs = plan.procs();
-        for rank in [root, me] {
-            if rank >= procs {
-                return Err(Error::RankOutOfRange { rank, procs });
-            }
-        }
-        if me == root && value.is_none() {
-            return Err(Error::NoRootValue(root));
-        }
+        let value = crate::protocol::rooted_value(procs, root, me, value)?;
         let is_root = me == root;
         Ok(Phase {
             me: ring::left(me, root, procs),
             root,
             op,
             g_node: is_root,
-            output: if is_root { value.clone() } else { None },
-            value: if is_root { value } else { None },
+            output: value.clone(),
+            value,
             rng,
         })
     }
