@@ -30,7 +30,7 @@
 use crate::error::{ConfigError, Error};
 use crate::protocol::{Event, Header, Leave, Msg, Protocol, Tag, Transmit};
 use crate::topology::{ring, Tree, TreeSpec};
-use crate::types::{Collective, LogP, OpId, Rank, Tick};
+use crate::types::{LogP, OpId, Rank, Tick};
 
 /// The tree every node of an ack tree broadcast shares (Corrected Trees,
 /// Section 3.2 for the shapes, Section 5 for the acknowledged baseline).
@@ -113,13 +113,7 @@ impl<'p, P: Clone + Send + 'static> AckTree<'p, P> {
     }
 
     fn msg(&self, tag: Tag, payload: P) -> Msg<P> {
-        Msg {
-            op: self.op,
-            kind: Collective::Broadcast,
-            root: self.root,
-            tag,
-            payload,
-        }
+        Msg::broadcast(self.op, self.root, tag, payload)
     }
 
     fn real(&self, rank: Rank) -> Rank {
@@ -230,6 +224,7 @@ impl<P: Clone + Send + 'static> Protocol for AckTree<'_, P> {
 mod tests {
     use super::*;
     use crate::topology::Shape;
+    use crate::types::Collective;
 
     fn sends(core: &mut AckTree<'_, u8>) -> Vec<(Rank, Tag)> {
         std::iter::from_fn(|| core.poll_transmit(0).map(|t| (t.to, t.msg.tag))).collect()

@@ -74,7 +74,7 @@ use crate::error::{ConfigError, Error};
 use crate::protocol::timer::TimerTable;
 use crate::protocol::{Event, Header, Leave, Msg, Protocol, Tag, Transmit};
 use crate::topology::{ring, Tree, TreeSpec};
-use crate::types::{Collective, LogP, OpId, Rank, Tick};
+use crate::types::{LogP, OpId, Rank, Tick};
 
 /// What every node of one FTCO broadcast shares: the tree, the model, the
 /// timeout unit and every node's expected arrival time (FTCO, Section 4:
@@ -274,13 +274,7 @@ impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
     }
 
     fn msg(&self, tag: Tag, payload: Option<P>) -> Msg<Option<P>> {
-        Msg {
-            op: self.op,
-            kind: Collective::Broadcast,
-            root: self.root,
-            tag,
-            payload,
-        }
+        Msg::broadcast(self.op, self.root, tag, payload)
     }
 
     fn take_value(&mut self, v: P) {
@@ -508,6 +502,7 @@ impl<P: Clone + Send + 'static> Protocol for Ftco<'_, P> {
 mod tests {
     use super::*;
     use crate::topology::Shape;
+    use crate::types::Collective;
 
     type Out = Option<(Rank, Tag)>;
 

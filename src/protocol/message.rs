@@ -140,6 +140,19 @@ pub struct Msg<P> {
 }
 
 impl<P> Msg<P> {
+    /// A message of broadcast `op` from `root` (the header every broadcast
+    /// core stamps on what it sends).
+    #[inline]
+    pub fn broadcast(op: OpId, root: Rank, tag: Tag, payload: P) -> Self {
+        Msg {
+            op,
+            kind: Collective::Broadcast,
+            root,
+            tag,
+            payload,
+        }
+    }
+
     /// The same message with its payload mapped (an engine wraps a core's
     /// payload into its wire type and back).
     #[inline]

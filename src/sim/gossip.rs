@@ -274,21 +274,7 @@ impl ColoringCurve {
 /// The longest run of consecutive ring positions (wrapping) whose time in
 /// `at` is after `t`: all of them if none is colored.
 fn longest_gap(at: &[Tick], t: Tick) -> u32 {
-    let Some(first) = at.iter().position(|&a| a <= t) else {
-        return at.len() as u32;
-    };
-    // Walk the ring once, starting at a colored node, so a chain that
-    // wraps around the end is counted whole.
-    let (mut best, mut run) = (0u32, 0u32);
-    for i in 1..=at.len() {
-        if at[(first + i) % at.len()] <= t {
-            run = 0;
-        } else {
-            run += 1;
-            best = best.max(run);
-        }
-    }
-    best
+    crate::topology::ring::max_gap(at.len() as u32, |r| at[r as usize] <= t)
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@
 use crate::error::{ConfigError, Error};
 use crate::protocol::{Event, Header, Leave, Msg, Protocol, Tag, Transmit};
 use crate::topology::ring;
-use crate::types::{Collective, OpId, Rank, Tick};
+use crate::types::{OpId, Rank, Tick};
 
 /// What every node of one BIG broadcast shares: the number of nodes N and
 /// the degree m = ⌈log2 N⌉ (Section IV-B.3).
@@ -168,13 +168,7 @@ impl<P: Clone + Send + 'static> Protocol for Big<'_, P> {
         let to = ring::right(self.me, 1 << x, procs);
         Some(Transmit {
             to: ring::right(to, self.root, procs),
-            msg: Msg {
-                op: self.op,
-                kind: Collective::Broadcast,
-                root: self.root,
-                tag: Tag::Tree,
-                payload: value.clone(),
-            },
+            msg: Msg::broadcast(self.op, self.root, Tag::Tree, value.clone()),
         })
     }
 
@@ -215,6 +209,7 @@ impl<P: Clone + Send + 'static> Protocol for Big<'_, P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::Collective;
 
     fn sends(core: &mut Big<'_, u8>) -> Vec<Rank> {
         std::iter::from_fn(|| core.poll_transmit(0).map(|t| t.to)).collect()

@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::protocol::random::RandomStream;
 use crate::protocol::{Header, Msg, Tag};
 use crate::topology::ring;
-use crate::types::{Collective, OpId, Rank, Tick};
+use crate::types::{OpId, Rank, Tick};
 
 use super::GossipPlan;
 
@@ -102,21 +102,11 @@ impl<P: Clone> Phase<P> {
 
     /// A message of this operation with `tag` and `payload`.
     pub(super) fn msg<Q>(&self, tag: Tag, payload: Q) -> Msg<Q> {
-        Msg {
-            op: self.op,
-            kind: Collective::Broadcast,
-            root: self.root,
-            tag,
-            payload,
-        }
+        Msg::broadcast(self.op, self.root, tag, payload)
     }
 
     /// The operation's header: a broadcast from the root.
     pub(super) fn header(&self) -> Header {
-        Header {
-            op: self.op,
-            kind: Collective::Broadcast,
-            root: Some(self.root),
-        }
+        Header::broadcast(self.op, self.root)
     }
 }
