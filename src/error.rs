@@ -185,6 +185,15 @@ pub enum ConfigError {
         /// Ranks in the team.
         ranks: u32,
     },
+    /// An operation this engine cannot offer (say, agreement on failures
+    /// where nothing detects them).
+    #[error("{what} is not available here: {why}")]
+    Unsupported {
+        /// The operation.
+        what: &'static str,
+        /// Why not.
+        why: &'static str,
+    },
     /// Something asked for needs a cargo feature this build of `corrected`
     /// was compiled without.
     #[error("this build of corrected lacks the '{feature}' feature")]

@@ -35,6 +35,8 @@ pub mod fault_point;
 pub(crate) mod fault_point;
 pub mod helping;
 pub mod mailbox;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod op;
 pub mod placement;
 pub mod prelude;

@@ -639,7 +639,7 @@ impl Collectives for Comm<'_> {
 
 /// The reduction of elements of `T` as a function on values of any length
 /// (new segments come from `pool`).
-fn data_op<'a, T: bytemuck::Pod>(
+pub(crate) fn data_op<'a, T: bytemuck::Pod>(
     op: &'a impl Operation<T>,
     pool: &'a crate::runtime::segment::SegmentPool,
 ) -> impl Fn(&mut Data, &Data) + Sync + 'a {

@@ -190,6 +190,27 @@ impl Data {
         matches!(self, Data::Shared(Shared::Lazy(_)))
     }
 
+    /// The value as bytes for a transport that copies them between
+    /// processes ([`crate::mpi`]): its bytes, or the two lengths of a
+    /// mismatch. `None` for the forms that refer to this process's memory
+    /// (a lazy sum, a lent buffer), which such a transport never carries.
+    pub fn to_wire(&self) -> Option<Result<&[u8], [u64; 2]>> {
+        match self.form() {
+            Form::Bytes(b) => Some(Ok(b)),
+            Form::Mismatch(lens) => Some(Err(lens)),
+            Form::Lazy(_) | Form::Lent(_) => None,
+        }
+    }
+
+    /// The value [`Data::to_wire`] gave, in this process (a segment of
+    /// `pool` if it does not fit inline).
+    pub fn from_wire(wire: Result<&[u8], [u64; 2]>, pool: &SegmentPool) -> Data {
+        match wire {
+            Ok(bytes) => Data::encode(bytes, pool),
+            Err(lens) => Data::mismatch(lens),
+        }
+    }
+
     #[inline]
     fn form(&self) -> Form<'_> {
         match self {

@@ -45,10 +45,14 @@ mod transport;
 pub use crate::buffer::{Buffer, BufferMut};
 pub use crate::op::{Operation, Reducible, SystemOperation};
 pub use crate::protocol::allreduce::AllreduceAlgorithm;
+#[cfg(feature = "mpi")]
+pub(crate) use comm::data_op;
 pub use comm::Comm;
 pub use faults::{Fault, FaultSchedule};
 pub use packet::Packet;
 pub use pin::Pinning;
+#[cfg(feature = "mpi")]
+pub(crate) use team::Plans;
 pub use team::{
     BroadcastAlgorithm, OpStats, RankOutcome, Team, TeamBuilder, TeamReport, MAX_RANKS,
 };

@@ -257,6 +257,30 @@ impl TeamBuilder {
         self
     }
 
+    /// The fault budget of a team of `ranks` (the one set, or 1 if the
+    /// team has two ranks or more).
+    pub(crate) fn budget_for(&self, ranks: u32) -> u32 {
+        self.fault_budget.unwrap_or(1.min(ranks.saturating_sub(1)))
+    }
+
+    /// The operation and failure timeouts set.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn timeouts(&self) -> (Duration, Duration) {
+        (self.op_timeout, self.failure_timeout)
+    }
+
+    /// The emulated faults set.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn fault_schedule(&self) -> &FaultSchedule {
+        &self.faults
+    }
+
+    /// The broadcast algorithm set.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn broadcast_algorithm(&self) -> BroadcastAlgorithm {
+        self.broadcast
+    }
+
     /// Checks the settings and builds the team. Errors (never panics) on no
     /// ranks or too many, a placement of another size, faults naming a rank
     /// outside the team, a bad tree, or a fault budget that leaves no rank
@@ -280,7 +304,7 @@ impl TeamBuilder {
                 });
             }
         }
-        let f = self.fault_budget.unwrap_or(1.min(self.ranks - 1));
+        let f = self.budget_for(self.ranks);
         Ok(Team {
             plans: Plans::build(&self, self.ranks, f)?,
             config: self,

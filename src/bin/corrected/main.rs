@@ -35,6 +35,8 @@ fn parse_rank_pair<N: std::str::FromStr>(
 mod error;
 mod limits;
 mod model;
+#[cfg(feature = "mpi")]
+mod mpi;
 mod op;
 mod progress;
 mod run;
@@ -60,6 +62,9 @@ enum Command {
     Soak(soak::SoakArgs),
     /// Show the machine's failure domains, a placement of ranks, and what killing a domain costs.
     Topo(topo::TopoArgs),
+    /// Run collectives between MPI processes, one rank each, every result checked (feature `mpi`; launch with mpirun).
+    #[cfg(feature = "mpi")]
+    Mpi(mpi::MpiArgs),
 }
 
 fn main() -> ExitCode {
@@ -69,6 +74,8 @@ fn main() -> ExitCode {
         Command::Run(args) => (run::run(args), error::Subcommand::Run),
         Command::Topo(args) => (topo::run(args), error::Subcommand::Topo),
         Command::Soak(args) => (soak::run(args), error::Subcommand::Soak),
+        #[cfg(feature = "mpi")]
+        Command::Mpi(args) => (mpi::run(args), error::Subcommand::Run),
     };
     match result {
         Ok(code) => code,

@@ -87,6 +87,21 @@ impl FailureInfo {
         }
     }
 
+    /// The information with these parts (as a transport that copies
+    /// messages between processes rebuilds it; ranks beyond
+    /// [`LIST_CAPACITY`] are dropped, as [`FailureInfo::merge`] drops them).
+    pub fn from_parts(subtree_failed: bool, count: u32, ranks: &[Rank]) -> Self {
+        let mut info = FailureInfo {
+            subtree_failed,
+            count,
+            ..FailureInfo::default()
+        };
+        for &r in ranks {
+            info.push(r);
+        }
+        info
+    }
+
     fn push(&mut self, rank: Rank) {
         if (self.len as usize) < LIST_CAPACITY {
             self.ranks[self.len as usize] = rank;

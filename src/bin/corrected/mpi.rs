@@ -1,0 +1,186 @@
+//! `corrected mpi`: a loop of collectives between MPI processes, every
+//! result checked, one JSON line per process. Launched by `mpirun`, one
+//! rank per process (docs/mpi.md has the command lines, also for surviving
+//! a SIGKILLed process).
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use corrected::mpi::MpiComm;
+use corrected::prelude::*;
+use corrected::types::{OpId, Rank};
+
+use crate::error::CliError;
+
+/// Options of `corrected mpi`.
+#[derive(Args, Debug)]
+pub struct MpiArgs {
+    /// The collective: bcast (from rank 0) or allreduce (u64 sum).
+    #[arg(long, default_value = "bcast")]
+    op: String,
+    /// Operations to run.
+    #[arg(long, default_value_t = 1000)]
+    iters: u32,
+    /// Elements (u64) per value.
+    #[arg(long, default_value_t = 1)]
+    len: usize,
+    /// RANK:ITER: that process SIGKILLs itself when it reaches iteration
+    /// ITER (a real death: nobody is told). Needs mpirun's
+    /// `--mca orte_enable_recovery 1` for the others to go on.
+    #[arg(long, value_parser = crate::parse_rank_pair::<u32>)]
+    sigkill: Option<(Rank, u32)>,
+    /// RANK:ITER: that rank fails before iteration ITER, emulated and
+    /// announced to the others (as a failure detector would).
+    #[arg(long, value_parser = crate::parse_rank_pair::<u32>)]
+    die_at: Option<(Rank, u32)>,
+    /// Fault budget f of allreduce.
+    #[arg(long)]
+    f: Option<u32>,
+    /// Operation timeout, seconds.
+    #[arg(long, default_value_t = 10.0)]
+    timeout: f64,
+}
+
+/// What one process saw.
+#[derive(serde::Serialize)]
+struct Outcome {
+    rank: Rank,
+    size: u32,
+    op: String,
+    iters: u32,
+    /// Operations that returned the expected value.
+    ok: u32,
+    /// Operations that returned a value other than every allowed one.
+    wrong: u32,
+    /// The first wrong value, as text.
+    first_wrong: Option<String>,
+    /// Errors by kind.
+    errors: BTreeMap<String, u32>,
+    first_error: Option<String>,
+    /// Mean time per operation, microseconds, over the whole loop.
+    mean_us: f64,
+    /// Frames that could not be read or written (must be 0).
+    bad_frames: (u64, u64),
+}
+
+/// Runs the loop on this process and prints its outcome.
+pub fn run(args: MpiArgs) -> Result<ExitCode, CliError> {
+    if !(args.timeout > 0.0 && args.timeout <= 3600.0) {
+        return Err(CliError::OutOfRange {
+            option: "--timeout",
+            value: args.timeout.to_string(),
+            why: "must be more than 0 and at most 3600 seconds".into(),
+            hint: "pass --timeout 10".into(),
+        });
+    }
+    let universe = mpi::initialize().ok_or(CliError::Corrected(Error::Config(
+        corrected::ConfigError::Unsupported {
+            what: "a second MPI initialization",
+            why: "MPI was initialized already",
+        },
+    )))?;
+    let mut faults = FaultSchedule::none();
+    if let Some((rank, iter)) = args.die_at {
+        faults = faults.kill(rank, iter as OpId);
+    }
+    let mut builder = Team::builder()
+        .op_timeout(Duration::from_secs_f64(args.timeout))
+        .faults(faults);
+    if let Some(f) = args.f {
+        builder = builder.fault_budget(f);
+    }
+    let mut comm = MpiComm::new(&universe.world(), &builder).map_err(Error::from)?;
+    let (me, size) = (comm.rank(), comm.size());
+    let mut outcome = Outcome {
+        rank: me,
+        size,
+        op: args.op.clone(),
+        iters: args.iters,
+        ok: 0,
+        wrong: 0,
+        errors: BTreeMap::new(),
+        first_wrong: None,
+        first_error: None,
+        mean_us: 0.0,
+        bad_frames: (0, 0),
+    };
+    let dead = |iter: u32| -> Vec<Rank> {
+        [args.die_at, args.sigkill]
+            .into_iter()
+            .flatten()
+            .filter(|&(_, at)| at <= iter)
+            .map(|(r, _)| r)
+            .collect()
+    };
+    let started = Instant::now();
+    let mut buf = vec![0u64; args.len];
+    for iter in 0..args.iters {
+        if args.sigkill == Some((me, iter)) {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &std::process::id().to_string()])
+                .status();
+        }
+        let result = match args.op.as_str() {
+            "bcast" => {
+                let value = u64::from(iter) + 1;
+                if me == 0 {
+                    buf.fill(value);
+                } else {
+                    buf.fill(0);
+                }
+                comm.broadcast_into(0, &mut buf[..])
+                    .map(|()| buf.iter().all(|&x| x == value))
+            }
+            "allreduce" => {
+                let mine = vec![1u64 << me.min(63); args.len];
+                comm.all_reduce_into(&mine[..], &mut buf[..], SystemOperation::sum())
+                    .map(|()| {
+                        // Every live rank's bit, and a failed rank's or not.
+                        let all: u64 = (0..size.min(64)).map(|r| 1u64 << r).sum();
+                        let gone = dead(iter);
+                        let first = buf[0];
+                        buf.iter().all(|&x| x == first)
+                            && first & !gone.iter().map(|&r| 1u64 << r).sum::<u64>()
+                                == all & !gone.iter().map(|&r| 1u64 << r).sum::<u64>()
+                    })
+            }
+            other => {
+                return Err(CliError::UnknownOp {
+                    op: other.to_string(),
+                    expected: "bcast or allreduce",
+                })
+            }
+        };
+        match result {
+            Ok(true) => outcome.ok += 1,
+            Ok(false) => {
+                outcome.wrong += 1;
+                outcome.first_wrong.get_or_insert_with(|| {
+                    format!("operation {iter}: {:?}", &buf[..buf.len().min(4)])
+                });
+            }
+            Err(Error::Failed(_)) if dead(iter).contains(&me) => break,
+            Err(e) => {
+                let kind = format!("{e:?}");
+                let kind = kind.split([' ', '(', '{']).next().unwrap_or("").to_string();
+                *outcome.errors.entry(kind).or_default() += 1;
+                outcome.first_error.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
+    let ops = (outcome.ok + outcome.wrong + outcome.errors.values().sum::<u32>()).max(1);
+    outcome.mean_us = started.elapsed().as_secs_f64() * 1e6 / f64::from(ops);
+    outcome.bad_frames = comm.bad_frames();
+    let clean = outcome.wrong == 0 && outcome.bad_frames == (0, 0);
+    crate::out!(
+        "{}",
+        serde_json::to_string(&outcome).expect("the outcome serializes")
+    );
+    // Serve late messages until the others are done (or the wait passes).
+    drop(comm);
+    let code = if clean { 0 } else { 1 };
+    corrected::mpi::finalize_within(universe, Duration::from_secs(5), code);
+    Ok(ExitCode::from(code as u8))
+}

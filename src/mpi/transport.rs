@@ -1,0 +1,471 @@
+//! The MPI [`Transport`]: one rank per process, point-to-point messages on
+//! a duplicate of the world communicator, so the driver and every protocol
+//! core run between processes exactly as between threads.
+//!
+//! * **Sends never block and never wait on a peer.** Each message is framed
+//!   ([`super::wire`]) into a buffer the transport owns and sent with
+//!   `MPI_Isend`. Completed sends give their buffers back for reuse; at
+//!   most [`MAX_IN_FLIGHT`] sends per peer are pending (a lane's capacity:
+//!   past it the driver keeps the message in its outbox). Sends to a peer
+//!   found failed are abandoned: never waited for, their buffers never
+//!   freed (MPI may still read them), at most [`MAX_IN_FLIGHT`] per peer.
+//! * **Receives are probe-driven** (`MPI_Improbe` and `MPI_Mrecv` into one
+//!   reused buffer); no MPI collective and no blocking call is ever made on
+//!   a peer that may be dead.
+//! * **One tag, one frame kind byte**: protocol messages and the
+//!   transport's notices travel in one FIFO per pair of ranks (MPI's
+//!   non-overtaking rule), so a notice that a rank left or failed never
+//!   overtakes that rank's last messages.
+//! * **Failures**: this Open MPI reports none (no ULFM; see docs/mpi.md).
+//!   A rank marked failed here (by this process's driver: the timeout
+//!   detector, or its own emulated death) is announced to every other rank
+//!   with a [`Frame::Failed`]; a SIGKILLed process is known to nobody
+//!   until a detector says so. Corrected broadcast needs no notice.
+//! * **Time**: nanoseconds since the transport was made.
+//!
+//! Not `Send` in substance: MPI is initialized for the main thread only
+//! (`MPI_THREAD_FUNNELED` at most), and the communicator that owns this
+//! transport ([`super::MpiComm`]) is not `Send`, so the transport never
+//! leaves the thread that made it (see the `SAFETY` note on its `Send`).
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mpi::point_to_point::{Destination, Source, Status};
+use mpi::request::{Request, StaticScope};
+use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::traits::Equivalence;
+
+use crate::driver::{PeerView, Transport};
+use crate::mpi::wire::{self, Frame};
+use crate::protocol::Msg;
+use crate::runtime::segment::SegmentPool;
+use crate::runtime::Packet;
+use crate::types::{OpId, Rank, Tick};
+
+/// The MPI tag of every frame.
+const TAG: i32 = 0x636f;
+
+/// Sends pending per peer at most (as a thread lane's capacity).
+pub const MAX_IN_FLIGHT: usize = 64;
+
+/// One pending send and the buffer it reads.
+struct InFlight {
+    request: Request<'static, [u8], StaticScope>,
+    /// The leaked buffer the request reads (from `Box::leak`).
+    buffer: *mut Vec<u8>,
+    /// When the send started.
+    since: Tick,
+}
+
+/// Sends in progress and spare buffers.
+struct Outgoing {
+    /// Per peer, oldest first.
+    pending: Vec<VecDeque<InFlight>>,
+    /// Sends to failed peers: never completed by us, never dropped.
+    abandoned: Vec<InFlight>,
+    spare: Vec<Vec<u8>>,
+    /// Frames that could not be written (a value of this process's memory).
+    unframeable: u64,
+}
+
+impl Outgoing {
+    /// Reclaims the buffers of `to`'s completed sends, oldest first.
+    fn reap(&mut self, to: usize) {
+        while let Some(front) = self.pending[to].pop_front() {
+            match front.request.test() {
+                Ok(_) => {
+                    // SAFETY: `buffer` came from `Box::leak` in `start`, and
+                    // the only other reference to it, the request's, was
+                    // consumed by a successful test: MPI no longer reads it.
+                    let buffer = unsafe { Box::from_raw(front.buffer) };
+                    self.spare.push(*buffer);
+                }
+                Err(request) => {
+                    self.pending[to].push_front(InFlight { request, ..front });
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Starts sending `frame` to `to` (no capacity check).
+    fn start(&mut self, comm: &SimpleCommunicator, to: Rank, frame: &Frame, now: Tick) -> bool {
+        let mut bytes = self.spare.pop().unwrap_or_default();
+        if wire::encode(frame, &mut bytes).is_err() {
+            self.unframeable += 1;
+            self.spare.push(bytes);
+            return false;
+        }
+        let buffer: &'static mut Vec<u8> = Box::leak(Box::new(bytes));
+        let raw: *mut Vec<u8> = buffer;
+        // Only shared access from here on, until the request completes.
+        let slice: &'static [u8] = &buffer[..];
+        let request =
+            comm.process_at_rank(to as i32)
+                .immediate_send_with_tag(StaticScope, slice, TAG);
+        self.pending[to as usize].push_back(InFlight {
+            request,
+            buffer: raw,
+            since: now,
+        });
+        true
+    }
+}
+
+/// One process's MPI transport.
+pub struct MpiTransport {
+    comm: SimpleCommunicator,
+    rank: Rank,
+    procs: u32,
+    started: Instant,
+    out: RefCell<Outgoing>,
+    /// The reused receive buffer.
+    inbox: Vec<u8>,
+    /// Segments of values too large to travel inline, once received.
+    segments: Arc<SegmentPool>,
+    failed: RefCell<Vec<bool>>,
+    epoch: Cell<u64>,
+    /// Ranks whose program has ended (a [`Frame::Left`] came).
+    left: Vec<bool>,
+    /// Frames received that could not be read (must stay 0).
+    malformed: u64,
+    /// What this rank tells others of its progress (its beat counts the
+    /// heartbeats it sent).
+    mine: Cell<PeerView>,
+    /// What the others last told.
+    views: Vec<PeerView>,
+    /// When this rank last sent a heartbeat.
+    last_beat: Cell<Tick>,
+    /// A heartbeat went out during the current call (so its return is
+    /// told at once: see `publish_returned`).
+    beat_in_call: Cell<bool>,
+    /// Heartbeats go out this often while this rank waits.
+    beat_every: Tick,
+    /// When this rank's own program ended, if it has.
+    leaving: Cell<Option<Tick>>,
+    /// How long a rank that has ended waits for ranks that have not, when
+    /// nothing tells it they failed; also how long a peer may leave
+    /// [`MAX_IN_FLIGHT`] sends pending before it is taken for failed.
+    leave_wait: Tick,
+    stuck_after: Tick,
+}
+
+// SAFETY: an `MpiTransport` holds MPI handles and raw pointers to buffers
+// MPI reads, neither of which may be used from two threads. It is created by
+// and owned by an `MpiComm`, which is `!Send` (it holds a raw-pointer
+// marker), so it never leaves the thread that initialized MPI. The driver
+// asks `T: Send` only so that thread engines can lend a call to other
+// threads (`Transport::block_call`), which this transport never does (it
+// keeps the default).
+unsafe impl Send for MpiTransport {}
+
+impl MpiTransport {
+    /// A transport on a duplicate of `world` (so no message of the
+    /// program's own MPI traffic is ever taken for ours); values too large
+    /// to travel inline are received into segments of `segments`.
+    /// `failure_timeout` sets the heartbeat (four per timeout while this
+    /// rank waits), how long a peer may leave [`MAX_IN_FLIGHT`] sends
+    /// pending before it is taken for failed, and how long a rank whose
+    /// program has ended waits for the others to end too.
+    pub fn new(
+        world: &SimpleCommunicator,
+        segments: Arc<SegmentPool>,
+        failure_timeout: Duration,
+    ) -> Self {
+        let comm = world.duplicate();
+        let (rank, procs) = (comm.rank() as Rank, comm.size() as u32);
+        MpiTransport {
+            comm,
+            rank,
+            procs,
+            started: Instant::now(),
+            out: RefCell::new(Outgoing {
+                pending: (0..procs).map(|_| VecDeque::new()).collect(),
+                abandoned: Vec::new(),
+                spare: Vec::new(),
+                unframeable: 0,
+            }),
+            inbox: Vec::new(),
+            segments,
+            failed: RefCell::new(vec![false; procs as usize]),
+            epoch: Cell::new(0),
+            left: vec![false; procs as usize],
+            malformed: 0,
+            leaving: Cell::new(None),
+            mine: Cell::new(PeerView::START),
+            views: vec![PeerView::START; procs as usize],
+            last_beat: Cell::new(0),
+            beat_in_call: Cell::new(false),
+            beat_every: crate::driver::nanos(failure_timeout) / 4,
+            leave_wait: crate::driver::nanos(failure_timeout),
+            stuck_after: crate::driver::nanos(failure_timeout),
+        }
+    }
+
+    /// Frames received that could not be read, and messages that could not
+    /// be framed (both stay 0 unless something is wrong).
+    pub fn bad_frames(&self) -> (u64, u64) {
+        (self.malformed, self.out.borrow().unframeable)
+    }
+
+    /// Marks `rank` failed here; true if it was news. Its pending sends are
+    /// abandoned.
+    fn mark_failed(&self, rank: Rank) -> bool {
+        let mut failed = self.failed.borrow_mut();
+        let Some(slot) = failed.get_mut(rank as usize) else {
+            return false;
+        };
+        if *slot {
+            return false;
+        }
+        *slot = true;
+        self.epoch.set(self.epoch.get() + 1);
+        let mut out = self.out.borrow_mut();
+        let dropped: Vec<InFlight> = out.pending[rank as usize].drain(..).collect();
+        out.abandoned.extend(dropped);
+        true
+    }
+
+    /// Sends a notice to every other rank not known failed (notices are
+    /// few and bypass the per-peer cap).
+    fn announce(&self, frame: &Frame) {
+        let failed = self.failed.borrow().clone();
+        let mut out = self.out.borrow_mut();
+        for to in (0..self.procs).filter(|&r| r != self.rank && !failed[r as usize]) {
+            out.reap(to as usize);
+            out.start(&self.comm, to, frame, self.now());
+        }
+    }
+
+    /// Sends this rank's heartbeat to every rank not known failed.
+    fn send_beat(&self, now: Tick) {
+        let mut view = self.mine.get();
+        view.beat += 1;
+        self.mine.set(view);
+        self.last_beat.set(now);
+        self.beat_in_call.set(view.in_call());
+        self.announce(&Frame::Beat {
+            entered: view.entered,
+            returned: view.returned,
+            beat: view.beat,
+        });
+    }
+
+    /// Whether a message is waiting.
+    fn probe(&self) -> bool {
+        self.comm
+            .any_process()
+            .immediate_probe_with_tag(TAG)
+            .is_some()
+    }
+
+    /// True once every send to a rank not known failed has completed.
+    fn sends_done(&self) -> bool {
+        let failed = self.failed.borrow();
+        let mut out = self.out.borrow_mut();
+        (0..self.procs as usize).all(|to| {
+            out.reap(to);
+            failed[to] || out.pending[to].is_empty()
+        })
+    }
+}
+
+impl Drop for MpiTransport {
+    fn drop(&mut self) {
+        // A pending request may not be dropped (rsmpi panics), and its
+        // buffer may still be read: forget both (bounded: at most
+        // MAX_IN_FLIGHT per peer, and only for peers that never took them).
+        let out = self.out.get_mut();
+        for to in 0..out.pending.len() {
+            out.reap(to);
+        }
+        for f in out.pending.iter_mut().flat_map(|q| q.drain(..)) {
+            std::mem::forget(f.request);
+        }
+        for f in out.abandoned.drain(..) {
+            std::mem::forget(f.request);
+        }
+    }
+}
+
+impl Transport for MpiTransport {
+    type Payload = Packet;
+
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    fn procs(&self) -> u32 {
+        self.procs
+    }
+
+    fn now(&self) -> Tick {
+        crate::driver::nanos(self.started.elapsed())
+    }
+
+    fn send(&mut self, to: Rank, msg: Msg<Packet>) -> Result<(), Msg<Packet>> {
+        if self.is_failed(to) {
+            // Fail-stop: a message to a failed rank vanishes.
+            return Ok(());
+        }
+        let now = self.now();
+        let out = self.out.get_mut();
+        out.reap(to as usize);
+        if let Some(oldest) = out.pending[to as usize].front() {
+            if out.pending[to as usize].len() >= MAX_IN_FLIGHT {
+                if now.saturating_sub(oldest.since) <= self.stuck_after {
+                    return Err(msg);
+                }
+                // The peer has taken nothing for the failure timeout while
+                // MAX_IN_FLIGHT messages wait for it: failed (see the
+                // module doc). The message vanishes with it.
+                self.declare_failed(to);
+                return Ok(());
+            }
+        }
+        out.start(&self.comm, to, &Frame::Msg(msg), now);
+        Ok(())
+    }
+
+    fn try_recv(&mut self) -> Option<(Rank, Msg<Packet>)> {
+        loop {
+            let (message, status): (_, Status) = self
+                .comm
+                .any_process()
+                .immediate_matched_probe_with_tag(TAG)?;
+            let from = status.source_rank() as Rank;
+            let len = status.count(u8::equivalent_datatype()) as usize;
+            self.inbox.resize(len, 0);
+            message.matched_receive_into(&mut self.inbox[..]);
+            match wire::decode(&self.inbox, &self.segments) {
+                Some(Frame::Msg(msg)) => return Some((from, msg)),
+                Some(Frame::Failed(r)) => {
+                    self.mark_failed(r);
+                }
+                Some(Frame::Left) => {
+                    if let Some(l) = self.left.get_mut(from as usize) {
+                        *l = true;
+                    }
+                }
+                Some(Frame::Beat {
+                    entered,
+                    returned,
+                    beat,
+                }) => {
+                    if let Some(v) = self.views.get_mut(from as usize) {
+                        // Frames of one sender arrive in order: the last
+                        // is the newest.
+                        *v = PeerView {
+                            entered,
+                            returned,
+                            beat,
+                            left: false,
+                        };
+                    }
+                }
+                None => self.malformed += 1,
+            }
+        }
+    }
+
+    fn spin(&mut self) -> bool {
+        for _ in 0..64 {
+            if self.probe() {
+                return true;
+            }
+            std::hint::spin_loop();
+        }
+        false
+    }
+
+    fn block(&mut self, until: Tick) {
+        // MPI has no wait with a deadline that is not a blocking call on a
+        // peer: poll, yielding the core, then sleeping briefly.
+        let mut round = 0u32;
+        loop {
+            let now = self.now();
+            if now.saturating_sub(self.last_beat.get()) >= self.beat_every {
+                self.send_beat(now);
+            }
+            if self.probe() || now >= until {
+                return;
+            }
+            if round < 16 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_micros(20));
+            }
+            round += 1;
+        }
+    }
+
+    fn failure_epoch(&self) -> u64 {
+        self.epoch.get()
+    }
+
+    fn failed(&self) -> Vec<Rank> {
+        let failed = self.failed.borrow();
+        (0..self.procs).filter(|&r| failed[r as usize]).collect()
+    }
+
+    fn is_failed(&self, rank: Rank) -> bool {
+        self.failed
+            .borrow()
+            .get(rank as usize)
+            .copied()
+            .unwrap_or(false)
+    }
+
+    fn declare_failed(&self, rank: Rank) {
+        if self.mark_failed(rank) {
+            self.announce(&Frame::Failed(rank));
+        }
+    }
+
+    fn peer(&self, peer: Rank) -> Option<PeerView> {
+        // The last heartbeat it sent (or, before any, a peer that never
+        // entered the library: only absence after a whole operation
+        // timeout is held against it).
+        self.views.get(peer as usize).copied()
+    }
+
+    fn publish_entered(&self, op: OpId) {
+        let mut view = self.mine.get();
+        view.entered = op + 1;
+        self.mine.set(view);
+    }
+
+    fn publish_returned(&self, op: OpId) {
+        let mut view = self.mine.get();
+        view.returned = op + 1;
+        self.mine.set(view);
+        if self.beat_in_call.get() {
+            // Others last heard this rank inside the call: tell them it
+            // returned, or its silence while its program computes would
+            // look like a hang.
+            self.send_beat(self.now());
+        }
+    }
+
+    fn beat(&mut self) {}
+
+    fn leave(&self, _hung: bool) {
+        self.leaving.set(Some(self.now()));
+        self.announce(&Frame::Left);
+    }
+
+    fn team_quiet(&self) -> bool {
+        // Quiet once every other rank has ended its program or is known
+        // failed, and our sends to them are complete; a rank that died
+        // unannounced (SIGKILL) is waited for `leave_wait`, no longer.
+        let now = self.now();
+        let leaving = self.leaving.get().unwrap_or(now);
+        let failed = self.failed.borrow().clone();
+        let all_ended =
+            (0..self.procs as usize).all(|r| r == self.rank as usize || self.left[r] || failed[r]);
+        (all_ended && self.sends_done()) || now.saturating_sub(leaving) > self.leave_wait
+    }
+}

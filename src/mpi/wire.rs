@@ -1,0 +1,235 @@
+//! The bytes an MPI message carries: one frame per message, a protocol
+//! message ([`Msg`] of the thread runtime's [`Packet`]) or one of the
+//! transport's own notices (a rank found failed, a rank whose program has
+//! ended).
+//!
+//! Little-endian, no padding, no schema: the header is 11 bytes, a value
+//! its length and its bytes. A value that refers to this process's memory
+//! (a lazy sum, a lent buffer) is never put in a frame: the MPI
+//! communicator only builds values from bytes ([`Data::encode`]). Decoding
+//! checks every length and returns `None` for a frame it cannot read (the
+//! transport drops and counts it); it never panics on bad input.
+
+use crate::protocol::gossip::Stamped;
+use crate::protocol::reduce::{Contribution, FailureInfo};
+use crate::protocol::{Msg, Tag};
+use crate::runtime::data::Data;
+use crate::runtime::segment::SegmentPool;
+use crate::runtime::Packet;
+use crate::types::{Collective, OpId, Rank};
+
+/// One frame: what travels in one MPI message.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Frame {
+    /// A protocol message.
+    Msg(Msg<Packet>),
+    /// The sender found `Rank` failed (its timeout detector's verdict, or
+    /// its own death); the receiver marks it failed too.
+    Failed(Rank),
+    /// The sender's program has ended: it takes part in no later
+    /// operation (it still answers for the ones it finished).
+    Left,
+    /// The sender's heartbeat while it waits inside the library, for the
+    /// receivers' timeout detectors ([`crate::driver::PeerView`]).
+    Beat {
+        /// One more than the last operation it entered.
+        entered: OpId,
+        /// One more than the last operation it returned from.
+        returned: OpId,
+        /// Its heartbeat count.
+        beat: u64,
+    },
+}
+
+const FRAME_MSG: u8 = 0;
+const FRAME_FAILED: u8 = 1;
+const FRAME_LEFT: u8 = 2;
+const FRAME_BEAT: u8 = 3;
+
+const PACKET_VALUE: u8 = 0;
+const PACKET_CONTRIBUTION: u8 = 1;
+const PACKET_STAMPED: u8 = 2;
+
+const DATA_BYTES: u8 = 0;
+const DATA_MISMATCH: u8 = 1;
+
+/// Why a message cannot be framed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unframeable {
+    /// Its value refers to this process's memory.
+    LocalValue,
+    /// A failure-proof gossip message (not carried between processes yet).
+    Fcg,
+}
+
+/// Writes `frame` into `out` (cleared first).
+pub fn encode(frame: &Frame, out: &mut Vec<u8>) -> Result<(), Unframeable> {
+    out.clear();
+    match frame {
+        Frame::Failed(r) => {
+            out.push(FRAME_FAILED);
+            out.extend_from_slice(&r.to_le_bytes());
+        }
+        Frame::Left => out.push(FRAME_LEFT),
+        Frame::Beat {
+            entered,
+            returned,
+            beat,
+        } => {
+            out.push(FRAME_BEAT);
+            out.extend_from_slice(&entered.to_le_bytes());
+            out.extend_from_slice(&returned.to_le_bytes());
+            out.extend_from_slice(&beat.to_le_bytes());
+        }
+        Frame::Msg(msg) => {
+            out.push(FRAME_MSG);
+            out.extend_from_slice(&msg.op.to_le_bytes());
+            out.push(msg.kind as u8);
+            out.push(msg.tag as u8);
+            out.extend_from_slice(&msg.root.to_le_bytes());
+            match &msg.payload {
+                Packet::Value(d) => {
+                    out.push(PACKET_VALUE);
+                    data(d, out)?;
+                }
+                Packet::Contribution(c) => {
+                    out.push(PACKET_CONTRIBUTION);
+                    out.push(u8::from(c.info.subtree_failed));
+                    out.push(u8::from(c.decided));
+                    out.extend_from_slice(&c.info.count.to_le_bytes());
+                    let ranks = c.info.ranks();
+                    out.push(ranks.len() as u8);
+                    for r in ranks {
+                        out.extend_from_slice(&r.to_le_bytes());
+                    }
+                    data(&c.value, out)?;
+                }
+                Packet::Stamped(s) => {
+                    out.push(PACKET_STAMPED);
+                    out.extend_from_slice(&s.sent.to_le_bytes());
+                    data(&s.value, out)?;
+                }
+                Packet::Fcg(_) => return Err(Unframeable::Fcg),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn data(d: &Data, out: &mut Vec<u8>) -> Result<(), Unframeable> {
+    match d.to_wire().ok_or(Unframeable::LocalValue)? {
+        Ok(bytes) => {
+            out.push(DATA_BYTES);
+            out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+            out.extend_from_slice(bytes);
+        }
+        Err(lens) => {
+            out.push(DATA_MISMATCH);
+            out.extend_from_slice(&lens[0].to_le_bytes());
+            out.extend_from_slice(&lens[1].to_le_bytes());
+        }
+    }
+    Ok(())
+}
+
+/// A cursor over a frame's bytes; every read checks the length.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Some(head)
+    }
+
+    fn u8(&mut self) -> Option<u8> {
+        Some(self.take(1)?[0])
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn data(&mut self, pool: &SegmentPool) -> Option<Data> {
+        match self.u8()? {
+            DATA_BYTES => {
+                let len = usize::try_from(self.u64()?).ok()?;
+                Some(Data::from_wire(Ok(self.take(len)?), pool))
+            }
+            DATA_MISMATCH => Some(Data::from_wire(Err([self.u64()?, self.u64()?]), pool)),
+            _ => None,
+        }
+    }
+}
+
+fn collective(b: u8) -> Option<Collective> {
+    [
+        Collective::Broadcast,
+        Collective::Reduce,
+        Collective::Allreduce,
+        Collective::Barrier,
+    ]
+    .into_iter()
+    .find(|c| *c as u8 == b)
+}
+
+/// Reads a frame written by [`encode`]; values that do not fit inline go
+/// into segments of `pool`. `None` for bytes that are not a whole frame.
+pub fn decode(bytes: &[u8], pool: &SegmentPool) -> Option<Frame> {
+    let mut r = Reader(bytes);
+    let frame = match r.u8()? {
+        FRAME_FAILED => Frame::Failed(r.u32()?),
+        FRAME_LEFT => Frame::Left,
+        FRAME_BEAT => Frame::Beat {
+            entered: r.u32()?,
+            returned: r.u32()?,
+            beat: r.u64()?,
+        },
+        FRAME_MSG => {
+            let op = r.u32()?;
+            let kind = collective(r.u8()?)?;
+            let tag = *Tag::ALL.get(usize::from(r.u8()?))?;
+            let root = r.u32()?;
+            let payload = match r.u8()? {
+                PACKET_VALUE => Packet::Value(r.data(pool)?),
+                PACKET_CONTRIBUTION => {
+                    let subtree_failed = r.u8()? != 0;
+                    let decided = r.u8()? != 0;
+                    let count = r.u32()?;
+                    let n = usize::from(r.u8()?);
+                    let ranks: Vec<Rank> = (0..n).map(|_| r.u32()).collect::<Option<_>>()?;
+                    Packet::Contribution(Contribution {
+                        value: r.data(pool)?,
+                        info: FailureInfo::from_parts(subtree_failed, count, &ranks),
+                        decided,
+                    })
+                }
+                PACKET_STAMPED => {
+                    let sent = r.u64()?;
+                    Packet::Stamped(Stamped {
+                        sent,
+                        value: r.data(pool)?,
+                    })
+                }
+                _ => return None,
+            };
+            Frame::Msg(Msg {
+                op,
+                kind,
+                root,
+                tag,
+                payload,
+            })
+        }
+        _ => return None,
+    };
+    // Trailing bytes: not a frame this version wrote.
+    r.0.is_empty().then_some(frame)
+}

@@ -1,0 +1,216 @@
+//! The MPI engine between real processes: `corrected mpi` launched by
+//! `mpirun` (Open MPI from Debian's packages; `.ci/run` installs it), every
+//! process's outcome read back from its JSON line. Feature `mpi` only.
+#![cfg(feature = "mpi")]
+
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Runs `corrected mpi ARGS` on `procs` processes on shared memory, with
+/// failed processes tolerated by the launcher; returns each process's
+/// outcome, by rank.
+fn mpirun(procs: u32, args: &[&str]) -> Vec<Value> {
+    let out = Command::new("mpirun")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .args(["--oversubscribe", "--bind-to", "none"])
+        .args(["--mca", "pml", "ob1", "--mca", "btl", "self,vader"])
+        .args(["--mca", "orte_enable_recovery", "1"])
+        .args(["-n", &procs.to_string()])
+        .arg(env!("CARGO_BIN_EXE_corrected"))
+        .arg("mpi")
+        .args(args)
+        .output()
+        .expect("mpirun runs (apt-get install openmpi-bin libopenmpi-dev)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut outcomes: Vec<Value> = stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).expect("one JSON outcome per line"))
+        .collect();
+    outcomes.sort_by_key(|o| o["rank"].as_u64());
+    assert!(
+        out.status.success(),
+        "mpirun failed: {:?}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    outcomes
+}
+
+fn field(o: &Value, name: &str) -> u64 {
+    o[name].as_u64().unwrap_or_else(|| panic!("{name} in {o}"))
+}
+
+fn errors(o: &Value) -> u64 {
+    o["errors"]
+        .as_object()
+        .map_or(0, |m| m.values().filter_map(Value::as_u64).sum())
+}
+
+#[test]
+fn broadcasts_and_allreduces_between_processes_give_every_rank_the_value() {
+    for (op, procs, len) in [
+        ("bcast", 4, "1"),
+        ("bcast", 3, "100"),
+        ("allreduce", 5, "9"),
+    ] {
+        let outcomes = mpirun(procs, &["--op", op, "--iters", "300", "--len", len]);
+        assert_eq!(
+            outcomes.len(),
+            procs as usize,
+            "{op}: every process reports"
+        );
+        for o in &outcomes {
+            assert_eq!(field(o, "ok"), 300, "{op}: {o}");
+            assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{op}: {o}");
+            assert_eq!(o["bad_frames"], serde_json::json!([0, 0]), "{o}");
+        }
+    }
+}
+
+/// The headline: a process SIGKILLed in the middle of a loop of
+/// broadcasts, with nothing telling the others, leaves every other process
+/// delivering every broadcast, the later ones included.
+#[test]
+fn a_sigkilled_process_does_not_stop_the_others_broadcasts() {
+    let outcomes = mpirun(
+        6,
+        &["--op", "bcast", "--iters", "1500", "--sigkill", "4:500"],
+    );
+    assert_eq!(outcomes.len(), 5, "the five survivors report: {outcomes:?}");
+    for o in &outcomes {
+        assert_ne!(field(o, "rank"), 4);
+        assert_eq!(field(o, "ok"), 1500, "{o}");
+        assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{o}");
+    }
+}
+
+/// Reduce and allreduce need detection: the heartbeat detector finds the
+/// SIGKILLed process, announces it, and every later allreduce gives every
+/// survivor the sum of the survivors' inputs (the dead one's in or out,
+/// never a wrong value). The operation in which the death is found may
+/// time out on some ranks (one operation timeout, once).
+#[test]
+fn allreduce_goes_on_after_a_sigkilled_process_is_detected() {
+    let outcomes = mpirun(
+        5,
+        &[
+            "--op",
+            "allreduce",
+            "--iters",
+            "300",
+            "--sigkill",
+            "2:100",
+            "--timeout",
+            "2",
+        ],
+    );
+    assert_eq!(outcomes.len(), 4, "{outcomes:?}");
+    for o in &outcomes {
+        assert_eq!(field(o, "wrong"), 0, "{o}");
+        assert!(errors(o) <= 1, "at most the operation of the death: {o}");
+        assert_eq!(field(o, "ok") + errors(o), 300, "{o}");
+    }
+}
+
+/// An emulated, announced failure within the budget: no operation fails.
+#[test]
+fn allreduce_survives_an_announced_failure_within_the_budget() {
+    let outcomes = mpirun(
+        5,
+        &["--op", "allreduce", "--iters", "200", "--die-at", "3:50"],
+    );
+    for o in &outcomes {
+        let expected = if field(o, "rank") == 3 { 50 } else { 200 };
+        assert_eq!(field(o, "ok"), expected, "{o}");
+        assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{o}");
+    }
+}
+
+// The wire format, through the public API (in this file so that CI builds
+// one test binary for the feature).
+mod wire {
+    use corrected::mpi::wire::{decode, encode, Frame};
+    use corrected::protocol::gossip::Stamped;
+    use corrected::protocol::reduce::{Contribution, FailureInfo, FailureScheme};
+    use corrected::protocol::{Msg, Tag};
+    use corrected::runtime::data::Data;
+    use corrected::runtime::segment::SegmentPool;
+    use corrected::runtime::Packet;
+    use corrected::types::Collective;
+
+    fn round_trip(frame: Frame) {
+        let pool = SegmentPool::new();
+        let mut bytes = Vec::new();
+        encode(&frame, &mut bytes).expect("framed");
+        assert_eq!(decode(&bytes, &pool), Some(frame.clone()));
+        // Every strict prefix and every extension is refused.
+        for cut in 0..bytes.len() {
+            assert_eq!(decode(&bytes[..cut], &pool), None, "prefix of {cut} bytes");
+        }
+        bytes.push(0);
+        assert_eq!(decode(&bytes, &pool), None, "a trailing byte");
+    }
+
+    fn msg(tag: Tag, payload: Packet) -> Frame {
+        Frame::Msg(Msg {
+            op: 70_000,
+            kind: Collective::Allreduce,
+            root: 5,
+            tag,
+            payload,
+        })
+    }
+
+    #[test]
+    fn every_frame_survives_the_round_trip_and_no_prefix_decodes() {
+        let pool = SegmentPool::new();
+        round_trip(Frame::Failed(12));
+        round_trip(Frame::Left);
+        round_trip(Frame::Beat {
+            entered: 9,
+            returned: 8,
+            beat: u64::MAX,
+        });
+        for len in [0usize, 1, 55, 56, 1000] {
+            let items: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            let value = Data::encode(&items, &pool);
+            round_trip(msg(Tag::Tree, Packet::Value(value.clone())));
+            let mut info = FailureInfo::default();
+            info.note_failed(3, true, FailureScheme::List);
+            info.note_failed(9, false, FailureScheme::List);
+            round_trip(msg(
+                Tag::Upward,
+                Packet::Contribution(Contribution {
+                    value: value.clone(),
+                    info,
+                    decided: true,
+                }),
+            ));
+            round_trip(msg(
+                Tag::Gossip,
+                Packet::Stamped(Stamped {
+                    sent: 1 << 40,
+                    value,
+                }),
+            ));
+        }
+        round_trip(msg(Tag::Abort, Packet::Value(Data::mismatch([8, 16]))));
+    }
+
+    #[test]
+    fn bad_kinds_and_tags_are_refused() {
+        let pool = SegmentPool::new();
+        let mut bytes = Vec::new();
+        encode(&msg(Tag::Tree, Packet::Value(Data::EMPTY)), &mut bytes).unwrap();
+        let mut bad_kind = bytes.clone();
+        bad_kind[5] = 9;
+        assert_eq!(decode(&bad_kind, &pool), None);
+        let mut bad_tag = bytes.clone();
+        bad_tag[6] = Tag::COUNT as u8;
+        assert_eq!(decode(&bad_tag, &pool), None);
+        assert_eq!(decode(&[7], &pool), None, "an unknown frame kind");
+    }
+}
