@@ -27,6 +27,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+#[path = "common/timed.rs"]
+mod timed;
+
 use corrected::runtime::{Pinning, SystemOperation, Team};
 use crossbeam_utils::CachePadded;
 
@@ -143,38 +146,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 comm.all_reduce_into(&mine, &mut x, SystemOperation::sum())
             }
         };
-        // Warm up: lanes allocated, caches and branch predictors primed.
-        for _ in 0..iters.min(100) {
-            call(comm)?;
-        }
-        comm.barrier()?;
-        // Each rank times its whole loop: back to back, the calls alone;
-        // lone, a barrier then the call each time, and then the barriers
-        // alone, whose time is subtracted.
-        let t = Instant::now();
-        for _ in 0..iters {
-            if lone {
-                comm.barrier()?;
-            }
-            call(comm)?;
-        }
-        let mut total = t.elapsed();
-        if lone {
-            comm.barrier()?;
-            let t = Instant::now();
-            for _ in 0..iters {
-                comm.barrier()?;
-            }
-            if std::env::var("PARTS").is_ok() && comm.rank() == 0 {
-                eprintln!(
-                    "rank 0: barrier + call {:?}, barrier alone {:?}",
-                    total / iters,
-                    t.elapsed() / iters
-                );
-            }
-            total = total.saturating_sub(t.elapsed());
-        }
-        Ok(total / iters)
+        timed::mean_per_call(comm, iters, lone, |comm| call(comm))
     });
     let mut slowest = Duration::ZERO;
     for (rank, got) in report.returned() {

@@ -48,6 +48,10 @@ use crate::types::{OpId, Rank, Tick};
 /// The MPI tag of every frame.
 const TAG: i32 = 0x636f;
 
+/// A waiting rank polls and yields the core this long after the last
+/// message came, then sleeps 20 µs between polls (nanoseconds).
+const YIELD_FOR: Tick = 2_000_000;
+
 /// Sends pending per peer at most (as a thread lane's capacity).
 pub const MAX_IN_FLIGHT: usize = 64;
 
@@ -137,6 +141,8 @@ pub struct MpiTransport {
     mine: Cell<PeerView>,
     /// What the others last told.
     views: Vec<PeerView>,
+    /// When a wait last saw a message come.
+    last_message: Cell<Tick>,
     /// When this rank last sent a heartbeat.
     last_beat: Cell<Tick>,
     /// A heartbeat went out during the current call (so its return is
@@ -198,6 +204,7 @@ impl MpiTransport {
             mine: Cell::new(PeerView::START),
             views: vec![PeerView::START; procs as usize],
             last_beat: Cell::new(0),
+            last_message: Cell::new(0),
             beat_in_call: Cell::new(false),
             beat_every: crate::driver::nanos(failure_timeout) / 4,
             leave_wait: crate::driver::nanos(failure_timeout),
@@ -383,22 +390,26 @@ impl Transport for MpiTransport {
 
     fn block(&mut self, until: Tick) {
         // MPI has no wait with a deadline that is not a blocking call on a
-        // peer: poll, yielding the core, then sleeping briefly.
-        let mut round = 0u32;
+        // peer: poll, yielding the core (as Open MPI's own waits do with
+        // `mpi_yield_when_idle`) until nothing has come for YIELD_FOR, then
+        // sleeping briefly between polls.
         loop {
             let now = self.now();
             if now.saturating_sub(self.last_beat.get()) >= self.beat_every {
                 self.send_beat(now);
             }
-            if self.probe() || now >= until {
+            if self.probe() {
+                self.last_message.set(now);
                 return;
             }
-            if round < 16 {
+            if now >= until {
+                return;
+            }
+            if now.saturating_sub(self.last_message.get()) < YIELD_FOR {
                 std::thread::yield_now();
             } else {
                 std::thread::sleep(Duration::from_micros(20));
             }
-            round += 1;
         }
     }
 
