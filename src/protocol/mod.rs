@@ -26,6 +26,7 @@ pub mod bcast;
 pub mod correction;
 pub mod ftco;
 pub mod gossip;
+pub mod op_clock;
 pub mod pair;
 pub mod random;
 pub mod reduce;

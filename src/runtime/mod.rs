@@ -50,7 +50,8 @@ pub use faults::{Fault, FaultSchedule};
 pub use packet::Packet;
 pub use pin::Pinning;
 pub use team::{
-    BroadcastAlgorithm, OpStats, RankOutcome, Team, TeamBuilder, TeamReport, MAX_RANKS,
+    BroadcastAlgorithm, OpStats, RankOutcome, Team, TeamBuilder, TeamReport, DEFAULT_FTCO_TIMEOUT,
+    FTCO_LOGP, MAX_FTCO_TIMEOUT, MAX_RANKS,
 };
 
 /// Operation fencing, which the loom models in `loom-tests/` check:
