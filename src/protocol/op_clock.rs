@@ -30,12 +30,19 @@
 //! point, on purpose: after the first timer, [`OpClock::poll_deadline`]
 //! stays in the past until the second.)
 //!
+//! **Answer delays.** The clock also measures what a timeout must cover:
+//! for every [`Tag::Tree`] message (FTCO's DATA) the time until its target's
+//! [`Tag::Ack`] is taken, in the engine's time
+//! ([`OpClock::answer_delays`]; on threads, from the send to the moment the
+//! sender's thread took the ACK, so it includes both ranks' scheduling
+//! delays).
+//!
 //! The core's own guarantees hold as they are (FTCO, Definition 3.2 read
 //! for a broadcast): with the root alive, every live rank delivers the
 //! root's value exactly once; a timeout that fires on a live rank only
 //! costs messages (duplicate DATA, acknowledged and ignored).
 
-use crate::protocol::{Event, Header, Leave, Msg, Protocol, Transmit};
+use crate::protocol::{Event, Header, Leave, Msg, Protocol, Tag, Transmit};
 use crate::types::{Rank, Tick};
 
 /// A core run on its rank's operation time, whose deadlines fire only
@@ -50,6 +57,10 @@ pub struct OpClock<C> {
     last: Tick,
     /// A due deadline (the core's time) the engine has reported once.
     seen_due: Option<Tick>,
+    /// Tree messages not yet acknowledged: target, the engine's time sent.
+    unanswered: Vec<(Rank, Tick)>,
+    /// The answer delays measured so far.
+    delays: Vec<Tick>,
 }
 
 impl<C: Protocol> OpClock<C> {
@@ -60,6 +71,29 @@ impl<C: Protocol> OpClock<C> {
             start: None,
             last: 0,
             seen_due: None,
+            unanswered: Vec::new(),
+            delays: Vec::new(),
+        }
+    }
+
+    /// For every tree message this rank sent whose target acknowledged it,
+    /// the engine's time from the send to the ACK (in the order the ACKs
+    /// were taken).
+    pub fn answer_delays(&self) -> &[Tick] {
+        &self.delays
+    }
+
+    /// Notes a tree message sent at `now`, or the ACK of one taken at `now`.
+    fn measure(&mut self, now: Tick, peer: Rank, tag: Tag, sent: bool) {
+        match (tag, sent) {
+            (Tag::Tree, true) => self.unanswered.push((peer, now)),
+            (Tag::Ack, false) => {
+                if let Some(i) = self.unanswered.iter().position(|&(r, _)| r == peer) {
+                    let (_, at) = self.unanswered.swap_remove(i);
+                    self.delays.push(now.saturating_sub(at));
+                }
+            }
+            _ => {}
         }
     }
 
@@ -118,6 +152,9 @@ impl<C: Protocol> Protocol for OpClock<C> {
                 }
             }
             event => {
+                if let Event::Message { from, msg } = &event {
+                    self.measure(now, *from, msg.tag, false);
+                }
                 let t = self.core_now(now);
                 self.core.handle(t, event);
             }
@@ -126,7 +163,9 @@ impl<C: Protocol> Protocol for OpClock<C> {
 
     fn poll_transmit(&mut self, now: Tick) -> Option<Transmit<Msg<C::Payload>>> {
         let t = self.core_now(now);
-        self.core.poll_transmit(t)
+        let tx = self.core.poll_transmit(t)?;
+        self.measure(now, tx.to, tx.msg.tag, true);
+        Some(tx)
     }
 
     /// The core's deadline in the engine's time. After a first
@@ -224,6 +263,7 @@ mod tests {
         }
         assert_eq!(root.poll_deadline(), None);
         assert_eq!(root.core().timeouts(), 0);
+        assert_eq!(root.answer_delays(), &[73, 73]);
         assert_eq!(root.may_return(), Leave::Now);
     }
 

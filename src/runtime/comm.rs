@@ -312,13 +312,20 @@ impl<'t> Comm<'t> {
         }
     }
 
-    /// Counts an FTCO broadcast's timeouts, and its false suspicions
+    /// Counts an FTCO broadcast's timeouts and, with operation records on,
+    /// keeps its answer delays
+    /// ([`crate::runtime::TeamReport::answer_delays_ns`]); and its false suspicions
     /// ([`crate::runtime::TeamReport::false_suspicions`]): a suspected rank
     /// that the fault schedule does not silence from the operation's start
     /// and that the liveness registry had not marked failed by the time of
     /// the suspicion (the engine's time of the core's tick).
     fn count_suspicions(&self, op: OpId, clock: &OpClock<Ftco<'_, Data>>) {
         let core = clock.core();
+        if self.shared.config.op_records {
+            let mut delays = self.shared.answer_delays.lock();
+            let delays = delays.as_mut().unwrap_or_else(|e| e.get_mut());
+            delays.extend_from_slice(clock.answer_delays());
+        }
         if core.timeouts() == 0 {
             return;
         }

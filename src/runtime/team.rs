@@ -132,10 +132,15 @@ pub const FTCO_LOGP: LogP = LogP {
     overhead: 1_000,
 };
 
-/// FTCO's default timeout unit T on threads (FTCO, Appendix A), chosen
-/// above the tail of a tree hop's answer delay measured with 8 and 32
-/// ranks on 2 cores, with margin (docs/algorithms.md, *FTCO on threads*).
-pub const DEFAULT_FTCO_TIMEOUT: Duration = Duration::from_millis(20);
+/// FTCO's default timeout unit T on threads (FTCO, Appendix A): 50 ms,
+/// twice the longest answer delay of a DATA measured with 8 and 32 ranks
+/// on this machine's 2 cores (24 ms in 620 000; 8 ms at 8 ranks), and above
+/// the 99.9th percentile with a compiler running on both cores alongside
+/// (36 ms; its maximum, 110 ms, is not covered: there a live rank is
+/// sometimes suspected, which costs duplicate DATA only).
+/// docs/algorithms.md, *FTCO and the ack tree on threads*, has the
+/// measurement.
+pub const DEFAULT_FTCO_TIMEOUT: Duration = Duration::from_millis(50);
 
 /// The longest FTCO timeout unit a team takes: one hour (a timeout is d·T
 /// nanoseconds, d up to the tree's depth, and must not overflow).
@@ -512,6 +517,12 @@ pub struct TeamReport<R> {
     /// dead in an earlier operation) nor marked failed in the liveness
     /// registry by the time of the suspicion.
     pub false_suspicions: u64,
+    /// With [`TeamBuilder::op_records`] on, over all FTCO broadcasts: for
+    /// every DATA acknowledged, the time from its send to the moment its
+    /// sender took the ACK, in nanoseconds (what FTCO's timeout must
+    /// cover; [`crate::protocol::op_clock::OpClock::answer_delays`]), in no
+    /// particular order. Empty otherwise.
+    pub answer_delays_ns: Vec<u64>,
 }
 
 impl<R> TeamReport<R> {
@@ -552,6 +563,9 @@ pub(crate) struct Shared<'t> {
     /// Where values too large for a message slot are written once and
     /// shared ([`crate::runtime::segment`]).
     pub(crate) segments: SegmentPool,
+    /// FTCO's answer delays, with operation records on
+    /// ([`TeamReport::answer_delays_ns`]).
+    pub(crate) answer_delays: std::sync::Mutex<Vec<Tick>>,
 }
 
 #[derive(Default)]
@@ -732,6 +746,7 @@ impl Team {
             ),
             core_mates: core_mates(&self.config.pinning, self.config.ranks, &cores),
             segments: SegmentPool::new(),
+            answer_delays: std::sync::Mutex::default(),
         };
         // One pinned rank per core: nobody else needs the core, so a waiting
         // rank spins instead of letting its (virtual) cpu halt.
@@ -808,6 +823,10 @@ impl Team {
             gossip_colored: sum(&shared, |c| &c.g_node_ops),
             timeouts: sum(&shared, |c| &c.timeouts),
             false_suspicions: sum(&shared, |c| &c.false_suspicions),
+            answer_delays_ns: shared
+                .answer_delays
+                .into_inner()
+                .unwrap_or_else(|e| e.into_inner()),
         }
     }
 }

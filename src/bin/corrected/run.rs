@@ -66,8 +66,8 @@ pub struct RunArgs {
     algorithm: String,
     /// FTCO's timeout unit T in milliseconds (--algorithm ftco only): a
     /// DATA to a rank d tree levels away is suspected after d x T (plus
-    /// 1 µs per child); default 20 (above the scheduling noise measured
-    /// with 32 ranks on 2 cores, docs/algorithms.md).
+    /// 1 µs per child); default 50 (above the scheduling noise measured
+    /// with 8 and 32 ranks on 2 cores, docs/algorithms.md).
     #[arg(long)]
     timeout_ms: Option<f64>,
     /// Corrected gossip's T in ticks of the paper's model (L = 2, o = 1),
@@ -676,7 +676,7 @@ fn ftco_timeout(args: &RunArgs) -> Result<Option<Duration>, CliError> {
                 "FTCO's timeout unit must be at least 0.001 ms (1 µs) and below --timeout ({} ms)",
                 args.timeout * 1e3
             ),
-            "pass e.g. --timeout-ms 20 (the default), or raise --timeout",
+            "pass e.g. --timeout-ms 50 (the default), or raise --timeout",
         ));
     }
     Ok(Some(Duration::from_secs_f64(ms / 1e3)))
@@ -809,6 +809,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         .filter_map(|o| o.latency_ns.iter().max().map(|&ns| ns as f64))
         .collect();
     let lat = Stats::of(latencies);
+    let ftco = matches!(algorithm, BroadcastAlgorithm::Ftco { .. });
+    let answers = Stats::of(report.answer_delays_ns.iter().map(|&ns| ns as f64));
     let messages: u64 = report.ops.iter().map(|o| o.messages).sum();
     let messages_per_op = messages as f64 / report.ops.len().max(1) as f64;
     let panicked: Vec<Rank> = report
@@ -831,6 +833,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             "gossip_colored": gossip.then(|| report.gossip_colored as f64 / f64::from(iters)),
             "timeouts": timed.then_some(report.timeouts),
             "false_suspicions": timed.then_some(report.false_suspicions),
+            "answer_delay_ns": ftco.then(|| serde_json::json!({
+                "samples": report.answer_delays_ns.len(),
+                "p50": answers.p50, "p99": answers.p99, "p999": answers.p999, "max": answers.max,
+            })),
             "allreduce": matches!(op, Op::Allreduce | Op::Barrier)
                 .then(|| team.allreduce_algorithm().to_string()),
             "bytes": (op != Op::Barrier).then_some(args.bytes),
@@ -894,6 +900,16 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
                 "timeouts fired: {}, false suspicions (a live rank suspected): {}",
                 report.timeouts,
                 report.false_suspicions
+            );
+        }
+        if ftco {
+            out!(
+                "DATA to ACK taken ({} samples): p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs",
+                report.answer_delays_ns.len(),
+                answers.p50 / 1e3,
+                answers.p99 / 1e3,
+                answers.p999 / 1e3,
+                answers.max / 1e3
             );
         }
         out!(
