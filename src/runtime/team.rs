@@ -120,7 +120,8 @@ pub enum BroadcastAlgorithm {
     AckTree,
 }
 
-/// FTCO's model on threads: the paper's L = 2, o = 1 with a tick of 1 µs
+/// FTCO's model on threads (FTCO, Appendix A: the o·(children) term of a
+/// timeout; Section 4: f_ETA): the Corrected Trees paper's L = 2, o = 1 with a tick of 1 µs
 /// (ticks are nanoseconds), about what a hop between two running ranks
 /// costs here (docs/benchmarks.md: 8 ranks broadcast through a binomial
 /// tree of depth 3 in 13-14 µs). It gives FTCO's expected arrival times
@@ -142,8 +143,9 @@ pub const FTCO_LOGP: LogP = LogP {
 /// measurement.
 pub const DEFAULT_FTCO_TIMEOUT: Duration = Duration::from_millis(50);
 
-/// The longest FTCO timeout unit a team takes: one hour (a timeout is d·T
-/// nanoseconds, d up to the tree's depth, and must not overflow).
+/// The longest FTCO timeout unit a team takes: one hour (FTCO, Appendix A:
+/// a timeout is d·T nanoseconds, d up to the tree's depth, and must not
+/// overflow).
 pub const MAX_FTCO_TIMEOUT: Duration = Duration::from_secs(3600);
 
 impl Default for TeamBuilder {
@@ -517,8 +519,8 @@ pub struct TeamReport<R> {
     /// dead in an earlier operation) nor marked failed in the liveness
     /// registry by the time of the suspicion.
     pub false_suspicions: u64,
-    /// With [`TeamBuilder::op_records`] on, over all FTCO broadcasts: for
-    /// every DATA acknowledged, the time from its send to the moment its
+    /// With [`TeamBuilder::op_records`] on, over all FTCO broadcasts (FTCO,
+    /// Appendix A: what a timeout must cover): for every DATA acknowledged, the time from its send to the moment its
     /// sender took the ACK, in nanoseconds (what FTCO's timeout must
     /// cover; [`crate::protocol::op_clock::OpClock::answer_delays`]), in no
     /// particular order. Empty otherwise.
