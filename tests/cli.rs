@@ -42,6 +42,14 @@ fn run_json(line: &str) -> (Option<i32>, Value, String) {
     )
 }
 
+/// Runs `corrected` with the arguments of `line`, asserts it exits with
+/// 0, and returns its JSON report.
+fn succeeded(line: &str) -> Value {
+    let out = corrected(line);
+    assert_eq!(out.status.code(), Some(0), "{line}: {out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// A run whose root panics before its second (and last) operation, which
 /// then waits for 0.2 s: the root's failure is found by the timeout.
 const ROOT_PANICS: &str = "--ranks 4 --iters 2 --panic 0 --timeout 0.2 --failure-timeout-ms 100";
@@ -596,11 +604,7 @@ fn sim_runs_the_timeout_baselines() {
 /// refusals.
 #[test]
 fn run_drives_the_timeout_baselines_on_threads() {
-    let json = |line: &str| -> Value {
-        let out = corrected(line);
-        assert_eq!(out.status.code(), Some(0), "{line}: {out:?}");
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
+    let json = succeeded;
     let base = "run --ranks 8 --tree kary:2 --iters 50 --json";
     for algorithm in ["ack-tree", "ftco --timeout-ms 1000"] {
         let v = json(&format!("{base} --algorithm {algorithm}"));

@@ -6,20 +6,15 @@
 //! tree (Corrected Trees, Section 5: 2 messages per non-root rank, no fault
 //! tolerance).
 
-use std::sync::Mutex;
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::{broadcast_team, broadcasts, serial, value};
 use corrected::runtime::{BroadcastAlgorithm, Fault, FaultSchedule, Team, TeamReport};
 use corrected::topology::TreeSpec;
 use corrected::types::Rank;
 use corrected::{ConfigError, Error};
-
-/// Teams of up to 17 threads: one test at a time on this 2-core machine.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn ftco(timeout: Duration) -> BroadcastAlgorithm {
     BroadcastAlgorithm::Ftco {
@@ -32,38 +27,10 @@ fn tree(name: &str) -> TreeSpec {
 }
 
 fn team(ranks: u32, tree: TreeSpec, algorithm: BroadcastAlgorithm, faults: FaultSchedule) -> Team {
-    Team::builder()
-        .ranks(ranks)
+    broadcast_team(ranks, algorithm, faults)
         .tree(tree)
-        .broadcast(algorithm)
-        .faults(faults)
-        .op_timeout(Duration::from_secs(20))
-        .op_records(true)
         .build()
         .unwrap()
-}
-
-/// The value of operation `i` from `root`: every operation's differs.
-fn value(root: Rank, i: u32) -> u64 {
-    0xf7c0_0000_0000_0000 | (u64::from(root) << 24) | u64::from(i)
-}
-
-/// `ops` broadcasts from roots rotating over `roots`; per rank, what each
-/// call returned.
-fn broadcasts(team: &Team, ops: u32, roots: &[Rank]) -> TeamReport<Vec<Result<u64, Error>>> {
-    team.run(|comm| {
-        (0..ops)
-            .map(|i| {
-                let root = roots[i as usize % roots.len()];
-                let mut v = if comm.rank() == root {
-                    value(root, i)
-                } else {
-                    0
-                };
-                comm.broadcast_into(root, &mut v).map(|()| v)
-            })
-            .collect()
-    })
 }
 
 /// Every rank not in `failed` returned operation i's own value in call i:
@@ -257,11 +224,9 @@ fn the_ack_tree_sends_exactly_two_messages_per_non_root_rank() {
 fn the_ack_tree_with_a_dead_rank_times_out_its_ancestors() {
     let _serial = serial();
     let timeout = Duration::from_millis(150);
-    let team = Team::builder()
-        .ranks(8)
+    let faults = FaultSchedule::none().kill(7, 0);
+    let team = broadcast_team(8, BroadcastAlgorithm::AckTree, faults)
         .tree(tree("binomial"))
-        .broadcast(BroadcastAlgorithm::AckTree)
-        .faults(FaultSchedule::none().kill(7, 0))
         .op_timeout(timeout)
         .build()
         .unwrap();

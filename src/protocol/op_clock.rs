@@ -42,7 +42,7 @@
 //! root's value exactly once; a timeout that fires on a live rank only
 //! costs messages (duplicate DATA, acknowledged and ignored).
 
-use crate::protocol::{Event, Header, Leave, Msg, Protocol, Tag, Transmit};
+use crate::protocol::{Event, Msg, Protocol, Tag, Transmit};
 use crate::types::{Rank, Tick};
 
 /// A core run on its rank's operation time, whose deadlines fire only
@@ -176,32 +176,8 @@ impl<C: Protocol> Protocol for OpClock<C> {
         self.core.poll_deadline().map(|d| start.saturating_add(d))
     }
 
-    fn take_output(&mut self) -> Option<C::Output> {
-        self.core.take_output()
-    }
-
     fn is_quiescent(&self) -> bool {
         self.core.is_quiescent()
-    }
-
-    fn header(&self) -> Header {
-        self.core.header()
-    }
-
-    fn may_return(&self) -> Leave {
-        self.core.may_return()
-    }
-
-    fn is_finished(&self) -> bool {
-        self.core.is_finished()
-    }
-
-    fn retired_by(&self, completed: &Header) -> bool {
-        self.core.retired_by(completed)
-    }
-
-    fn waits_once(&self) -> bool {
-        self.core.waits_once()
     }
 
     /// True: the operation's time is the engine's, read at every step.
@@ -209,20 +185,14 @@ impl<C: Protocol> Protocol for OpClock<C> {
         true
     }
 
-    fn output_from_root(&self) -> bool {
-        self.core.output_from_root()
-    }
-
-    fn awaiting(&self) -> Option<Rank> {
-        self.core.awaiting()
-    }
+    crate::protocol::forward_to_core!();
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::protocol::ftco::{Ftco, FtcoPlan};
-    use crate::protocol::Tag;
+    use crate::protocol::Leave;
     use crate::topology::{Shape, TreeSpec};
     use crate::types::{Collective, LogP};
 
