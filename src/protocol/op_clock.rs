@@ -78,7 +78,7 @@ impl<C: Protocol> OpClock<C> {
 
     /// For every tree message this rank sent whose target acknowledged it,
     /// the engine's time from the send to the ACK (in the order the ACKs
-    /// were taken).
+    /// were taken): what FTCO's timeout must cover (Appendix A).
     pub fn answer_delays(&self) -> &[Tick] {
         &self.delays
     }
@@ -102,7 +102,8 @@ impl<C: Protocol> OpClock<C> {
         &self.core
     }
 
-    /// The engine's time of the core's time `t` (0 before the start).
+    /// The engine's time of the core's time `t` (0 before the start): when
+    /// a suspicion the core reports at `t` was raised (FTCO, Section 4).
     pub fn engine_time(&self, t: Tick) -> Tick {
         self.start.unwrap_or(0).saturating_add(t)
     }
