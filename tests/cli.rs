@@ -42,6 +42,14 @@ fn run_json(line: &str) -> (Option<i32>, Value, String) {
     )
 }
 
+/// Runs `corrected` with the arguments of `line`, asserts it exits with
+/// 0, and returns its JSON report.
+fn succeeded(line: &str) -> Value {
+    let out = corrected(line);
+    assert_eq!(out.status.code(), Some(0), "{line}: {out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// A run whose root panics before its second (and last) operation, which
 /// then waits for 0.2 s: the root's failure is found by the timeout.
 const ROOT_PANICS: &str = "--ranks 4 --iters 2 --panic 0 --timeout 0.2 --failure-timeout-ms 100";
@@ -583,5 +591,64 @@ fn sim_runs_the_timeout_baselines() {
     refused(
         "sim --procs 64 --algorithm ack-tree --timeout 3",
         "--timeout 3 is out of range",
+    );
+}
+
+/// `corrected run --algorithm ftco|ack-tree`: the timeout/ACK baselines on
+/// threads, with the run's fields plus `timeouts` and `false_suspicions`
+/// (and FTCO's answer delays). Fault-free both send 2(P - 1) messages per
+/// operation; FTCO reaches every live rank with a rank dead before and one
+/// dying during the first operation (a miss would be a violation, exit 1),
+/// and its timeouts fire; a 1 µs timeout suspects live ranks and still
+/// delivers everywhere; combinations that make no sense are typed
+/// refusals.
+#[test]
+fn run_drives_the_timeout_baselines_on_threads() {
+    let json = succeeded;
+    let base = "run --ranks 8 --tree kary:2 --iters 50 --json";
+    for algorithm in ["ack-tree", "ftco --timeout-ms 5000"] {
+        let v = json(&format!("{base} --algorithm {algorithm}"));
+        assert_eq!(v["messages_per_op"], 14.0, "{v}");
+        assert_eq!(v["delivered"], 8 * 50, "{v}");
+        assert_eq!(v["timeouts"], 0, "{v}");
+        assert_eq!(v["false_suspicions"], 0, "{v}");
+    }
+    let v = json(&format!("{base} --algorithm ftco --timeout-ms 5000"));
+    assert_eq!(v["broadcast"], "ftco over kary:2 T=5s", "{v}");
+    assert_eq!(v["answer_delay_ns"]["samples"], 7 * 50, "{v}");
+    let faulty = json(&format!(
+        "{base} --algorithm ftco --timeout-ms 2 --kill 3 --kill-after-sends 1:1"
+    ));
+    assert_eq!(faulty["violations"], 0, "{faulty}");
+    assert_eq!(faulty["expected_misses"], 0, "{faulty}");
+    assert_eq!(faulty["delivered"], 6 * 50, "{faulty}");
+    assert!(faulty["timeouts"].as_u64().unwrap() > 0, "{faulty}");
+    let short = json(&format!("{base} --algorithm ftco --timeout-ms 0.001"));
+    assert!(short["false_suspicions"].as_u64().unwrap() > 0, "{short}");
+    assert_eq!(short["delivered"], 8 * 50, "{short}");
+    assert_eq!(short["wrong"], 0, "{short}");
+    refused(
+        "run --ranks 4 --algorithm ftco --op allreduce",
+        "--algorithm ftco is out of range",
+    );
+    refused(
+        "run --ranks 4 --algorithm ack-tree --timeout-ms 5",
+        "--timeout-ms 5 is out of range",
+    );
+    refused(
+        "run --ranks 4 --timeout-ms 5",
+        "--timeout-ms 5 is out of range",
+    );
+    refused(
+        "run --ranks 4 --algorithm ftco --timeout-ms 0",
+        "--timeout-ms 0 is out of range",
+    );
+    refused(
+        "run --ranks 4 --algorithm ftco --timeout-ms 2000 --timeout 1",
+        "below --timeout",
+    );
+    refused(
+        "run --ranks 4 --algorithm ack-tree --correction optimized:3",
+        "--correction optimized:3 is out of range",
     );
 }

@@ -6,20 +6,15 @@
 //! expects it (Lemma 1), and a rank no message reaches getting a typed
 //! error instead of hanging.
 
-use std::sync::Mutex;
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::{broadcast_team, serial, value};
 use corrected::protocol::gossip::{CorrectionChoice, GossipSpec, GossipTime};
 use corrected::runtime::{BroadcastAlgorithm, Fault, FaultSchedule, Team};
 use corrected::types::Rank;
 use corrected::Error;
-
-/// Teams of up to 33 threads: one test at a time on this 2-core machine.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn gossip(time: GossipTime, correction: CorrectionChoice) -> BroadcastAlgorithm {
     BroadcastAlgorithm::Gossip(GossipSpec {
@@ -30,41 +25,17 @@ fn gossip(time: GossipTime, correction: CorrectionChoice) -> BroadcastAlgorithm 
 }
 
 fn team(ranks: u32, algorithm: BroadcastAlgorithm, faults: FaultSchedule, seed: u64) -> Team {
-    Team::builder()
-        .ranks(ranks)
-        .broadcast(algorithm)
-        .faults(faults)
+    broadcast_team(ranks, algorithm, faults)
         .seed(seed)
-        .op_timeout(Duration::from_secs(20))
-        .op_records(true)
         .build()
         .unwrap()
-}
-
-/// The value of operation `i` from `root`: every operation's differs.
-fn value(root: Rank, i: u32) -> u64 {
-    0x5eed_0000_0000_0000 | (u64::from(root) << 24) | u64::from(i)
 }
 
 /// `ops` broadcasts from rotating roots (skipping dead ones); per rank,
 /// what each call returned.
 fn broadcasts(team: &Team, ops: u32, dead: &[Rank]) -> Vec<Vec<Result<u64, Error>>> {
-    let report = team.run(|comm| {
-        let size = comm.size();
-        let roots = (0..size).filter(|r| !dead.contains(r)).collect::<Vec<_>>();
-        (0..ops)
-            .map(|i| {
-                let root = roots[i as usize % roots.len()];
-                let mut v = if comm.rank() == root {
-                    value(root, i)
-                } else {
-                    0
-                };
-                comm.broadcast_into(root, &mut v).map(|()| v)
-            })
-            .collect::<Vec<_>>()
-    });
-    report
+    let roots: Vec<Rank> = (0..team.ranks()).filter(|r| !dead.contains(r)).collect();
+    common::broadcasts(team, ops, &roots)
         .outcomes
         .into_iter()
         .map(|o| o.returned().cloned().expect("no rank panics"))

@@ -198,6 +198,8 @@ mod wire {
             ));
         }
         round_trip(msg(Tag::Abort, Packet::Value(Data::mismatch([8, 16]))));
+        round_trip(msg(Tag::Ack, Packet::Optional(None)));
+        round_trip(msg(Tag::Tree, Packet::Optional(Some(Data::EMPTY))));
     }
 
     #[test]

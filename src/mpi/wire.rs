@@ -49,6 +49,7 @@ const FRAME_BEAT: u8 = 3;
 const PACKET_VALUE: u8 = 0;
 const PACKET_CONTRIBUTION: u8 = 1;
 const PACKET_STAMPED: u8 = 2;
+const PACKET_OPTIONAL: u8 = 3;
 
 const DATA_BYTES: u8 = 0;
 const DATA_MISMATCH: u8 = 1;
@@ -108,6 +109,13 @@ pub fn encode(frame: &Frame, out: &mut Vec<u8>) -> Result<(), Unframeable> {
                     out.push(PACKET_STAMPED);
                     out.extend_from_slice(&s.sent.to_le_bytes());
                     data(&s.value, out)?;
+                }
+                Packet::Optional(v) => {
+                    out.push(PACKET_OPTIONAL);
+                    out.push(u8::from(v.is_some()));
+                    if let Some(d) = v {
+                        data(d, out)?;
+                    }
                 }
                 Packet::Fcg(_) => return Err(Unframeable::Fcg),
             }
@@ -218,6 +226,11 @@ pub fn decode(bytes: &[u8], pool: &SegmentPool) -> Option<Frame> {
                         value: r.data(pool)?,
                     })
                 }
+                PACKET_OPTIONAL => Packet::Optional(match r.u8()? {
+                    0 => None,
+                    1 => Some(r.data(pool)?),
+                    _ => return None,
+                }),
                 _ => return None,
             };
             Frame::Msg(Msg {

@@ -26,6 +26,7 @@ pub mod bcast;
 pub mod correction;
 pub mod ftco;
 pub mod gossip;
+pub mod op_clock;
 pub mod pair;
 pub mod random;
 pub mod reduce;
@@ -227,6 +228,49 @@ pub trait Protocol {
         None
     }
 }
+
+/// The [`Protocol`] methods a wrapper around a core (a field `core`)
+/// passes on unchanged: the output, the header, when its call may return
+/// and when it is finished, retirement, waiting once, the root's part and
+/// the awaited peer. Used inside the wrapper's `impl Protocol` (the gossip
+/// slot clock, Corrected Gossip Section III-A; FTCO's operation clock,
+/// FTCO Section 4), which writes the rest.
+macro_rules! forward_to_core {
+    () => {
+        fn take_output(&mut self) -> Option<Self::Output> {
+            self.core.take_output()
+        }
+
+        fn header(&self) -> $crate::protocol::Header {
+            self.core.header()
+        }
+
+        fn may_return(&self) -> $crate::protocol::Leave {
+            self.core.may_return()
+        }
+
+        fn is_finished(&self) -> bool {
+            self.core.is_finished()
+        }
+
+        fn retired_by(&self, completed: &$crate::protocol::Header) -> bool {
+            self.core.retired_by(completed)
+        }
+
+        fn waits_once(&self) -> bool {
+            self.core.waits_once()
+        }
+
+        fn output_from_root(&self) -> bool {
+            self.core.output_from_root()
+        }
+
+        fn awaiting(&self) -> Option<$crate::types::Rank> {
+            self.core.awaiting()
+        }
+    };
+}
+pub(crate) use forward_to_core;
 
 /// The arguments every rooted broadcast core checks (the corrected tree,
 /// gossip's phase, BIG, the ack tree, FTCO): `root` and `me` ranks of the

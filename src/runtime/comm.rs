@@ -10,9 +10,12 @@ use crate::collectives::Collectives;
 use crate::driver::{Driver, DriverConfig, Members, OpRecord, RankState, Transport};
 use crate::error::Error;
 use crate::op::Operation;
+use crate::protocol::ack_tree::AckTree;
 use crate::protocol::allreduce::{Allreduce, AllreduceOutput};
 use crate::protocol::bcast::Bcast;
+use crate::protocol::ftco::Ftco;
 use crate::protocol::gossip::{Big, Fcg, Gossip, GossipCorrection, SlotClock};
+use crate::protocol::op_clock::OpClock;
 use crate::protocol::pair::PairAllreduce;
 use crate::protocol::random::RandomStream;
 use crate::protocol::reduce::{Contribution, Reduce, ReduceOutput};
@@ -260,6 +263,20 @@ impl<'t> Comm<'t> {
             let mut core = core.map_err(|e| self.abandon(op, e))?;
             let got = self.driver.drive(op, started, &mut core);
             got.map_err(|e| self.root_failed(e, op, root))?
+        } else if let Some(plan) = &plans.ftco {
+            let core = Ftco::new(plan, root, me, op, value);
+            let mut core = OpClock::new(core.map_err(|e| self.abandon(op, e))?);
+            let got = self.driver.drive(op, started, &mut core);
+            self.count_suspicions(op, &core);
+            let got = got.map_err(|e| self.root_failed(e, op, root))?;
+            // A rank with the value answers KEEPALIVEs after its call.
+            self.driver.keep(core);
+            got
+        } else if let Some(plan) = &plans.ack_tree {
+            let core = AckTree::new(plan, root, me, op, value);
+            let mut core = core.map_err(|e| self.abandon(op, e))?;
+            let got = self.driver.drive(op, started, &mut core);
+            got.map_err(|e| self.root_failed(e, op, root))?
         } else {
             let mut core =
                 Bcast::new(&plans.bcast, root, me, op, value).map_err(|e| self.abandon(op, e))?;
@@ -293,6 +310,42 @@ impl<'t> Comm<'t> {
                 .g_node_ops
                 .fetch_add(1, crate::sync::Ordering::Relaxed);
         }
+    }
+
+    /// Counts an FTCO broadcast's timeouts and, with operation records on,
+    /// keeps its answer delays
+    /// ([`crate::runtime::TeamReport::answer_delays_ns`]); and its false suspicions
+    /// ([`crate::runtime::TeamReport::false_suspicions`]): a suspected rank
+    /// that the fault schedule does not silence from the operation's start
+    /// and that the liveness registry had not marked failed by the time of
+    /// the suspicion (the engine's time of the core's tick).
+    fn count_suspicions(&self, op: OpId, clock: &OpClock<Ftco<'_, Data>>) {
+        let core = clock.core();
+        if self.shared.config.op_records {
+            let mut delays = self.shared.answer_delays.lock();
+            let delays = delays.as_mut().unwrap_or_else(|e| e.get_mut());
+            delays.extend_from_slice(clock.answer_delays());
+        }
+        if core.timeouts() == 0 {
+            return;
+        }
+        let (members, shared) = (self.driver.members(), self.shared);
+        let alive = |&(rank, at): &(Rank, Tick)| {
+            let rank = members.to_transport(rank);
+            let failed_by = shared.liveness.failed_at(rank);
+            !shared.faults().silent_from_start(rank, op)
+                && failed_by.map_or(true, |t| t > clock.engine_time(at))
+        };
+        let false_suspicions = core.suspicions().filter(alive).count() as u64;
+        let me = self.driver.transport().rank();
+        let counters = &self.shared.counters[me as usize];
+        let relaxed = crate::sync::Ordering::Relaxed;
+        counters
+            .timeouts
+            .fetch_add(u64::from(core.timeouts()), relaxed);
+        counters
+            .false_suspicions
+            .fetch_add(false_suspicions, relaxed);
     }
 
     /// A broadcast root's loan ends once every other rank has copied the

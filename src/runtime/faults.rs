@@ -66,6 +66,23 @@ impl FaultSchedule {
             .map(|&(_, _, f)| f)
     }
 
+    /// True if the schedule has `rank` silent for good from the start of
+    /// operation `op`: dead, dying before its first send, or hung at `op`
+    /// or at an earlier operation, or dying during an earlier one (a
+    /// stall is not: the rank goes on). How the runtime tells a timeout
+    /// that suspected a silent rank from a false suspicion (FTCO,
+    /// Section 4: a rank suspected while alive).
+    pub fn silent_from_start(&self, rank: Rank, op: OpId) -> bool {
+        self.entries.iter().any(|&(r, o, f)| {
+            r == rank
+                && match f {
+                    Fault::Stall(_) => false,
+                    Fault::Dead | Fault::Hang | Fault::DieAfterSends(0) => o <= op,
+                    Fault::DieAfterSends(_) => o < op,
+                }
+        })
+    }
+
     /// Every rank the schedule mentions.
     pub fn ranks(&self) -> impl Iterator<Item = Rank> + '_ {
         self.entries.iter().map(|&(r, _, _)| r)

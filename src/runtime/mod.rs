@@ -54,7 +54,8 @@ pub use pin::Pinning;
 #[cfg(feature = "mpi")]
 pub(crate) use team::Plans;
 pub use team::{
-    BroadcastAlgorithm, OpStats, RankOutcome, Team, TeamBuilder, TeamReport, MAX_RANKS,
+    BroadcastAlgorithm, OpStats, RankOutcome, Team, TeamBuilder, TeamReport, DEFAULT_FTCO_TIMEOUT,
+    FTCO_LOGP, MAX_FTCO_TIMEOUT, MAX_RANKS,
 };
 
 /// Operation fencing, which the loom models in `loom-tests/` check:

@@ -23,6 +23,9 @@ pub enum Packet {
     /// A failure-proof gossip broadcast's (FCG) value, SOS flag and known
     /// g-nodes, with the logical time it was sent at.
     Fcg(Stamped<FcgPayload<Data>>),
+    /// A value or none: an FTCO broadcast's DATA carries the value, its
+    /// KEEPALIVE and ACK none (FTCO, Section 3).
+    Optional(Option<Data>),
 }
 
 // A lane slot is the message and an 8-byte stamp, 64-byte aligned: keep it
@@ -78,6 +81,20 @@ impl Carries<Stamped<Data>> for Packet {
     fn unwrap(self) -> Result<Stamped<Data>, Self> {
         match self {
             Packet::Stamped(s) => Ok(s),
+            other => Err(other),
+        }
+    }
+}
+
+impl Carries<Option<Data>> for Packet {
+    #[inline]
+    fn wrap(payload: Option<Data>) -> Self {
+        Packet::Optional(payload)
+    }
+    #[inline]
+    fn unwrap(self) -> Result<Option<Data>, Self> {
+        match self {
+            Packet::Optional(v) => Ok(v),
             other => Err(other),
         }
     }

@@ -7,8 +7,10 @@ use crate::driver::OpRecord;
 use crate::error::ConfigError;
 use crate::helping::Loan;
 use crate::mailbox::Mailboxes;
+use crate::protocol::ack_tree::AckTreePlan;
 use crate::protocol::allreduce::{AllreduceAlgorithm, AllreducePlan};
 use crate::protocol::bcast::{BcastPlan, Correction};
+use crate::protocol::ftco::FtcoPlan;
 use crate::protocol::gossip::{BigPlan, GossipPlan, GossipSpec};
 use crate::protocol::reduce::{FailureScheme, ReducePlan};
 use crate::protocol::Msg;
@@ -93,7 +95,58 @@ pub enum BroadcastAlgorithm {
     /// its ⌈log2 P⌉ neighbours p + 2^x; every live rank gets it while
     /// fewer than ⌈log2 P⌉ ranks fail, with no timer and no correction.
     Big,
+    /// The FTCO broadcast over the team's tree, the timeout-based baseline
+    /// (*Tree-based Fault-Tolerant Collective Operations*, Sections 3-4,
+    /// Appendices A and D; [`crate::protocol::ftco`]): DATA down the tree,
+    /// each acknowledged; a DATA unanswered for d·T + o·(children) is
+    /// circumvented, and a rank without the value at its expected arrival
+    /// plus T asks its parent, then its grand-parent. With the root alive,
+    /// every live rank delivers the root's value exactly once, whatever
+    /// fails before or during the operation. On threads T is real time, o
+    /// and L are [`FTCO_LOGP`]'s, and a deadline fires only once its rank
+    /// has taken the messages that reached it
+    /// ([`crate::protocol::op_clock`]); [`TeamReport::timeouts`] and
+    /// [`TeamReport::false_suspicions`] count what the timeouts did.
+    Ftco {
+        /// The timeout unit T (`None`: [`DEFAULT_FTCO_TIMEOUT`]), from 1
+        /// ns to [`MAX_FTCO_TIMEOUT`].
+        timeout: Option<Duration>,
+    },
+    /// The ack tree over the team's tree (Corrected Trees, Section 5, the
+    /// acknowledged baseline; [`crate::protocol::ack_tree`]): the value
+    /// down the tree, one ACK per rank up it once its children acked, so
+    /// 2(P - 1) messages per operation. No fault tolerance: a failed
+    /// rank's ancestors wait for its ACK until the operation timeout.
+    AckTree,
 }
+
+/// FTCO's model on threads (FTCO, Appendix A: the o·(children) term of a
+/// timeout; Section 4: f_ETA): the Corrected Trees paper's L = 2, o = 1 with a tick of 1 µs
+/// (ticks are nanoseconds), about what a hop between two running ranks
+/// costs here (docs/benchmarks.md: 8 ranks broadcast through a binomial
+/// tree of depth 3 in 13-14 µs). It gives FTCO's expected arrival times
+/// (f_ETA: tens of µs) and the o·(children) term of its timeouts, both
+/// small next to T: on threads a timeout is d·T, and T is what has to
+/// cover scheduling noise (docs/algorithms.md, *FTCO on threads*).
+pub const FTCO_LOGP: LogP = LogP {
+    latency: 2_000,
+    overhead: 1_000,
+};
+
+/// FTCO's default timeout unit T on threads (FTCO, Appendix A): 50 ms,
+/// twice the longest answer delay of a DATA measured with 8 and 32 ranks
+/// on this machine's 2 cores (24 ms in 620 000; 8 ms at 8 ranks), and above
+/// the 99.9th percentile with a compiler running on both cores alongside
+/// (36 ms; its maximum, 110 ms, is not covered: there a live rank is
+/// sometimes suspected, which costs duplicate DATA only).
+/// docs/algorithms.md, *FTCO and the ack tree on threads*, has the
+/// measurement.
+pub const DEFAULT_FTCO_TIMEOUT: Duration = Duration::from_millis(50);
+
+/// The longest FTCO timeout unit a team takes: one hour (FTCO, Appendix A:
+/// a timeout is d·T nanoseconds, d up to the tree's depth, and must not
+/// overflow).
+pub const MAX_FTCO_TIMEOUT: Duration = Duration::from_secs(3600);
 
 impl Default for TeamBuilder {
     fn default() -> Self {
@@ -334,6 +387,10 @@ pub(crate) struct Plans {
     pub(crate) gossip: Option<(GossipPlan, u64)>,
     /// With [`BroadcastAlgorithm::Big`]: the binomial graph.
     pub(crate) big: Option<BigPlan>,
+    /// With [`BroadcastAlgorithm::Ftco`]: the plan, in nanoseconds.
+    pub(crate) ftco: Option<FtcoPlan>,
+    /// With [`BroadcastAlgorithm::AckTree`]: the tree.
+    pub(crate) ack_tree: Option<AckTreePlan>,
 }
 
 impl Plans {
@@ -375,14 +432,39 @@ impl Plans {
             BroadcastAlgorithm::Big if ranks >= 2 => Some(BigPlan::new(ranks)?),
             _ => None,
         };
+        let ftco = match config.broadcast {
+            BroadcastAlgorithm::Ftco { timeout } => {
+                let timeout = ftco_timeout(timeout)?;
+                Some(FtcoPlan::new(config.tree, ranks, FTCO_LOGP, Some(timeout))?)
+            }
+            _ => None,
+        };
+        let ack_tree = match config.broadcast {
+            BroadcastAlgorithm::AckTree => Some(AckTreePlan::new(config.tree, ranks, LogP::PAPER)?),
+            _ => None,
+        };
         Ok(Plans {
             bcast: BcastPlan::new(tree, config.correction, 0).with_pace(pace),
             reduce,
             allreduce,
             gossip,
             big,
+            ftco,
+            ack_tree,
         })
     }
+}
+
+/// FTCO's timeout unit in nanoseconds: the default, or `timeout` if it is
+/// at most [`MAX_FTCO_TIMEOUT`] (a zero one the plan refuses).
+fn ftco_timeout(timeout: Option<Duration>) -> Result<Tick, ConfigError> {
+    let timeout = timeout.unwrap_or(DEFAULT_FTCO_TIMEOUT);
+    if timeout > MAX_FTCO_TIMEOUT {
+        return Err(ConfigError::BadTimeout {
+            why: format!("{timeout:?} is above the longest, {MAX_FTCO_TIMEOUT:?}"),
+        });
+    }
+    Ok(crate::driver::nanos(timeout))
 }
 
 /// A communicator shrunk from the team (see [`Comm::shrink`]): its
@@ -451,6 +533,22 @@ pub struct TeamReport<R> {
     /// or the root). Divided by the operations, the paper's mean g-node
     /// count.
     pub gossip_colored: u64,
+    /// Over all FTCO broadcasts ([`BroadcastAlgorithm::Ftco`]) and ranks:
+    /// the timeouts that fired (a DATA or KEEPALIVE unanswered past its
+    /// timeout; FTCO, Appendix A), each suspecting one rank.
+    pub timeouts: u64,
+    /// Of those suspicions, the ones of a rank that was alive (FTCO,
+    /// Section 4: a suspected node that had not failed): neither silent
+    /// from the operation's start by the fault schedule (dead, hung, or
+    /// dead in an earlier operation) nor marked failed in the liveness
+    /// registry by the time of the suspicion.
+    pub false_suspicions: u64,
+    /// With [`TeamBuilder::op_records`] on, over all FTCO broadcasts (FTCO,
+    /// Appendix A: what a timeout must cover): for every DATA acknowledged, the time from its send to the moment its
+    /// sender took the ACK, in nanoseconds (what FTCO's timeout must
+    /// cover; [`crate::protocol::op_clock::OpClock::answer_delays`]), in no
+    /// particular order. Empty otherwise.
+    pub answer_delays_ns: Vec<u64>,
 }
 
 impl<R> TeamReport<R> {
@@ -491,6 +589,9 @@ pub(crate) struct Shared<'t> {
     /// Where values too large for a message slot are written once and
     /// shared ([`crate::runtime::segment`]).
     pub(crate) segments: SegmentPool,
+    /// FTCO's answer delays, with operation records on
+    /// ([`TeamReport::answer_delays_ns`]).
+    pub(crate) answer_delays: std::sync::Mutex<Vec<Tick>>,
 }
 
 #[derive(Default)]
@@ -514,6 +615,10 @@ pub(crate) struct Counters {
     /// Gossip broadcasts in which the rank was a g-node (colored by the
     /// gossip phase, or the root).
     pub(crate) g_node_ops: AtomicU64,
+    /// FTCO timeouts that fired on this rank ([`TeamReport::timeouts`]).
+    pub(crate) timeouts: AtomicU64,
+    /// Of them, suspicions of a live rank ([`TeamReport::false_suspicions`]).
+    pub(crate) false_suspicions: AtomicU64,
 }
 
 /// [`Shared::core_mates`]: for each rank, the others pinned to the same
@@ -563,7 +668,7 @@ impl Shared<'_> {
 
     /// Marks `rank` failed and wakes everyone so they learn it.
     pub(crate) fn fail(&self, rank: Rank) {
-        if self.liveness.mark_failed(rank) {
+        if self.liveness.mark_failed(rank, self.now()) {
             for r in 0..self.ranks() {
                 self.mailboxes.wake(r);
                 // A lent call learns the failure from whoever pumps it.
@@ -667,6 +772,7 @@ impl Team {
             ),
             core_mates: core_mates(&self.config.pinning, self.config.ranks, &cores),
             segments: SegmentPool::new(),
+            answer_delays: std::sync::Mutex::default(),
         };
         // One pinned rank per core: nobody else needs the core, so a waiting
         // rank spins instead of letting its (virtual) cpu halt.
@@ -740,13 +846,24 @@ impl Team {
             ops,
             helped: shared.loans.iter().map(|l| l.helped()).sum(),
             segment_allocations: shared.segments.allocations(),
-            gossip_colored: shared
-                .counters
-                .iter()
-                .map(|c| c.g_node_ops.load(Ordering::Relaxed))
-                .sum(),
+            gossip_colored: sum(&shared, |c| &c.g_node_ops),
+            timeouts: sum(&shared, |c| &c.timeouts),
+            false_suspicions: sum(&shared, |c| &c.false_suspicions),
+            answer_delays_ns: shared
+                .answer_delays
+                .into_inner()
+                .unwrap_or_else(|e| e.into_inner()),
         }
     }
+}
+
+/// One per-rank counter summed over the team.
+fn sum(shared: &Shared<'_>, counter: impl Fn(&Counters) -> &AtomicU64) -> u64 {
+    shared
+        .counters
+        .iter()
+        .map(|c| counter(c).load(Ordering::Relaxed))
+        .sum()
 }
 
 fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {

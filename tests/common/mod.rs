@@ -1,11 +1,64 @@
-//! Helpers shared by the exhaustive simulator tests: fault sets and kill
-//! points.
+//! Helpers shared by the tests: fault sets and kill points for the
+//! exhaustive simulator tests; teams, values and loops of broadcasts for
+//! the broadcast algorithms on threads.
 
 // Each test file uses its own share of these.
 #![allow(dead_code)]
 
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use corrected::runtime::{BroadcastAlgorithm, FaultSchedule, Team, TeamBuilder, TeamReport};
 use corrected::sim::engine::UNLIMITED;
 use corrected::types::Rank;
+use corrected::Error;
+
+/// Teams of up to 33 threads: one test at a time on this 2-core machine.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Holds the test binary's one team at a time.
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A team of `ranks` broadcasting with `algorithm` under `faults`, with a
+/// 20 s operation timeout and operation records on; the caller adds the
+/// rest and builds.
+pub fn broadcast_team(
+    ranks: u32,
+    algorithm: BroadcastAlgorithm,
+    faults: FaultSchedule,
+) -> TeamBuilder {
+    Team::builder()
+        .ranks(ranks)
+        .broadcast(algorithm)
+        .faults(faults)
+        .op_timeout(Duration::from_secs(20))
+        .op_records(true)
+}
+
+/// The value of operation `i` from `root`: every operation's differs.
+pub fn value(root: Rank, i: u32) -> u64 {
+    0x5eed_0000_0000_0000 | (u64::from(root) << 24) | u64::from(i)
+}
+
+/// `ops` broadcasts from roots rotating over `roots`, each sending
+/// [`value`]; per rank, what each call returned.
+pub fn broadcasts(team: &Team, ops: u32, roots: &[Rank]) -> TeamReport<Vec<Result<u64, Error>>> {
+    team.run(|comm| {
+        (0..ops)
+            .map(|i| {
+                let root = roots[i as usize % roots.len()];
+                let mut v = if comm.rank() == root {
+                    value(root, i)
+                } else {
+                    0
+                };
+                comm.broadcast_into(root, &mut v).map(|()| v)
+            })
+            .collect()
+    })
+}
 
 /// Every subset of `0..procs` with at most `f` members.
 pub fn subsets(procs: u32, f: u32) -> Vec<Vec<Rank>> {

@@ -13,7 +13,7 @@ use corrected::protocol::gossip::{CorrectionChoice, GossipSpec};
 use corrected::protocol::reduce::FailureScheme;
 use corrected::runtime::{
     AllreduceAlgorithm, BroadcastAlgorithm, Fault, FaultSchedule, OpStats, Pinning, RankOutcome,
-    Team, TeamReport,
+    Team, TeamReport, DEFAULT_FTCO_TIMEOUT,
 };
 use corrected::sim::engine::NEVER;
 use corrected::sim::reduce::{includes_exactly, input_of};
@@ -58,10 +58,18 @@ pub struct RunArgs {
     #[arg(long, default_value = "checked")]
     correction: String,
     /// Broadcast algorithm: tree (a corrected tree), gossip (corrected
-    /// gossip: random gossip until --gossip-time, then --correction) or big
-    /// (the binomial graph baseline).
+    /// gossip: random gossip until --gossip-time, then --correction), big
+    /// (the binomial graph baseline), ftco (FTCO's DATA/KEEPALIVE/ACK
+    /// broadcast over --tree, timeouts of --timeout-ms) or ack-tree (--tree
+    /// with an ACK gather, no fault tolerance).
     #[arg(long, default_value = "tree")]
     algorithm: String,
+    /// FTCO's timeout unit T in milliseconds (--algorithm ftco only): a
+    /// DATA to a rank d tree levels away is suspected after d x T (plus
+    /// 1 µs per child); default 50 (above the scheduling noise measured
+    /// with 8 and 32 ranks on 2 cores, docs/algorithms.md).
+    #[arg(long)]
+    timeout_ms: Option<f64>,
     /// Corrected gossip's T in ticks of the paper's model (L = 2, o = 1),
     /// counted in each rank's own send slots, or auto (Eq. 3 / Eq. 4).
     #[arg(long, default_value = "auto")]
@@ -482,7 +490,10 @@ fn tally(args: &RunArgs, op: Op, bcast: Delivery, f: u32, report: &TeamReport<Ve
         let excused = root_failed
             || over_budget
             || (op == Op::Bcast
-                && (!bcast.always || (faulty > 0 && (during || !bcast.despite_dead_ranks))));
+                && (!bcast.always
+                    || (faulty > 0
+                        && ((during && !bcast.despite_deaths_during)
+                            || !bcast.despite_dead_ranks))));
         let mut agreed: Option<(u64, bool)> = None;
         for got in results {
             let ok = match got {
@@ -530,6 +541,8 @@ struct Delivery {
     always: bool,
     /// ... also with ranks dead before the operation.
     despite_dead_ranks: bool,
+    /// ... also with ranks failing during the operation (the root alive).
+    despite_deaths_during: bool,
 }
 
 /// `--algorithm`, `--gossip-time` and `--correction` read together: the
@@ -544,6 +557,7 @@ fn broadcast_algorithm(
             let delivery = Delivery {
                 always: true,
                 despite_dead_ranks: correction.guarantees_delivery(),
+                despite_deaths_during: false,
             };
             Ok((BroadcastAlgorithm::Tree, delivery, correction.to_string()))
         }
@@ -574,6 +588,7 @@ fn broadcast_algorithm(
             let delivery = Delivery {
                 always: checked,
                 despite_dead_ranks: checked,
+                despite_deaths_during: false,
             };
             let name = format!("gossip T={} {}", spec.time, spec.correction);
             Ok((BroadcastAlgorithm::Gossip(spec), delivery, name))
@@ -584,22 +599,87 @@ fn broadcast_algorithm(
             let delivery = Delivery {
                 always: true,
                 despite_dead_ranks: false,
+                despite_deaths_during: false,
             };
             Ok((BroadcastAlgorithm::Big, delivery, "big".to_string()))
         }
-        "gossip" | "big" => Err(out_of_range(
+        "ftco" if op == Op::Bcast => {
+            // With the root alive, every live rank delivers, whatever fails
+            // before or during the operation (FTCO, Definition 3.2).
+            let delivery = Delivery {
+                always: true,
+                despite_dead_ranks: true,
+                despite_deaths_during: true,
+            };
+            no_correction(args)?;
+            let timeout = ftco_timeout(args)?;
+            let name = format!(
+                "ftco over {} T={:?}",
+                args.tree,
+                timeout.unwrap_or(DEFAULT_FTCO_TIMEOUT)
+            );
+            Ok((BroadcastAlgorithm::Ftco { timeout }, delivery, name))
+        }
+        "ack-tree" if op == Op::Bcast => {
+            // No fault tolerance: a failed rank's ancestors wait for its ACK
+            // until --timeout.
+            no_correction(args)?;
+            let delivery = Delivery {
+                always: true,
+                despite_dead_ranks: false,
+                despite_deaths_during: false,
+            };
+            let name = format!("ack-tree over {}", args.tree);
+            Ok((BroadcastAlgorithm::AckTree, delivery, name))
+        }
+        "gossip" | "big" | "ftco" | "ack-tree" => Err(out_of_range(
             "--algorithm",
             &args.algorithm,
-            "corrected gossip and BIG are broadcast algorithms",
-            "pass --op bcast with --algorithm gossip or big",
+            "corrected gossip, BIG, FTCO and the ack tree are broadcast algorithms",
+            "pass --op bcast with --algorithm gossip, big, ftco or ack-tree",
         )),
         other => Err(out_of_range(
             "--algorithm",
             other,
-            "the broadcast algorithms are tree, gossip and big",
-            "pass --algorithm tree, gossip or big",
+            "the broadcast algorithms are tree, gossip, big, ftco and ack-tree",
+            "pass --algorithm tree, gossip, big, ftco or ack-tree",
         )),
     }
+}
+
+/// A `--correction` other than the default, refused with FTCO and the ack
+/// tree, which have none.
+fn no_correction(args: &RunArgs) -> Result<(), CliError> {
+    if args.correction != "checked" {
+        return Err(out_of_range(
+            "--correction",
+            &args.correction,
+            "FTCO and the ack tree have no correction",
+            "leave out --correction with --algorithm ftco or ack-tree",
+        ));
+    }
+    Ok(())
+}
+
+/// `--timeout-ms` as FTCO's timeout unit (`None`: the team's default),
+/// refused outside 1 µs to --timeout (a DATA's timeout is a multiple of
+/// it: the operation must be able to wait one out).
+fn ftco_timeout(args: &RunArgs) -> Result<Option<Duration>, CliError> {
+    let Some(ms) = args.timeout_ms else {
+        return Ok(None);
+    };
+    if !(ms >= 1e-3 && ms < args.timeout * 1e3) {
+        return Err(out_of_range(
+            "--timeout-ms",
+            ms,
+            format!(
+                "FTCO's timeout unit must be at least 0.001 ms (1 µs) and below --timeout ({} ms)",
+                args.timeout * 1e3
+            ),
+            "pass e.g. --timeout-ms 50 (the default), or raise --timeout",
+        ));
+    }
+    Ok(Some(Duration::from_secs_f64(ms / 1e3)))
 }
 
 /// Runs `corrected run`. Exit code 1 if a delivery was wrong or missing
@@ -616,6 +696,18 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     )?;
     let tree: TreeSpec = args.tree.parse()?;
     let (algorithm, delivery, bcast_name) = broadcast_algorithm(&args, op)?;
+    let timed = matches!(
+        algorithm,
+        BroadcastAlgorithm::Ftco { .. } | BroadcastAlgorithm::AckTree
+    );
+    if args.timeout_ms.is_some() && !matches!(algorithm, BroadcastAlgorithm::Ftco { .. }) {
+        return Err(out_of_range(
+            "--timeout-ms",
+            args.timeout_ms.unwrap_or_default(),
+            "only FTCO has a timeout unit (--timeout is the operation timeout, in seconds)",
+            "pass --timeout-ms with --algorithm ftco only",
+        ));
+    }
     // The allreduce's broadcast and the tree broadcast take the tree
     // correction; with gossip the correction names gossip's.
     let correction: Correction = if matches!(algorithm, BroadcastAlgorithm::Tree) {
@@ -717,6 +809,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         .filter_map(|o| o.latency_ns.iter().max().map(|&ns| ns as f64))
         .collect();
     let lat = Stats::of(latencies);
+    let ftco = matches!(algorithm, BroadcastAlgorithm::Ftco { .. });
+    let answers = Stats::of(report.answer_delays_ns.iter().map(|&ns| ns as f64));
     let messages: u64 = report.ops.iter().map(|o| o.messages).sum();
     let messages_per_op = messages as f64 / report.ops.len().max(1) as f64;
     let panicked: Vec<Rank> = report
@@ -737,6 +831,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             "broadcast": (op == Op::Bcast).then_some(&bcast_name),
             "consistency": (op == Op::Bcast).then(|| t.consistency()),
             "gossip_colored": gossip.then(|| report.gossip_colored as f64 / f64::from(iters)),
+            "timeouts": timed.then_some(report.timeouts),
+            "false_suspicions": timed.then_some(report.false_suspicions),
+            "answer_delay_ns": ftco.then(|| serde_json::json!({
+                "samples": report.answer_delays_ns.len(),
+                "p50": answers.p50, "p99": answers.p99, "p999": answers.p999, "max": answers.max,
+            })),
             "allreduce": matches!(op, Op::Allreduce | Op::Barrier)
                 .then(|| team.allreduce_algorithm().to_string()),
             "bytes": (op != Op::Barrier).then_some(args.bytes),
@@ -793,6 +893,23 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             out!(
                 "g-nodes per operation (colored by the gossip phase, the root included): {:.2}",
                 report.gossip_colored as f64 / f64::from(iters)
+            );
+        }
+        if timed {
+            out!(
+                "timeouts fired: {}, false suspicions (a live rank suspected): {}",
+                report.timeouts,
+                report.false_suspicions
+            );
+        }
+        if ftco {
+            out!(
+                "DATA to ACK taken ({} samples): p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs",
+                report.answer_delays_ns.len(),
+                answers.p50 / 1e3,
+                answers.p99 / 1e3,
+                answers.p999 / 1e3,
+                answers.max / 1e3
             );
         }
         out!(

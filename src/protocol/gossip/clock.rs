@@ -45,7 +45,7 @@
 //! (CCG's and FCG's) hold as they are, and OCG's and GOS's reach is the
 //! model's in distribution only (`docs/algorithms.md` has the numbers).
 
-use crate::protocol::{Event, Header, Leave, Msg, Protocol, Transmit};
+use crate::protocol::{Event, Msg, Protocol, Transmit};
 use crate::types::{LogP, Rank, Tick};
 
 /// A payload with the logical time its message was sent at.
@@ -249,32 +249,8 @@ impl<C: SlotTimed> Protocol for SlotClock<C> {
         self.armed.map(|at| at.saturating_add(timeout))
     }
 
-    fn take_output(&mut self) -> Option<Self::Output> {
-        self.core.take_output()
-    }
-
     fn is_quiescent(&self) -> bool {
         self.early.is_empty() && self.core.is_quiescent() && self.core.poll_deadline().is_none()
-    }
-
-    fn header(&self) -> Header {
-        self.core.header()
-    }
-
-    fn may_return(&self) -> Leave {
-        self.core.may_return()
-    }
-
-    fn is_finished(&self) -> bool {
-        self.core.is_finished()
-    }
-
-    fn retired_by(&self, completed: &Header) -> bool {
-        self.core.retired_by(completed)
-    }
-
-    fn waits_once(&self) -> bool {
-        self.core.waits_once()
     }
 
     /// True with timeouts in the engine's time: the wrapper needs the
@@ -283,13 +259,7 @@ impl<C: SlotTimed> Protocol for SlotClock<C> {
         self.real_timeout.is_some()
     }
 
-    fn output_from_root(&self) -> bool {
-        self.core.output_from_root()
-    }
-
-    fn awaiting(&self) -> Option<Rank> {
-        self.core.awaiting()
-    }
+    crate::protocol::forward_to_core!();
 }
 
 #[cfg(test)]
