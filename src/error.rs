@@ -185,6 +185,15 @@ pub enum ConfigError {
         /// Ranks in the team.
         ranks: u32,
     },
+    /// A team of threads per process whose processes have different numbers
+    /// of threads (the hierarchy numbers ranks `process × threads + thread`).
+    #[error("the processes have between {least} and {most} threads each; a node team needs the same number in every process")]
+    UnevenNodes {
+        /// The fewest threads of a process.
+        least: u32,
+        /// The most threads of a process.
+        most: u32,
+    },
     /// An operation this engine cannot offer (say, agreement on failures
     /// where nothing detects them).
     #[error("{what} is not available here: {why}")]
@@ -310,6 +319,11 @@ pub enum Error {
         /// The other length.
         theirs: usize,
     },
+    /// The level between processes of a hierarchical team failed for this
+    /// thread's process (its proxy's error, or the process left that level
+    /// after an earlier one; feature `mpi`).
+    #[error("the process level failed: {0}")]
+    UpperLevel(String),
     /// A value could not be encoded to bytes or decoded from them
     /// ([`crate::Collectives::broadcast_value`]).
     #[error("encoding: {message}")]
@@ -387,6 +401,11 @@ mod tests {
                 ranks: 5,
             },
             ConfigError::FeatureNotBuilt { feature: "hwloc" },
+            ConfigError::UnevenNodes { least: 2, most: 4 },
+            ConfigError::Unsupported {
+                what: "x",
+                why: "y",
+            },
         ];
         let outcomes = [
             Error::Failed(1),
@@ -417,6 +436,7 @@ mod tests {
                 op: "bitwise_and",
                 ty: "f64",
             },
+            Error::UpperLevel(s()),
         ];
         config
             .iter()

@@ -129,6 +129,101 @@ fn allreduce_survives_an_announced_failure_within_the_budget() {
     }
 }
 
+/// The hierarchy: threads below MPI (`--threads`), ranks numbered
+/// `process × threads + thread`, every result checked on every thread.
+#[test]
+fn a_node_team_gives_every_thread_of_every_process_the_result() {
+    for (op, procs, threads) in [("allreduce", 2, "4"), ("bcast", 3, "3")] {
+        let outcomes = mpirun(
+            procs,
+            &[
+                "--op",
+                op,
+                "--iters",
+                "200",
+                "--threads",
+                threads,
+                "--len",
+                "3",
+            ],
+        );
+        let ranks = procs as usize * threads.parse::<usize>().unwrap();
+        assert_eq!(outcomes.len(), ranks, "{op}: every thread reports");
+        for (r, o) in outcomes.iter().enumerate() {
+            assert_eq!(field(o, "rank"), r as u64);
+            assert_eq!(field(o, "ok"), 200, "{op}: {o}");
+            assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{op}: {o}");
+        }
+    }
+}
+
+/// Each level survives its own failures: a thread (not a proxy) dying in
+/// its process, and a whole process SIGKILLed, in the same kind of run.
+#[test]
+fn a_node_team_survives_a_dead_thread_and_a_sigkilled_process() {
+    let outcomes = mpirun(
+        2,
+        &[
+            "--op",
+            "allreduce",
+            "--iters",
+            "200",
+            "--threads",
+            "4",
+            "--die-at",
+            "5:50",
+        ],
+    );
+    for o in &outcomes {
+        let expected = if field(o, "rank") == 5 { 50 } else { 200 };
+        assert_eq!(field(o, "ok"), expected, "{o}");
+        assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{o}");
+    }
+    let outcomes = mpirun(
+        3,
+        &[
+            "--op",
+            "bcast",
+            "--iters",
+            "600",
+            "--threads",
+            "2",
+            "--sigkill",
+            "2:200",
+        ],
+    );
+    assert_eq!(
+        outcomes.len(),
+        4,
+        "the two surviving processes' threads: {outcomes:?}"
+    );
+    for o in &outcomes {
+        assert_eq!(field(o, "ok"), 600, "{o}");
+        assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{o}");
+    }
+    let outcomes = mpirun(
+        3,
+        &[
+            "--op",
+            "allreduce",
+            "--iters",
+            "200",
+            "--threads",
+            "2",
+            "--sigkill",
+            "1:50",
+            "--timeout",
+            "2",
+        ],
+    );
+    assert_eq!(outcomes.len(), 4, "{outcomes:?}");
+    for o in &outcomes {
+        assert_eq!(field(o, "wrong"), 0, "{o}");
+        assert!(errors(o) <= 1, "at most the operation of the death: {o}");
+        assert_eq!(field(o, "ok") + errors(o), 200, "{o}");
+    }
+}
+
 // The wire format, through the public API (in this file so that CI builds
 // one test binary for the feature).
 mod wire {

@@ -172,6 +172,13 @@ impl MpiComm {
         }
     }
 
+    /// This process leaves the team of processes for good: it is announced
+    /// failed to the others, which go on without it (a hierarchy's proxy
+    /// whose process can no longer follow, [`super::hier`]).
+    pub(crate) fn leave_upper(&mut self) {
+        self.driver.die();
+    }
+
     fn abandon(&mut self, op: OpId, e: Error) -> Error {
         self.driver.returned(op);
         e

@@ -8,6 +8,8 @@
 //!   nonblocking sends from buffers it owns, probe-driven receives, a cap
 //!   of sends in flight per peer, and no MPI call that waits on a peer.
 //! * [`wire`] frames a protocol message into bytes and back.
+//! * [`hier`]: threads below MPI, a [`NodeTeam`] per process whose
+//!   [`NodeComm`] runs every collective over all threads of all processes.
 //!
 //! What this Open MPI (4.1, no ULFM) allows and what it does not, and how
 //! to launch a program that must survive a process's death, are in
@@ -25,10 +27,12 @@
 //! ```
 
 mod comm;
+pub mod hier;
 pub mod transport;
 pub mod wire;
 
 pub use comm::MpiComm;
+pub use hier::{NodeComm, NodeTeam};
 pub use transport::MpiTransport;
 
 /// Finalizes MPI (drops `universe`), or, if that has not returned after

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use corrected::mpi::MpiComm;
+use corrected::mpi::{MpiComm, NodeTeam};
 use corrected::prelude::*;
 use corrected::types::{OpId, Rank};
 
@@ -38,13 +38,19 @@ pub struct MpiArgs {
     /// Fault budget f of allreduce.
     #[arg(long)]
     f: Option<u32>,
+    /// Threads per process: with more than 1, a node team (threads below
+    /// MPI, one proxy thread per process over MPI); ranks are then
+    /// `process × threads + thread`, --sigkill names a process and
+    /// --die-at a thread.
+    #[arg(long, default_value_t = 1)]
+    threads: u8,
     /// Operation timeout, seconds.
     #[arg(long, default_value_t = 10.0)]
     timeout: f64,
 }
 
-/// What one process saw.
-#[derive(serde::Serialize)]
+/// What one rank saw.
+#[derive(Clone, serde::Serialize)]
 struct Outcome {
     rank: Rank,
     size: u32,
@@ -65,7 +71,8 @@ struct Outcome {
     bad_frames: (u64, u64),
 }
 
-/// Runs the loop on this process and prints its outcome.
+/// Runs the loop on this process (on each of its threads with
+/// `--threads`) and prints the outcomes.
 pub fn run(args: MpiArgs) -> Result<ExitCode, CliError> {
     if !(args.timeout > 0.0 && args.timeout <= 3600.0) {
         return Err(CliError::OutOfRange {
@@ -75,24 +82,90 @@ pub fn run(args: MpiArgs) -> Result<ExitCode, CliError> {
             hint: "pass --timeout 10".into(),
         });
     }
-    let universe = mpi::initialize().ok_or(CliError::Corrected(Error::Config(
-        corrected::ConfigError::Unsupported {
+    if !matches!(args.op.as_str(), "bcast" | "allreduce") {
+        return Err(CliError::UnknownOp {
+            op: args.op.clone(),
+            expected: "bcast or allreduce",
+        });
+    }
+    if args.threads == 0 || args.threads > 64 {
+        return Err(CliError::OutOfRange {
+            option: "--threads",
+            value: args.threads.to_string(),
+            why: "a process runs 1 to 64 threads".into(),
+            hint: "pass --threads 4".into(),
+        });
+    }
+    let threading = if args.threads > 1 {
+        mpi::environment::Threading::Serialized
+    } else {
+        mpi::environment::Threading::Single
+    };
+    let (universe, _) = mpi::initialize_with_threading(threading).ok_or(CliError::Corrected(
+        Error::Config(corrected::ConfigError::Unsupported {
             what: "a second MPI initialization",
             why: "MPI was initialized already",
-        },
-    )))?;
-    let mut faults = FaultSchedule::none();
-    if let Some((rank, iter)) = args.die_at {
-        faults = faults.kill(rank, iter as OpId);
+        }),
+    ))?;
+    let timeout = Duration::from_secs_f64(args.timeout);
+    let outcomes = if args.threads == 1 {
+        let mut faults = FaultSchedule::none();
+        if let Some((rank, iter)) = args.die_at {
+            faults = faults.kill(rank, iter as OpId);
+        }
+        let mut builder = Team::builder().op_timeout(timeout).faults(faults);
+        if let Some(f) = args.f {
+            builder = builder.fault_budget(f);
+        }
+        let mut comm = MpiComm::new(&universe.world(), &builder).map_err(Error::from)?;
+        let mut outcome = checked_loop(&mut comm, &args);
+        outcome.bad_frames = comm.bad_frames();
+        // Serve late messages until the others are done (or the wait passes).
+        drop(comm);
+        vec![outcome]
+    } else {
+        // The process level's fault budget is --f; each process's threads
+        // have the default one, and --die-at names a global thread.
+        let threads = u32::from(args.threads);
+        let world_rank = mpi::topology::Communicator::rank(&universe.world()) as u32;
+        // A node allreduce is two thread operations (reduce, broadcast),
+        // a node broadcast from rank 0 one: the thread team's numbering.
+        let per_iter = if args.op == "allreduce" { 2 } else { 1 };
+        let mut faults = FaultSchedule::none();
+        if let Some((rank, iter)) = args.die_at {
+            if rank / threads == world_rank {
+                faults = faults.kill(rank % threads, (iter * per_iter) as OpId);
+            }
+        }
+        let local = Team::builder()
+            .ranks(threads)
+            .op_timeout(timeout)
+            .faults(faults);
+        let mut upper = Team::builder().op_timeout(timeout);
+        if let Some(f) = args.f {
+            upper = upper.fault_budget(f);
+        }
+        let node = NodeTeam::new(local, upper).map_err(Error::from)?;
+        let report = node.run(|comm| checked_loop(comm, &args));
+        report.returned().map(|(_, o)| o.clone()).collect()
+    };
+    let mut clean = true;
+    for outcome in &outcomes {
+        clean &= outcome.wrong == 0 && outcome.bad_frames == (0, 0);
+        crate::out!(
+            "{}",
+            serde_json::to_string(outcome).expect("the outcome serializes")
+        );
     }
-    let mut builder = Team::builder()
-        .op_timeout(Duration::from_secs_f64(args.timeout))
-        .faults(faults);
-    if let Some(f) = args.f {
-        builder = builder.fault_budget(f);
-    }
-    let mut comm = MpiComm::new(&universe.world(), &builder).map_err(Error::from)?;
+    let code = if clean { 0 } else { 1 };
+    corrected::mpi::finalize_within(universe, Duration::from_secs(5), code);
+    Ok(ExitCode::from(code as u8))
+}
+
+/// The loop of `args.op` on one rank of any engine, every result checked.
+fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
     let (me, size) = (comm.rank(), comm.size());
+    let threads = u32::from(args.threads);
     let mut outcome = Outcome {
         rank: me,
         size,
@@ -106,52 +179,44 @@ pub fn run(args: MpiArgs) -> Result<ExitCode, CliError> {
         mean_us: 0.0,
         bad_frames: (0, 0),
     };
+    // The ranks failed by `iter`: --die-at's, and every thread of the
+    // process --sigkill names.
     let dead = |iter: u32| -> Vec<Rank> {
-        [args.die_at, args.sigkill]
-            .into_iter()
-            .flatten()
+        let mut gone: Vec<Rank> = args
+            .die_at
             .filter(|&(_, at)| at <= iter)
             .map(|(r, _)| r)
-            .collect()
+            .into_iter()
+            .collect();
+        if let Some((p, at)) = args.sigkill.filter(|&(_, at)| at <= iter) {
+            let _ = at;
+            gone.extend(p * threads..(p + 1) * threads);
+        }
+        gone
     };
     let started = Instant::now();
     let mut buf = vec![0u64; args.len];
     for iter in 0..args.iters {
-        if args.sigkill == Some((me, iter)) {
+        if args.sigkill == Some((me / threads, iter)) {
             let _ = std::process::Command::new("kill")
                 .args(["-9", &std::process::id().to_string()])
                 .status();
         }
-        let result = match args.op.as_str() {
-            "bcast" => {
-                let value = u64::from(iter) + 1;
-                if me == 0 {
-                    buf.fill(value);
-                } else {
-                    buf.fill(0);
-                }
-                comm.broadcast_into(0, &mut buf[..])
-                    .map(|()| buf.iter().all(|&x| x == value))
-            }
-            "allreduce" => {
-                let mine = vec![1u64 << me.min(63); args.len];
-                comm.all_reduce_into(&mine[..], &mut buf[..], SystemOperation::sum())
-                    .map(|()| {
-                        // Every live rank's bit, and a failed rank's or not.
-                        let all: u64 = (0..size.min(64)).map(|r| 1u64 << r).sum();
-                        let gone = dead(iter);
-                        let first = buf[0];
-                        buf.iter().all(|&x| x == first)
-                            && first & !gone.iter().map(|&r| 1u64 << r).sum::<u64>()
-                                == all & !gone.iter().map(|&r| 1u64 << r).sum::<u64>()
-                    })
-            }
-            other => {
-                return Err(CliError::UnknownOp {
-                    op: other.to_string(),
-                    expected: "bcast or allreduce",
+        let result = if args.op == "bcast" {
+            let value = u64::from(iter) + 1;
+            buf.fill(if me == 0 { value } else { 0 });
+            comm.broadcast_into(0, &mut buf[..])
+                .map(|()| buf.iter().all(|&x| x == value))
+        } else {
+            let mine = vec![1u64 << me.min(63); args.len];
+            comm.all_reduce_into(&mine[..], &mut buf[..], SystemOperation::sum())
+                .map(|()| {
+                    // Every live rank's bit, and a failed rank's or not.
+                    let all: u64 = (0..size.min(64)).map(|r| 1u64 << r).sum();
+                    let gone: u64 = dead(iter).iter().map(|&r| 1u64 << r.min(63)).sum();
+                    let first = buf[0];
+                    buf.iter().all(|&x| x == first) && first & !gone == all & !gone
                 })
-            }
         };
         match result {
             Ok(true) => outcome.ok += 1,
@@ -172,15 +237,5 @@ pub fn run(args: MpiArgs) -> Result<ExitCode, CliError> {
     }
     let ops = (outcome.ok + outcome.wrong + outcome.errors.values().sum::<u32>()).max(1);
     outcome.mean_us = started.elapsed().as_secs_f64() * 1e6 / f64::from(ops);
-    outcome.bad_frames = comm.bad_frames();
-    let clean = outcome.wrong == 0 && outcome.bad_frames == (0, 0);
-    crate::out!(
-        "{}",
-        serde_json::to_string(&outcome).expect("the outcome serializes")
-    );
-    // Serve late messages until the others are done (or the wait passes).
-    drop(comm);
-    let code = if clean { 0 } else { 1 };
-    corrected::mpi::finalize_within(universe, Duration::from_secs(5), code);
-    Ok(ExitCode::from(code as u8))
+    outcome
 }
