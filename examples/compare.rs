@@ -21,6 +21,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::fs;
 
+use corrected::error::ConfigError;
 use corrected::protocol::bcast::Correction;
 use corrected::protocol::gossip::{CorrectionChoice, GossipSpec};
 use corrected::sim::reduce::{ReduceConfig, ROOT};
@@ -161,27 +162,12 @@ const ALGORITHMS: &[Algorithm] = &[
     Algorithm {
         name: "FTCO",
         family: Family::Broadcast,
-        build: |p, faults| {
-            Ok(Box::new(FtcoScenario::new(
-                TREE,
-                p,
-                LOGP,
-                None,
-                faults.clone(),
-            )?))
-        },
+        build: |p, faults| boxed(FtcoScenario::new(TREE, p, LOGP, None, faults.clone())),
     },
     Algorithm {
         name: "ack tree",
         family: Family::Broadcast,
-        build: |p, faults| {
-            Ok(Box::new(AckTreeScenario::new(
-                TREE,
-                p,
-                LOGP,
-                faults.clone(),
-            )?))
-        },
+        build: |p, faults| boxed(AckTreeScenario::new(TREE, p, LOGP, faults.clone())),
     },
     Algorithm {
         name: "plain tree",
@@ -191,12 +177,12 @@ const ALGORITHMS: &[Algorithm] = &[
     Algorithm {
         name: "up-correction reduce, f = 1",
         family: Family::Reduction,
-        build: |p, faults| Ok(Box::new(ReduceScenario::new(reduction(p, 1, faults))?)),
+        build: |p, faults| boxed(ReduceScenario::new(reduction(p, 1, faults))),
     },
     Algorithm {
         name: "up-correction reduce, f = 3",
         family: Family::Reduction,
-        build: |p, faults| Ok(Box::new(ReduceScenario::new(reduction(p, 3, faults))?)),
+        build: |p, faults| boxed(ReduceScenario::new(reduction(p, 3, faults))),
     },
     Algorithm {
         name: "up-correction allreduce, f = 1",
@@ -210,14 +196,19 @@ const ALGORITHMS: &[Algorithm] = &[
     },
 ];
 
+/// An experiment, or why its parameters are wrong.
+fn boxed<E: Experiment + 'static>(e: Result<E, ConfigError>) -> Res<Box<dyn Experiment>> {
+    Ok(Box::new(e?))
+}
+
 fn tree(procs: u32, faults: &FaultPlan, correction: Correction) -> Res<Box<dyn Experiment>> {
-    Ok(Box::new(BcastScenario::new(
+    boxed(BcastScenario::new(
         TREE,
         procs,
         correction,
         LOGP,
         faults.clone(),
-    )?))
+    ))
 }
 
 fn gossip(procs: u32, faults: &FaultPlan, choice: CorrectionChoice) -> Res<Box<dyn Experiment>> {
@@ -226,7 +217,7 @@ fn gossip(procs: u32, faults: &FaultPlan, choice: CorrectionChoice) -> Res<Box<d
         ..GossipSpec::default()
     };
     let plan = spec.choose(procs, LOGP)?.plan;
-    Ok(Box::new(GossipScenario::new(plan, LOGP, faults.clone())?))
+    boxed(GossipScenario::new(plan, LOGP, faults.clone()))
 }
 
 /// Up-correction over the binomial tree (`TREE`), single-bit failure
@@ -243,11 +234,10 @@ fn reduction(procs: u32, f: u32, faults: &FaultPlan) -> ReduceConfig {
 
 /// Up-correction reduce, then the checked-sync corrected broadcast.
 fn allreduce(procs: u32, f: u32, faults: &FaultPlan) -> Res<Box<dyn Experiment>> {
-    let config = reduction(procs, f, faults);
-    Ok(Box::new(AllreduceScenario::new(
-        config,
+    boxed(AllreduceScenario::new(
+        reduction(procs, f, faults),
         Correction::CheckedSync,
-    )?))
+    ))
 }
 
 /// What one run of any algorithm reports.
@@ -270,92 +260,101 @@ struct Row {
     violations: u32,
 }
 
+/// Runs one seed with the given death times.
+type Simulator<'a> = Box<dyn FnMut(u64, &[Tick]) -> Row + 'a>;
+
 /// An algorithm on one P and fault plan: makes simulators, one per worker.
 trait Experiment: Sync {
     /// A simulator: runs one seed with the given death times.
-    fn simulator(&self) -> Box<dyn FnMut(u64, &[Tick]) -> Row + '_>;
+    fn simulator(&self) -> Simulator<'_>;
 }
 
 fn live(death: &[Tick]) -> f64 {
     death.iter().filter(|&&d| d == NEVER).count().max(1) as f64
 }
 
+impl Row {
+    /// A row without timeouts.
+    fn new(latency: Tick, quiescence: Tick, messages: f64, reached: f64, violations: u32) -> Self {
+        Row {
+            latency,
+            quiescence,
+            messages_per_process: messages,
+            reached,
+            violations,
+            ..Row::default()
+        }
+    }
+}
+
 fn broadcast_row(r: GossipRun) -> Row {
     Row {
-        latency: r.latency,
-        quiescence: r.quiescence_latency,
-        messages_per_process: r.messages_per_process,
-        reached: r.consistency,
         timeouts: r.timeouts,
         false_suspicions: r.false_suspicions,
-        violations: r.violations,
+        ..Row::new(
+            r.latency,
+            r.quiescence_latency,
+            r.messages_per_process,
+            r.consistency,
+            r.violations,
+        )
     }
 }
 
 impl Experiment for BcastScenario {
-    fn simulator(&self) -> Box<dyn FnMut(u64, &[Tick]) -> Row + '_> {
+    fn simulator(&self) -> Simulator<'_> {
         let mut sim = BcastSim::new(self);
         Box::new(move |_, death| {
             let r = sim.run_with(death);
-            Row {
-                latency: r.coloring_latency,
-                quiescence: r.quiescence_latency,
-                messages_per_process: r.messages_per_process,
-                reached: 1.0 - r.uncolored_live as f64 / live(death),
-                timeouts: 0,
-                false_suspicions: 0,
-                violations: r.violations,
-            }
+            let reached = 1.0 - r.uncolored_live as f64 / live(death);
+            let (latency, quiescence) = (r.coloring_latency, r.quiescence_latency);
+            Row::new(
+                latency,
+                quiescence,
+                r.messages_per_process,
+                reached,
+                r.violations,
+            )
         })
     }
 }
 
 impl Experiment for GossipScenario {
-    fn simulator(&self) -> Box<dyn FnMut(u64, &[Tick]) -> Row + '_> {
+    fn simulator(&self) -> Simulator<'_> {
         let mut sim = GossipSim::new(self);
         Box::new(move |seed, death| broadcast_row(sim.run_with(seed, death, &[])))
     }
 }
 
-impl Experiment for FtcoScenario {
-    fn simulator(&self) -> Box<dyn FnMut(u64, &[Tick]) -> Row + '_> {
-        let mut sim = FtcoSim::new(self);
-        Box::new(move |_, death| broadcast_row(sim.run_with(death, &[])))
-    }
-}
-
-impl Experiment for AckTreeScenario {
-    fn simulator(&self) -> Box<dyn FnMut(u64, &[Tick]) -> Row + '_> {
-        let mut sim = AckTreeSim::new(self);
-        Box::new(move |_, death| broadcast_row(sim.run_with(death, &[])))
-    }
-}
-
 fn reduction_row(r: corrected::sim::CollectiveRun) -> Row {
-    Row {
-        latency: r.latency,
-        quiescence: r.quiescence_latency,
-        messages_per_process: r.messages_per_process,
-        reached: f64::from(u8::from(r.result_consistent)),
-        timeouts: 0,
-        false_suspicions: 0,
-        violations: r.violations,
-    }
+    let consistent = f64::from(u8::from(r.result_consistent));
+    let (latency, quiescence) = (r.latency, r.quiescence_latency);
+    Row::new(
+        latency,
+        quiescence,
+        r.messages_per_process,
+        consistent,
+        r.violations,
+    )
 }
 
-impl Experiment for ReduceScenario {
-    fn simulator(&self) -> Box<dyn FnMut(u64, &[Tick]) -> Row + '_> {
-        let mut sim = ReduceSim::new(self);
-        Box::new(move |_, death| reduction_row(sim.run_with(death, &[])))
-    }
+/// [`Experiment`] for scenarios whose simulator runs `run_with(death,
+/// budgets)`, its result made a [`Row`] by `$row`.
+macro_rules! experiment {
+    ($scenario:ty, $sim:ident, $row:ident) => {
+        impl Experiment for $scenario {
+            fn simulator(&self) -> Simulator<'_> {
+                let mut sim = $sim::new(self);
+                Box::new(move |_, death| $row(sim.run_with(death, &[])))
+            }
+        }
+    };
 }
 
-impl Experiment for AllreduceScenario {
-    fn simulator(&self) -> Box<dyn FnMut(u64, &[Tick]) -> Row + '_> {
-        let mut sim = AllreduceSim::new(self);
-        Box::new(move |_, death| reduction_row(sim.run_with(death, &[])))
-    }
-}
+experiment!(FtcoScenario, FtcoSim, broadcast_row);
+experiment!(AckTreeScenario, AckTreeSim, broadcast_row);
+experiment!(ReduceScenario, ReduceSim, reduction_row);
+experiment!(AllreduceScenario, AllreduceSim, reduction_row);
 
 /// One (P, case, algorithm) over all runs: a line of the results file.
 #[derive(Serialize)]
@@ -499,12 +498,12 @@ fn tables(rows: &[Value]) -> String {
             let _ = writeln!(
                 out,
                 "Latency and quiescence in ticks (L = 2, o = 1); messages: all sent, over P, mean; {reached}; \
-                 incomplete: runs below 1; timeouts: mean per run.\n"
+                 incomplete: runs below 1; timeouts, false suspicions (a live rank suspected): mean per run.\n"
             );
             out.push_str(
-                "| faults | algorithm | latency p50 | p99 | max | quiescence p50 | p99 | max | msgs/process | reached | incomplete | timeouts | violations |\n",
+                "| faults | algorithm | latency p50 | p99 | max | quiescence p50 | p99 | max | msgs/process | reached | incomplete | timeouts | false susp. | violations |\n",
             );
-            out.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+            out.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
             for r in sel {
                 let reached = if family == "broadcast" {
                     format!("{:.4}", f(r, &["reached_min"]))
@@ -513,7 +512,7 @@ fn tables(rows: &[Value]) -> String {
                 };
                 let _ = writeln!(
                     out,
-                    "| {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {} | {} | {:.2} | {} |",
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {} | {} | {:.2} | {:.2} | {} |",
                     text(r, "case"),
                     text(r, "algorithm"),
                     f(r, &["latency", "p50"]),
@@ -526,6 +525,7 @@ fn tables(rows: &[Value]) -> String {
                     reached,
                     r["incomplete_runs"],
                     f(r, &["timeouts", "mean"]),
+                    f(r, &["false_suspicions", "mean"]),
                     r["violations"],
                 );
             }
@@ -570,7 +570,7 @@ fn figures(rows: &[Value]) -> Res<()> {
         use plotters::prelude::*;
         root.fill(&WHITE)?;
         for (area, &p) in root.split_evenly((n as usize, 1)).iter().zip(&procs) {
-            let lines: Vec<Line> = names
+            let mut lines: Vec<Line> = names
                 .iter()
                 .enumerate()
                 .map(|(i, name)| {
@@ -590,6 +590,15 @@ fn figures(rows: &[Value]) -> Res<()> {
                 })
                 .filter(|l: &Line| !l.points.is_empty())
                 .collect();
+            // A line equal to an earlier one (the ack tree's latency is the
+            // plain tree's) is dashed over it and says so.
+            for i in 1..lines.len() {
+                if let Some(same) = lines[..i].iter().find(|l| l.points == lines[i].points) {
+                    let name = format!("{} (= {})", lines[i].name, same.name);
+                    lines[i].name = name;
+                    lines[i].dashed = true;
+                }
+            }
             plot(
                 area,
                 &format!("Broadcasts: {metric}, P = {p}, L = 2, o = 1"),

@@ -16,7 +16,7 @@
 #   THREADS    worker threads             (1: the sizes above are for one core)
 #   SEED       seed of run 0              (1)
 #   QUICK=1    RUNS_1K=100, RUNS_64K=3 (under a minute), into
-#              results/comparison-quick.{jsonl,md} only (no figures, the doc
+#              target/comparison-quick.{jsonl,md} only (no figures, the doc
 #              left as it is): a smoke test that fails on any violation
 #
 # Writes results/comparison.jsonl (one JSON line per P, fault case and
@@ -35,7 +35,7 @@ else
 fi
 threads=${THREADS:-1}
 results=results/comparison.jsonl
-[ "${QUICK:-0}" = 1 ] && results=results/comparison-quick.jsonl
+[ "${QUICK:-0}" = 1 ] && results=target/comparison-quick.jsonl
 seed=${SEED:-1}
 cargo build --release --quiet --example compare
 compare=target/release/examples/compare

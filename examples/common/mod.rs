@@ -127,13 +127,21 @@ where
     if x0 >= x1 {
         return Ok(());
     }
+    // A legend at the top gets room above the data: 7 % of the height
+    // per entry, about what an entry takes.
+    let top = match legend {
+        SeriesLabelPosition::UpperLeft
+        | SeriesLabelPosition::UpperMiddle
+        | SeriesLabelPosition::UpperRight => 1.1 + 0.07 * lines.len() as f64,
+        _ => 1.08,
+    };
     let mut c = ChartBuilder::on(area)
         .caption(title, ("sans-serif", 18))
         .margin(12)
         .margin_right(28)
         .x_label_area_size(40)
         .y_label_area_size(56)
-        .build_cartesian_2d(x0..x1, 0.0..(y1 * 1.08).max(1.0))?;
+        .build_cartesian_2d(x0..x1, 0.0..(y1 * top).max(1.0))?;
     let x_fmt = |v: &f64| {
         if !x.names.is_empty() {
             let i = v.round();
