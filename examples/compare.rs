@@ -12,8 +12,10 @@
 //! ranks dying at the same ticks. `report` reads `results/comparison.jsonl`
 //! (the lines of every `run`; or `--results FILE`), prints the markdown
 //! tables (and writes them beside it, `.md` for `.jsonl`), draws
-//! `docs/figures/compare-*.svg` (unless `--no-figures`) and, with `--doc`, puts the tables between
-//! the doc's `<!-- compare:tables -->` and `<!-- /compare:tables -->`.
+//! `docs/figures/compare-*.svg` (unless `--no-figures`) and, with `--doc`,
+//! puts the tables between the doc's `<!-- compare:tables -->` and
+//! `<!-- /compare:tables -->`, and the side-by-side latency table between
+//! `<!-- compare:summary -->` and `<!-- /compare:summary -->`.
 //!
 //! Adding an algorithm is one entry of [`ALGORITHMS`].
 
@@ -614,17 +616,67 @@ fn figures(rows: &[Value]) -> Res<()> {
     Ok(())
 }
 
-/// Puts `tables` between the markers of the doc at `path`.
-fn splice(path: &str, tables: &str) -> Res<()> {
-    const BEGIN: &str = "<!-- compare:tables -->";
-    const END: &str = "<!-- /compare:tables -->";
-    let doc = fs::read_to_string(path)?;
-    let (Some(b), Some(e)) = (doc.find(BEGIN), doc.find(END)) else {
-        return Err(format!("{path}: no {BEGIN} ... {END}").into());
+/// The latency under failures side by side: per P (largest first) and
+/// fault case, p50 / p99 / max of the broadcasts in `SIDE_BY_SIDE`, and
+/// FTCO's timeouts per run.
+fn side_by_side(rows: &[Value]) -> String {
+    const SIDE_BY_SIDE: [&str; 4] = [
+        "corrected tree, checked-sync",
+        "corrected tree, optimized:4",
+        "corrected gossip, CCG",
+        "FTCO",
+    ];
+    let mut out = String::new();
+    let procs: BTreeSet<u64> = rows.iter().filter_map(|r| r["procs"].as_u64()).collect();
+    let find = |p: u64, case: &str, name: &str| {
+        rows.iter().find(|r| {
+            r["procs"].as_u64() == Some(p)
+                && text(r, "case") == case
+                && text(r, "algorithm") == name
+        })
     };
-    let spliced = format!("{}{BEGIN}\n\n{tables}{}", &doc[..b], &doc[e..]);
+    let commands: BTreeSet<&str> = rows.iter().map(|r| text(r, "command")).collect();
+    for c in commands {
+        let _ = writeln!(out, "`{c}` (via `scripts/compare.sh`)\n");
+    }
+    out.push_str("Latency p50 / p99 / max in ticks, from the tables above.\n\n| P | faults |");
+    for name in SIDE_BY_SIDE {
+        let _ = write!(out, " {name} |");
+    }
+    out.push_str(" FTCO timeouts per run |\n|---|---|");
+    out.push_str(&"---|".repeat(SIDE_BY_SIDE.len() + 1));
+    out.push('\n');
+    for &p in procs.iter().rev() {
+        for case in CASES.iter().filter(|c| c.failures() > 0) {
+            let _ = write!(out, "| {p} | {} |", case.name);
+            for name in SIDE_BY_SIDE {
+                let cell = find(p, case.name, name).map_or("-".to_string(), |r| {
+                    let v = |k: &str| num(r, &["latency", k]).unwrap_or(f64::NAN);
+                    format!("{} / {} / {}", v("p50"), v("p99"), v("max"))
+                });
+                let _ = write!(out, " {cell} |");
+            }
+            let timeouts = find(p, case.name, "FTCO").and_then(|r| num(r, &["timeouts", "mean"]));
+            let _ = writeln!(out, " {:.2} |", timeouts.unwrap_or(f64::NAN));
+        }
+    }
+    out
+}
+
+/// Puts `text` between the doc's markers `<!-- compare:NAME -->` and
+/// `<!-- /compare:NAME -->`.
+fn splice(path: &str, name: &str, text: &str) -> Res<()> {
+    let (begin, end) = (
+        format!("<!-- compare:{name} -->"),
+        format!("<!-- /compare:{name} -->"),
+    );
+    let doc = fs::read_to_string(path)?;
+    let (Some(b), Some(e)) = (doc.find(&begin), doc.find(&end)) else {
+        return Err(format!("{path}: no {begin} ... {end}").into());
+    };
+    let spliced = format!("{}{begin}\n\n{text}{}", &doc[..b], &doc[e..]);
     fs::write(path, spliced)?;
-    println!("tables written into {path}");
+    println!("{name} written into {path}");
     Ok(())
 }
 
@@ -633,15 +685,17 @@ fn report(args: &[String]) -> Res<()> {
     let Some(rows) = read_lines(&results)? else {
         return Err(format!("{results} missing: run scripts/compare.sh").into());
     };
-    let tables = tables(&rows);
-    fs::write(results.replace(".jsonl", ".md"), &tables)?;
-    print!("{tables}");
+    let (tables, summary) = (tables(&rows), side_by_side(&rows));
+    let all = format!("{tables}### Side by side\n\n{summary}");
+    fs::write(results.replace(".jsonl", ".md"), &all)?;
+    print!("{all}");
     if !args.iter().any(|a| a == "--no-figures") {
         figures(&rows)?;
     }
     let doc: String = flag(args, "--doc", String::new())?;
     if !doc.is_empty() {
-        splice(&doc, &tables)?;
+        splice(&doc, "tables", &tables)?;
+        splice(&doc, "summary", &format!("{summary}\n"))?;
     }
     Ok(())
 }
