@@ -145,6 +145,9 @@ impl FaultPlan {
         for &(r, at) in &self.die_at {
             death[r as usize] = death[r as usize].min(at);
         }
+        if self.dying.count == 0 {
+            return;
+        }
         let candidate = |r: usize, death: &[Tick]| r as Rank != root && death[r] == NEVER;
         let available = (0..procs as usize).filter(|&r| candidate(r, death)).count();
         for _ in 0..(self.dying.count as usize).min(available) {
