@@ -15,163 +15,13 @@
 //!
 //!     cargo run --release --example gossip_figures
 
-use std::error::Error;
 use std::fs;
-use std::path::Path;
 
 use plotters::prelude::*;
 use serde_json::Value;
 
-type Res<T> = Result<T, Box<dyn Error>>;
-
-const OUT: &str = "docs/figures";
-const SIZE: (u32, u32) = (720, 480);
-const PALETTE: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(0, 0, 0),
-    RGBColor(127, 127, 127),
-];
-
-/// The JSON lines of `path`, or `None` if it does not exist.
-fn read_lines(path: &str) -> Res<Option<Vec<Value>>> {
-    if !Path::new(path).exists() {
-        return Ok(None);
-    }
-    let text = fs::read_to_string(path)?;
-    let rows = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(serde_json::from_str)
-        .collect::<Result<Vec<Value>, _>>()?;
-    Ok(Some(rows))
-}
-
-fn num(v: &Value, path: &[&str]) -> Option<f64> {
-    path.iter().try_fold(v, |v, k| v.get(k))?.as_f64()
-}
-
-/// One line of a chart: its name, color, dashed or not, and points.
-struct Line {
-    name: String,
-    color: RGBColor,
-    dashed: bool,
-    points: Vec<(f64, f64)>,
-}
-
-/// A line chart of `lines` in its own SVG file `file`.
-fn chart(file: &str, title: &str, x: Axis, y_label: &str, lines: &[Line]) -> Res<()> {
-    fs::create_dir_all(OUT)?;
-    let path = format!("{OUT}/{file}");
-    let root = SVGBackend::new(&path, SIZE).into_drawing_area();
-    root.fill(&WHITE)?;
-    plot(
-        &root,
-        title,
-        x,
-        y_label,
-        lines,
-        SeriesLabelPosition::UpperLeft,
-    )?;
-    root.present()?;
-    println!("wrote {path}");
-    Ok(())
-}
-
-/// How the x axis is labelled: plain numbers, or log2 N values shown as N.
-#[derive(Clone, Copy)]
-struct Axis {
-    label: &'static str,
-    log2: bool,
-}
-
-/// Draws `lines` into `area`.
-fn plot<DB: DrawingBackend>(
-    area: &DrawingArea<DB, plotters::coord::Shift>,
-    title: &str,
-    x: Axis,
-    y_label: &str,
-    lines: &[Line],
-    legend: SeriesLabelPosition,
-) -> Res<()>
-where
-    DB::ErrorType: 'static,
-{
-    let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
-    for &(px, py) in lines.iter().flat_map(|l| l.points.iter()) {
-        x0 = x0.min(px);
-        x1 = x1.max(px);
-        y1 = y1.max(py);
-    }
-    if x0 >= x1 {
-        return Ok(());
-    }
-    let mut c = ChartBuilder::on(area)
-        .caption(title, ("sans-serif", 18))
-        .margin(12)
-        .margin_right(28)
-        .x_label_area_size(40)
-        .y_label_area_size(56)
-        .build_cartesian_2d(x0..x1, 0.0..(y1 * 1.08).max(1.0))?;
-    let x_fmt = |v: &f64| {
-        if x.log2 {
-            format!("{}", 2f64.powf(*v).round() as u64)
-        } else {
-            format!("{v:.0}")
-        }
-    };
-    let ticks = (x1 - x0).round() as usize + 1;
-    c.configure_mesh()
-        .x_desc(x.label)
-        .y_desc(y_label)
-        .x_labels(ticks.min(17))
-        .x_label_formatter(&x_fmt)
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .draw()?;
-    for l in lines {
-        // Solid (simulated) lines wider than dashed (analytic) ones, so a
-        // formula drawn over a simulation equal to it leaves both visible.
-        let style = ShapeStyle::from(&l.color).stroke_width(if l.dashed { 2 } else { 3 });
-        let anno = if l.dashed {
-            c.draw_series(DashedLineSeries::new(l.points.iter().copied(), 6, 4, style))?
-        } else {
-            c.draw_series(LineSeries::new(l.points.iter().copied(), style))?
-        };
-        let (color, dashed) = (l.color, l.dashed);
-        anno.label(l.name.clone()).legend(move |(x, y)| {
-            let stroke = ShapeStyle::from(&color).stroke_width(2);
-            if dashed {
-                PathElement::new(vec![(x, y), (x + 7, y)], stroke)
-            } else {
-                PathElement::new(vec![(x, y), (x + 18, y)], stroke)
-            }
-        });
-        c.draw_series(
-            l.points
-                .iter()
-                .map(|&p| Circle::new(p, 2, l.color.filled())),
-        )?;
-    }
-    c.configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(legend)
-        .draw()?;
-    Ok(())
-}
-
-fn line(name: &str, i: usize, dashed: bool, points: Vec<(f64, f64)>) -> Line {
-    Line {
-        name: name.to_string(),
-        color: PALETTE[i % PALETTE.len()],
-        dashed,
-        points,
-    }
-}
+mod common;
+use common::{chart, line, num, plot, read_lines, Axis, Res, OUT, SIZE};
 
 /// Figure 1: c(t) and the simulated mean (top), K(t) by Eq. 2 and the
 /// simulated 99th percentile (bottom, at most 64 shown).
@@ -187,10 +37,7 @@ fn figure_1(rows: &[Value]) -> Res<()> {
     let root = SVGBackend::new(&path, (SIZE.0, SIZE.1 + 240)).into_drawing_area();
     root.fill(&WHITE)?;
     let (top, bottom) = root.split_vertically(SIZE.1 - 40);
-    let t = Axis {
-        label: "time t",
-        log2: false,
-    };
+    let t = Axis::plain("time t");
     plot(
         &top,
         "Figure 1: expected g-nodes, N = n = 1024, L = O = 1",
@@ -282,10 +129,7 @@ fn figure_7(rows: &[Value], fig: &str) -> Res<()> {
     } else {
         "Figure 7b: median latency, N/64 nodes dead (L = 2, O = 1)"
     };
-    let n = Axis {
-        label: "N",
-        log2: true,
-    };
+    let n = Axis::log2("N");
     chart(
         &format!("gossip-fig{fig}.svg"),
         title,
@@ -327,10 +171,7 @@ fn figures_3_and_5(rows: &[Value]) -> Res<()> {
         chart(
             file,
             title,
-            Axis {
-                label: "gossip time T",
-                log2: false,
-            },
+            Axis::plain("gossip time T"),
             "ticks",
             &[
                 line(eq, 0, true, pick(&["estimated_latency"])),

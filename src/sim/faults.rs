@@ -1,8 +1,14 @@
 //! Fault plans for the simulator: a given dead set, a random dead set of a
-//! given rate, and ranks that die at a given time during the operation.
+//! given rate, ranks that die at a given time during the operation, and
+//! ranks drawn at random to die at a random time during it.
+//!
+//! Every simulator draws a run's death times with [`FaultPlan::draw`] from
+//! the run's seed, so experiments of different algorithms on the same plan
+//! and seed see the same dead ranks and the same death times.
 
 use rand::seq::index;
-use rand::Rng;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::error::ConfigError;
 use crate::sim::engine::NEVER;
@@ -20,6 +26,19 @@ pub struct FaultPlan {
     pub rate: f64,
     /// Ranks that die at the given tick during the operation.
     pub die_at: Vec<(Rank, Tick)>,
+    /// Ranks drawn afresh for every run to die during the operation.
+    pub dying: Dying,
+}
+
+/// Random deaths during the operation: `count` ranks, uniformly among those
+/// neither exempt (the root) nor failed by the rest of the plan, each dying
+/// at a tick drawn uniformly from `1..=within`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Dying {
+    /// How many ranks die during the operation.
+    pub count: u32,
+    /// The latest tick one of them dies at (at least 1 if `count > 0`).
+    pub within: Tick,
 }
 
 impl FaultPlan {
@@ -32,6 +51,14 @@ impl FaultPlan {
     pub fn rate(rate: f64) -> Self {
         FaultPlan {
             rate,
+            ..FaultPlan::default()
+        }
+    }
+
+    /// `count` ranks dying at random ticks `1..=within` during the operation.
+    pub fn dying(count: u32, within: Tick) -> Self {
+        FaultPlan {
+            dying: Dying { count, within },
             ..FaultPlan::default()
         }
     }
@@ -60,12 +87,30 @@ impl FaultPlan {
                 self.rate
             )));
         }
+        if self.dying.count > 0 && (self.dying.within == 0 || self.dying.count >= procs) {
+            return Err(ConfigError::BadFaults(format!(
+                "{} ranks dying within {} ticks: they must be fewer than the {procs} ranks, \
+                 within at least 1 tick",
+                self.dying.count, self.dying.within
+            )));
+        }
         Ok(())
     }
 
     /// True if no rank can fail during the operation (only before it).
     pub fn static_only(&self) -> bool {
-        self.die_at.is_empty()
+        self.die_at.is_empty() && self.dying.count == 0
+    }
+
+    /// The death times of the run of `procs` ranks with seed `seed`, as
+    /// every simulator draws them ([`FaultPlan::realize`] from a
+    /// Xoshiro256++ seeded with `seed`): the same plan and seed give the
+    /// same dead ranks and death times whatever the algorithm.
+    pub fn draw(&self, procs: u32, exempt: Rank, seed: u64) -> Vec<Tick> {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let mut death = Vec::new();
+        self.realize(procs, exempt, &mut rng, &mut death);
+        death
     }
 
     /// How many ranks the rate kills in a team of `procs`.
@@ -75,7 +120,9 @@ impl FaultPlan {
 
     /// Fills `death[r]` with the tick rank `r` fails at ([`NEVER`] if it
     /// does not, 0 if dead before the operation), drawing the random part from
-    /// `rng` among every rank but `root` (among all if `root >= procs`).
+    /// `rng` among every rank but `root` (among all if `root >= procs`): the
+    /// dead set first, then (after the fixed ranks) the ranks [`Dying`] and
+    /// their ticks, so a plan without `dying` draws what it did before.
     pub fn realize(&self, procs: u32, root: Rank, rng: &mut impl Rng, death: &mut Vec<Tick>) {
         death.clear();
         death.resize(procs as usize, NEVER);
@@ -97,6 +144,20 @@ impl FaultPlan {
         }
         for &(r, at) in &self.die_at {
             death[r as usize] = death[r as usize].min(at);
+        }
+        if self.dying.count == 0 {
+            return;
+        }
+        let candidate = |r: usize, death: &[Tick]| r as Rank != root && death[r] == NEVER;
+        let available = (0..procs as usize).filter(|&r| candidate(r, death)).count();
+        for _ in 0..(self.dying.count as usize).min(available) {
+            let r = loop {
+                let r = rng.gen_range(0..procs as usize);
+                if candidate(r, death) {
+                    break r;
+                }
+            };
+            death[r] = rng.gen_range(1..=self.dying.within.max(1));
         }
     }
 }
@@ -133,5 +194,43 @@ mod tests {
         };
         plan.realize(3, 0, &mut Xoshiro256PlusPlus::seed_from_u64(0), &mut death);
         assert_eq!(death, vec![NEVER, 0, 9]);
+        assert!(FaultPlan::dying(1, 0).validate(3, 0).is_err());
+        assert!(FaultPlan::dying(3, 5).validate(3, 0).is_err());
+        assert!(FaultPlan::dying(2, 5).validate(3, 0).is_ok());
+    }
+
+    #[test]
+    fn dying_ranks_are_drawn_after_the_dead_set_and_apart_from_it() {
+        let still = FaultPlan::rate(0.05);
+        let moving = FaultPlan {
+            dying: Dying {
+                count: 3,
+                within: 20,
+            },
+            ..still.clone()
+        };
+        assert!(still.static_only() && !moving.static_only());
+        let mut ticks = std::collections::BTreeSet::new();
+        for seed in 0..300 {
+            let before = still.draw(200, 5, seed);
+            let during = moving.draw(200, 5, seed);
+            assert_eq!(during, moving.draw(200, 5, seed), "a seed draws one run");
+            // The dead set is the one the plan without `dying` draws.
+            let dead = |d: &[Tick]| (0..200).filter(|&r| d[r] == 0).collect::<Vec<_>>();
+            assert_eq!(dead(&before), dead(&during));
+            assert_eq!(dead(&during).len(), 10);
+            let dying: Vec<usize> = (0..200)
+                .filter(|&r| during[r] != 0 && during[r] != NEVER)
+                .collect();
+            assert_eq!(dying.len(), 3, "seed {seed}");
+            assert_eq!(during[5], NEVER, "the exempt rank never dies");
+            for r in dying {
+                assert_eq!(before[r], NEVER);
+                assert!((1..=20).contains(&during[r]));
+                ticks.insert(during[r]);
+            }
+        }
+        // The ticks spread over the window.
+        assert!(ticks.contains(&1) && ticks.contains(&20) && ticks.len() == 20);
     }
 }

@@ -36,7 +36,7 @@ pub use allreduce::{AllreduceRun, AllreduceScenario, AllreduceSim};
 pub use bcast::{BcastRun, BcastScenario, BcastSim, BcastSummary};
 pub use big::{BigScenario, BigSim};
 pub use engine::{Engine, Trace, NEVER};
-pub use faults::FaultPlan;
+pub use faults::{Dying, FaultPlan};
 pub use ftco::{FtcoScenario, FtcoSim};
 pub use gossip::{ColoringCurve, GossipRun, GossipScenario, GossipSim};
 pub use montecarlo::MonteCarlo;

@@ -2,8 +2,6 @@
 //! an engine and buffers kept across runs, the seeded draw of the dead set,
 //! and the metrics every run of a collective reports.
 
-use rand::SeedableRng;
-use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Serialize;
 
 use crate::protocol::Protocol;
@@ -59,10 +57,7 @@ impl<C: Protocol> Runner<C> {
     /// with `seed`. Rank `exempt` is never dead before the operation
     /// (`procs` exempts nobody).
     pub(crate) fn draw(faults: &FaultPlan, procs: u32, exempt: Rank, seed: u64) -> Vec<Tick> {
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-        let mut death = Vec::new();
-        faults.realize(procs, exempt, &mut rng, &mut death);
-        death
+        faults.draw(procs, exempt, seed)
     }
 
     /// Runs `cores` (one per rank) with the given death times and send

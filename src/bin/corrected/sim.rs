@@ -212,6 +212,7 @@ pub fn run(args: SimArgs) -> Result<ExitCode, CliError> {
         dead: args.dead.clone(),
         rate: args.fault_rate,
         die_at: args.die_at.clone(),
+        ..FaultPlan::none()
     };
     match (args.algorithm.as_str(), op) {
         ("tree", _) => {}
