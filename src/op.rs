@@ -46,6 +46,13 @@ pub trait Operation<T>: Sync {
     fn check(&self) -> Result<(), Error> {
         Ok(())
     }
+
+    /// The built-in operation this is, if it is one: an engine with
+    /// reductions of its own (MPI's, in the hierarchy's native mode) can
+    /// then run it there. `None` for closures.
+    fn system(&self) -> Option<SystemOperation> {
+        None
+    }
 }
 
 impl<T, F: Fn(&T, &T) -> T + Sync> Operation<T> for F {
@@ -169,6 +176,10 @@ impl<T: Reducible> Operation<T> for SystemOperation {
 
     fn accumulate(&self, acc: &mut [T], b: &[T]) {
         T::accumulate(acc, b, *self);
+    }
+
+    fn system(&self) -> Option<SystemOperation> {
+        Some(*self)
     }
 
     fn check(&self) -> Result<(), Error> {

@@ -157,6 +157,27 @@ fn a_node_team_gives_every_thread_of_every_process_the_result() {
     }
 }
 
+/// The native process level: MPI's own collectives between the proxies,
+/// `MPI_Allreduce` for a built-in operation, gather and fold for a closure,
+/// `MPI_Bcast` for a broadcast; every thread's result checked.
+#[test]
+fn a_node_team_with_mpi_own_collectives_between_processes() {
+    for extra in [
+        &["--op", "allreduce"][..],
+        &["--op", "allreduce", "--closure"][..],
+        &["--op", "bcast"][..],
+    ] {
+        let mut args = vec!["--iters", "200", "--threads", "2", "--native", "--len", "5"];
+        args.extend_from_slice(extra);
+        let outcomes = mpirun(3, &args);
+        assert_eq!(outcomes.len(), 6, "{extra:?}");
+        for o in &outcomes {
+            assert_eq!(field(o, "ok"), 200, "{extra:?}: {o}");
+            assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{extra:?}: {o}");
+        }
+    }
+}
+
 /// Each level survives its own failures: a thread (not a proxy) dying in
 /// its process, and a whole process SIGKILLed, in the same kind of run.
 #[test]

@@ -37,25 +37,38 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use crate::buffer::{Buffer, BufferMut};
 use crate::collectives::Collectives;
 use crate::error::{ConfigError, Error};
+use crate::mpi::native::NativeLevel;
 use crate::mpi::MpiComm;
-use crate::op::Operation;
+use crate::op::{Operation, SystemOperation};
 use crate::runtime::{Comm, Team, TeamBuilder, TeamReport};
 use crate::types::Rank;
+
+/// What runs between the processes' proxies.
+#[derive(Clone, Debug)]
+pub enum ProcessLevel {
+    /// Our fault-tolerant protocols over MPI point-to-point messages
+    /// ([`MpiComm`]), with this configuration (fault budget, timeouts,
+    /// tree, correction): a process that dies is survived.
+    Corrected(TeamBuilder),
+    /// Open MPI's own collectives (`MPI_Allreduce`, `MPI_Bcast`, ...;
+    /// docs/mpi.md): faster where MPI is, and a process that dies
+    /// ends the job (this MPI has no ULFM).
+    Native,
+}
 
 /// A process's part of a hierarchical team: its threads, and what the
 /// process level needs (see the module doc).
 pub struct NodeTeam {
     threads: Team,
-    processes: TeamBuilder,
+    processes: ProcessLevel,
     proc_rank: u32,
     procs: u32,
 }
 
 impl NodeTeam {
     /// This process's team of threads (`threads`, one `Team` per process,
-    /// the same size in every process) and the configuration of the team
-    /// of processes (`processes`: its fault budget, timeouts, tree and
-    /// correction). Collective over the world communicator: every process
+    /// the same size in every process) and what runs between processes
+    /// (`processes`). Collective over the world communicator: every process
     /// calls it, after initializing MPI with
     /// `mpi::initialize_with_threading(Threading::Serialized)` (or
     /// `Multiple`): the proxy that talks MPI is not the main thread.
@@ -68,7 +81,7 @@ impl NodeTeam {
     /// Errors: MPI not initialized or without that threading level, thread
     /// counts that differ between processes, or a configuration either
     /// team refuses.
-    pub fn new(threads: TeamBuilder, processes: TeamBuilder) -> Result<NodeTeam, ConfigError> {
+    pub fn new(threads: TeamBuilder, processes: ProcessLevel) -> Result<NodeTeam, ConfigError> {
         if !mpi::is_initialized() {
             return Err(ConfigError::Unsupported {
                 what: "a node team",
@@ -89,10 +102,14 @@ impl NodeTeam {
         // level (which can last an operation timeout and a failure timeout
         // there when a process died): only longer is the proxy late.
         let (local_op, _) = threads.timeouts();
-        let (upper_op, upper_failure) = processes.timeouts();
-        let threads = threads
-            .op_timeout(local_op + upper_op + upper_failure)
-            .build()?;
+        let upper_wait = match &processes {
+            ProcessLevel::Corrected(p) => {
+                let (op, failure) = p.timeouts();
+                op + failure
+            }
+            ProcessLevel::Native => std::time::Duration::ZERO,
+        };
+        let threads = threads.op_timeout(local_op + upper_wait).build()?;
         let world = SimpleCommunicator::world();
         let mine = threads.ranks();
         let (mut least, mut most) = (0u32, 0u32);
@@ -118,12 +135,15 @@ impl NodeTeam {
         F: Fn(&mut NodeComm<'_, '_>) -> R + Sync,
     {
         self.threads.run(|local| {
-            let upper = (local.rank() == 0)
-                .then(|| MpiComm::new(&SimpleCommunicator::world(), &self.processes));
-            let upper = match upper {
-                Some(Ok(comm)) => Proxy::Up(Box::new(comm)),
-                Some(Err(e)) => Proxy::Down(e.to_string()),
-                None => Proxy::Member,
+            let upper = match (&self.processes, local.rank()) {
+                (_, 1..) => Proxy::Member,
+                (ProcessLevel::Native, 0) => Proxy::Native(NativeLevel::new()),
+                (ProcessLevel::Corrected(config), 0) => {
+                    match MpiComm::new(&SimpleCommunicator::world(), config) {
+                        Ok(comm) => Proxy::Ours(Box::new(comm)),
+                        Err(e) => Proxy::Down(e.to_string()),
+                    }
+                }
             };
             let locals = local.size();
             let mut comm = NodeComm {
@@ -142,8 +162,10 @@ impl NodeTeam {
 enum Proxy {
     /// Not the proxy: local rank 0 talks MPI for this process.
     Member,
-    /// The proxy, in the team of processes.
-    Up(Box<MpiComm>),
+    /// The proxy, in the team of processes (our protocols).
+    Ours(Box<MpiComm>),
+    /// The proxy, with MPI's own collectives between processes.
+    Native(NativeLevel),
     /// The proxy, out of the team of processes (why).
     Down(String),
 }
@@ -156,6 +178,12 @@ pub struct NodeComm<'c, 't> {
     locals: u32,
     proc_rank: u32,
     procs: u32,
+}
+
+/// The proxy's level, for one step.
+enum Level<'a> {
+    Ours(&'a mut MpiComm),
+    Native(&'a mut NativeLevel),
 }
 
 /// The trailing byte of the last local step: the proxy's outcome.
@@ -183,19 +211,25 @@ impl<'t> NodeComm<'_, 't> {
     fn upper_step(
         &mut self,
         local: Result<(), Error>,
-        step: impl FnOnce(&mut MpiComm) -> Result<(), Error>,
+        step: impl FnOnce(Level<'_>) -> Result<(), Error>,
     ) -> Option<Result<(), Error>> {
-        let up = match &mut self.upper {
+        let level = match &mut self.upper {
             Proxy::Member => return None,
             Proxy::Down(why) => return Some(Err(Error::UpperLevel(why.clone()))),
-            Proxy::Up(up) => up,
+            Proxy::Ours(up) => Level::Ours(up),
+            Proxy::Native(native) => Level::Native(native),
         };
         if let Err(e) = local {
-            up.leave_upper();
+            match level {
+                Level::Ours(up) => up.leave_upper(),
+                // MPI's collectives have no way to go on without a process:
+                // the others wait in the next one, as MPI programs do.
+                Level::Native(_) => {}
+            }
             self.upper = Proxy::Down(format!("this process left the process level: {e}"));
             return Some(Err(e));
         }
-        Some(step(up))
+        Some(step(level))
     }
 
     /// The last local step: the proxy broadcasts its outcome and, if it
@@ -262,7 +296,13 @@ impl Collectives for NodeComm<'_, '_> {
         if self.proc_rank == rp && rl != 0 {
             local = self.local.broadcast_into(rl, buf);
         }
-        let upper = self.upper_step(local, |up| up.broadcast_into(rp, buf));
+        let upper = self.upper_step(local, |level| match level {
+            Level::Ours(up) => up.broadcast_into(rp, buf),
+            Level::Native(native) => {
+                native.broadcast(rp, buf.items_mut());
+                Ok(())
+            }
+        });
         self.spread_from_proxy(upper, buf)
     }
 
@@ -284,8 +324,9 @@ impl Collectives for NodeComm<'_, '_> {
         let mut partial = send.items().to_vec();
         let local = self.local.reduce_into(0, send, &mut partial[..], apply);
         let result = recv.items_mut();
-        let upper = self.upper_step(local, |up| {
-            up.reduce_into(rp, &partial[..], &mut *result, apply)
+        let upper = self.upper_step(local, |level| match level {
+            Level::Ours(up) => up.reduce_into(rp, &partial[..], &mut *result, apply),
+            Level::Native(native) => native.reduce(Some(rp), &partial, result, &OpRef(op)),
         });
         if self.proc_rank != rp {
             // Threads of other processes have nothing to receive, but hear
@@ -318,15 +359,22 @@ impl Collectives for NodeComm<'_, '_> {
         let mut partial = send.items().to_vec();
         let local = self.local.reduce_into(0, send, &mut partial[..], apply);
         let result = recv.items_mut();
-        let upper = self.upper_step(local, |up| {
-            up.all_reduce_into(&partial[..], &mut *result, apply)
+        let upper = self.upper_step(local, |level| match level {
+            Level::Ours(up) => up.all_reduce_into(&partial[..], &mut *result, apply),
+            Level::Native(native) => native.reduce(None, &partial, result, &OpRef(op)),
         });
         self.spread_from_proxy(upper, result)
     }
 
     fn barrier(&mut self) -> Result<(), Error> {
         let local = self.local.barrier();
-        let upper = self.upper_step(local, |up| up.barrier());
+        let upper = self.upper_step(local, |level| match level {
+            Level::Ours(up) => up.barrier(),
+            Level::Native(native) => {
+                native.barrier();
+                Ok(())
+            }
+        });
         let mut nothing: [u8; 0] = [];
         self.spread_from_proxy(upper, &mut nothing[..])
     }
@@ -335,7 +383,7 @@ impl Collectives for NodeComm<'_, '_> {
     /// process's threads have their own ([`Comm::fault_budget`]).
     fn fault_budget(&self) -> u32 {
         match &self.upper {
-            Proxy::Up(up) => up.fault_budget(),
+            Proxy::Ours(up) => up.fault_budget(),
             _ => 0,
         }
     }
@@ -365,5 +413,32 @@ impl Collectives for NodeComm<'_, '_> {
             what: "shrinking across processes",
             why: "this MPI reports no failures, so no detector is perfect",
         }))
+    }
+}
+
+/// A borrowed operation, passed on whole (with its [`Operation::system`],
+/// which the native level needs), where the blanket impl for closures
+/// rules out an impl for references.
+struct OpRef<'a, O: ?Sized>(&'a O);
+
+impl<T, O: Operation<T> + ?Sized> Operation<T> for OpRef<'_, O> {
+    fn apply(&self, a: &T, b: &T) -> T {
+        self.0.apply(a, b)
+    }
+
+    fn apply_slices(&self, a: &[T], b: &[T], out: &mut [T]) {
+        self.0.apply_slices(a, b, out);
+    }
+
+    fn accumulate(&self, acc: &mut [T], b: &[T]) {
+        self.0.accumulate(acc, b);
+    }
+
+    fn check(&self) -> Result<(), Error> {
+        self.0.check()
+    }
+
+    fn system(&self) -> Option<SystemOperation> {
+        self.0.system()
     }
 }

@@ -28,11 +28,12 @@
 
 mod comm;
 pub mod hier;
+mod native;
 pub mod transport;
 pub mod wire;
 
 pub use comm::MpiComm;
-pub use hier::{NodeComm, NodeTeam};
+pub use hier::{NodeComm, NodeTeam, ProcessLevel};
 pub use transport::MpiTransport;
 
 /// Finalizes MPI (drops `universe`), or, if that has not returned after

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use corrected::mpi::{MpiComm, NodeTeam};
+use corrected::mpi::{MpiComm, NodeTeam, ProcessLevel};
 use corrected::prelude::*;
 use corrected::types::{OpId, Rank};
 
@@ -44,6 +44,14 @@ pub struct MpiArgs {
     /// --die-at a thread.
     #[arg(long, default_value_t = 1)]
     threads: u8,
+    /// With --threads: Open MPI's own collectives between the processes
+    /// (a process death then ends the job) instead of ours.
+    #[arg(long)]
+    native: bool,
+    /// Reduce with a closure instead of the built-in sum (the native
+    /// process level then gathers and folds instead of MPI_Allreduce).
+    #[arg(long)]
+    closure: bool,
     /// Operation timeout, seconds.
     #[arg(long, default_value_t = 10.0)]
     timeout: f64,
@@ -145,7 +153,12 @@ pub fn run(args: MpiArgs) -> Result<ExitCode, CliError> {
         if let Some(f) = args.f {
             upper = upper.fault_budget(f);
         }
-        let node = NodeTeam::new(local, upper).map_err(Error::from)?;
+        let level = if args.native {
+            ProcessLevel::Native
+        } else {
+            ProcessLevel::Corrected(upper)
+        };
+        let node = NodeTeam::new(local, level).map_err(Error::from)?;
         let report = node.run(|comm| checked_loop(comm, &args));
         report.returned().map(|(_, o)| o.clone()).collect()
     };
@@ -209,14 +222,18 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
                 .map(|()| buf.iter().all(|&x| x == value))
         } else {
             let mine = vec![1u64 << me.min(63); args.len];
-            comm.all_reduce_into(&mine[..], &mut buf[..], SystemOperation::sum())
-                .map(|()| {
-                    // Every live rank's bit, and a failed rank's or not.
-                    let all: u64 = (0..size.min(64)).map(|r| 1u64 << r).sum();
-                    let gone: u64 = dead(iter).iter().map(|&r| 1u64 << r.min(63)).sum();
-                    let first = buf[0];
-                    buf.iter().all(|&x| x == first) && first & !gone == all & !gone
-                })
+            let reduced = if args.closure {
+                comm.all_reduce_into(&mine[..], &mut buf[..], |a: &u64, b: &u64| a + b)
+            } else {
+                comm.all_reduce_into(&mine[..], &mut buf[..], SystemOperation::sum())
+            };
+            reduced.map(|()| {
+                // Every live rank's bit, and a failed rank's or not.
+                let all: u64 = (0..size.min(64)).map(|r| 1u64 << r).sum();
+                let gone: u64 = dead(iter).iter().map(|&r| 1u64 << r.min(63)).sum();
+                let first = buf[0];
+                buf.iter().all(|&x| x == first) && first & !gone == all & !gone
+            })
         };
         match result {
             Ok(true) => outcome.ok += 1,
