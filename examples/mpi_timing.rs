@@ -1,46 +1,84 @@
-//! Times one collective of ours between MPI processes (the MPI engine) the
-//! way `scripts/mpi/timing.c` times Open MPI's, for
-//! `scripts/vs-openmpi-mpi.sh`: like timed with like, in one run.
+//! Times one collective of ours between MPI processes (the MPI engine, or
+//! the hierarchy of threads below it) the way `scripts/mpi/timing.c` times
+//! Open MPI's, for `scripts/vs-openmpi-mpi.sh`: like timed with like, in one
+//! run.
 //!
-//! `mpirun -np P target/release/examples/mpi_timing OP MODE ITERS BYTES F`
+//! `mpirun -np P target/release/examples/mpi_timing OP MODE ITERS BYTES F [THREADS]`
 //! prints the slowest rank's mean time per call in microseconds. OP is
 //! `allreduce` (an f64 sum, element by element) or `bcast` (from rank 0);
 //! MODE `b2b` or `lone` (see `common/timed.rs`); BYTES the value's size (a
-//! multiple of 8: f64 elements); F the fault budget. Needs `--features mpi`.
+//! multiple of 8: f64 elements); F the fault budget between processes.
+//! THREADS (default 1): more than 1 runs a node team of that many threads
+//! per process (`corrected::mpi::NodeTeam`, our protocols at both levels),
+//! every thread timing its loop. Needs `--features mpi`.
 
-use corrected::mpi::MpiComm;
+use std::time::Duration;
+
+use corrected::mpi::{MpiComm, NodeTeam, ProcessLevel};
 use corrected::prelude::*;
 use mpi::traits::{Communicator, Root};
 
 #[path = "common/timed.rs"]
 mod timed;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let [op, mode, iters, bytes, f] = args.as_slice() else {
-        return Err("usage: mpi_timing allreduce|bcast b2b|lone ITERS BYTES F".into());
-    };
-    let (iters, bytes, f): (u32, usize, u32) = (iters.parse()?, bytes.parse()?, f.parse()?);
-    let lone = mode == "lone";
-    let universe = mpi::initialize().ok_or("MPI is initialized once")?;
-    let world = universe.world();
-    let mut comm = MpiComm::new(&world, &Team::builder().fault_budget(f))?;
+/// One rank's mean per call of `op`.
+fn time_one(
+    comm: &mut impl Collectives,
+    op: &str,
+    lone: bool,
+    iters: u32,
+    bytes: usize,
+) -> Result<Duration, Error> {
     let me = comm.rank();
     let mine = vec![f64::from(me); bytes / 8];
     let mut out = vec![0.0; bytes / 8];
-    let mean = match op.as_str() {
-        "allreduce" => timed::mean_per_call(&mut comm, iters, lone, |c| {
+    if op == "allreduce" {
+        timed::mean_per_call(comm, iters, lone, |c| {
             c.all_reduce_into(&mine[..], &mut out[..], SystemOperation::sum())
-        }),
-        "bcast" => timed::mean_per_call(&mut comm, iters, lone, |c| {
+        })
+    } else {
+        timed::mean_per_call(comm, iters, lone, |c| {
             if me == 0 {
                 out.copy_from_slice(&mine);
             }
             c.broadcast_into(0, &mut out[..])
-        }),
-        other => return Err(format!("unknown OP {other}").into()),
-    }?;
-    drop(comm);
+        })
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (op, mode, iters, bytes, f, threads) = match args.as_slice() {
+        [op, mode, iters, bytes, f] => (op, mode, iters, bytes, f, "1"),
+        [op, mode, iters, bytes, f, threads] => (op, mode, iters, bytes, f, threads.as_str()),
+        _ => return Err("usage: mpi_timing allreduce|bcast b2b|lone ITERS BYTES F [THREADS]".into()),
+    };
+    if !matches!(op.as_str(), "allreduce" | "bcast") {
+        return Err(format!("unknown OP {op}").into());
+    }
+    let (iters, bytes, f): (u32, usize, u32) = (iters.parse()?, bytes.parse()?, f.parse()?);
+    let threads: u32 = threads.parse()?;
+    let lone = mode == "lone";
+    let threading = if threads > 1 {
+        mpi::environment::Threading::Serialized
+    } else {
+        mpi::environment::Threading::Single
+    };
+    let (universe, _) = mpi::initialize_with_threading(threading).ok_or("MPI initializes once")?;
+    let world = universe.world();
+    let mean = if threads == 1 {
+        let mut comm = MpiComm::new(&world, &Team::builder().fault_budget(f))?;
+        time_one(&mut comm, op, lone, iters, bytes)?
+    } else {
+        let level = ProcessLevel::Corrected(Team::builder().fault_budget(f));
+        let node = NodeTeam::new(Team::builder().ranks(threads), level)?;
+        let report = node.run(|comm| time_one(comm, op, lone, iters, bytes));
+        let mut slowest = Duration::ZERO;
+        for (rank, got) in report.returned() {
+            slowest = slowest.max(got.clone().map_err(|e| format!("thread {rank}: {e}"))?);
+        }
+        slowest
+    };
     let mean = mean.as_secs_f64() * 1e6;
     let root = world.process_at_rank(0);
     if world.rank() == 0 {

@@ -7,7 +7,10 @@
 # Contenders, the same processes and launcher flags for both:
 #   allreduce: MPI_Allreduce (doubles, MPI_SUM) against ours over the MPI
 #              engine (corrected::mpi::MpiComm) with f = 0 and f = 1;
-#   bcast:     MPI_Bcast from rank 0 against ours (checked correction, f = 1).
+#   bcast:     MPI_Bcast from rank 0 against ours (checked correction, f = 1);
+#   hier:      ours as a node team, HIER="2x4" (2 processes of 4 threads,
+#              corrected::mpi::NodeTeam, f = 1 between processes) against
+#              Open MPI with as many processes (8).
 # Both sides are timed by the same loop (scripts/mpi/timing.c and
 # examples/mpi_timing.rs, which shares examples/common/timed.rs with the
 # thread timing): 100 warm-up calls, then ITERS calls back to back after one
@@ -24,6 +27,7 @@ cd "$(dirname "$0")/.."
 rounds=${ROUNDS:-3}
 procs=${PROCS:-"2 8"}
 sizes=${SIZES:-"8 1024 65536 1048576"}
+hier=${HIER:-"2x4"}
 if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null || ! dpkg -s libclang-dev >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >/dev/null
@@ -72,6 +76,17 @@ for round in $(seq "$rounds"); do
       done
     done
   done
+  for h in $hier; do
+    hp=${h%x*} ht=${h#*x} total=$(( ${h%x*} * ${h#*x} ))
+    for bytes in $sizes; do
+      for op in allreduce bcast; do
+        n=$(iters "$total" "$bytes")
+        run_ompi() { local v; v=$(launch "$total" target/mpi-timing "$op" b2b "$n" "$bytes"); record "$op $h $bytes ompi $v"; echo "   $op ${h} (Open MPI: $total processes) ${bytes}B open-mpi $v us"; }
+        run_ours() { local v; v=$(launch "$hp" "$ours" "$op" b2b "$n" "$bytes" 1 "$ht"); record "$op $h $bytes f1 $v"; echo "   $op ${h} ${bytes}B corrected-node-team-f1 $v us"; }
+        if (( round % 2 )); then run_ompi; run_ours; else run_ours; run_ompi; fi
+      done
+    done
+  done
   floor end
 done
 
@@ -80,7 +95,7 @@ echo "Medians over $rounds rounds (us per call, back to back; ratio = corrected 
 echo
 echo "| collective | P | bytes | Open MPI | corrected f=0 | ratio | corrected f=1 | ratio |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
-python3 - "$results" "$procs" "$sizes" <<'PY'
+python3 - "$results" "$procs $hier" "$sizes" <<'PY'
 import sys, statistics
 rows = [l.split() for l in open(sys.argv[1])]
 def med(op, p, b, who):
@@ -90,6 +105,8 @@ for op in ("allreduce", "bcast"):
     for p in sys.argv[2].split():
         for b in sys.argv[3].split():
             o = med(op, p, b, "ompi")
+            if o is None:
+                continue
             cells = []
             for f in ("f0", "f1"):
                 m = med(op, p, b, f)
