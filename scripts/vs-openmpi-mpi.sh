@@ -51,6 +51,8 @@ launch() { # P PROGRAM ARGS...
   local p=$1 bind="--bind-to core"
   shift
   [ "$p" -gt "$cores" ] && bind="--oversubscribe --bind-to none --mca mpi_yield_when_idle 1"
+  # A node team places its own threads: its processes are not bound.
+  [ -n "${UNBOUND:-}" ] && bind="--bind-to none"
   # shellcheck disable=SC2086
   mpirun --allow-run-as-root -np "$p" $bind --mca pml ob1 --mca btl self,vader "$@"
 }
@@ -82,7 +84,7 @@ for round in $(seq "$rounds"); do
       for op in allreduce bcast; do
         n=$(iters "$total" "$bytes")
         run_ompi() { local v; v=$(launch "$total" target/mpi-timing "$op" b2b "$n" "$bytes"); record "$op $h $bytes ompi $v"; echo "   $op ${h} (Open MPI: $total processes) ${bytes}B open-mpi $v us"; }
-        run_ours() { local v; v=$(launch "$hp" "$ours" "$op" b2b "$n" "$bytes" 1 "$ht"); record "$op $h $bytes f1 $v"; echo "   $op ${h} ${bytes}B corrected-node-team-f1 $v us"; }
+        run_ours() { local v; v=$(UNBOUND=1 launch "$hp" "$ours" "$op" b2b "$n" "$bytes" 1 "$ht"); record "$op $h $bytes f1 $v"; echo "   $op ${h} ${bytes}B corrected-node-team-f1 $v us"; }
         if (( round % 2 )); then run_ompi; run_ours; else run_ours; run_ompi; fi
       done
     done
