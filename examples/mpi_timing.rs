@@ -51,7 +51,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (op, mode, iters, bytes, f, threads) = match args.as_slice() {
         [op, mode, iters, bytes, f] => (op, mode, iters, bytes, f, "1"),
         [op, mode, iters, bytes, f, threads] => (op, mode, iters, bytes, f, threads.as_str()),
-        _ => return Err("usage: mpi_timing allreduce|bcast b2b|lone ITERS BYTES F [THREADS]".into()),
+        _ => {
+            return Err("usage: mpi_timing allreduce|bcast b2b|lone ITERS BYTES F [THREADS]".into())
+        }
     };
     if !matches!(op.as_str(), "allreduce" | "bcast") {
         return Err(format!("unknown OP {op}").into());

@@ -191,7 +191,7 @@ impl Data {
     }
 
     /// The value as bytes for a transport that copies them between
-    /// processes ([`crate::mpi`]): its bytes, or the two lengths of a
+    /// processes (the MPI engine, feature `mpi`): its bytes, or the two lengths of a
     /// mismatch. `None` for the forms that refer to this process's memory
     /// (a lazy sum, a lent buffer), which such a transport never carries.
     pub fn to_wire(&self) -> Option<Result<&[u8], [u64; 2]>> {
