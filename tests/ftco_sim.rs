@@ -6,10 +6,13 @@
 //! every single death after each send during it; false suspicions with a
 //! timeout below the network latency.
 
+mod common;
+
+use common::one_ack_wave;
 use corrected::protocol::Tag;
 use corrected::sim::engine::UNLIMITED;
 use corrected::sim::{FaultPlan, FtcoScenario, FtcoSim, NEVER};
-use corrected::topology::{Shape, Tree, TreeSpec};
+use corrected::topology::{Shape, TreeSpec};
 use corrected::types::{LogP, Tick};
 
 const BINOMIAL: TreeSpec = TreeSpec::interleaved(Shape::Binomial);
@@ -23,30 +26,6 @@ const TREES: [TreeSpec; 4] = [
 
 fn paper() -> LogP {
     LogP::new(2, 1).unwrap()
-}
-
-/// When the last ACK is received, computed apart from the engine: node c,
-/// colored at t_c with k_c children, sends its k_c DATA and then its ACK
-/// (Figure 2), which arrives o + L after the send starts; a parent
-/// receives its children's ACKs one at a time, o each, in arrival order.
-fn one_ack_wave(tree: &Tree, logp: LogP) -> Tick {
-    let at = tree.coloring_times(logp);
-    let o = logp.overhead;
-    let mut last = 0;
-    for p in 0..tree.procs() {
-        let mut arrivals: Vec<Tick> = tree
-            .children(p)
-            .iter()
-            .map(|&c| at[c as usize] + tree.children(c).len() as Tick * o + o + logp.latency)
-            .collect();
-        arrivals.sort_unstable();
-        let mut recv = at[p as usize];
-        for a in arrivals {
-            recv = recv.max(a) + o;
-        }
-        last = last.max(recv);
-    }
-    last
 }
 
 /// Fault-free, with the default timeout (2(2o + L)): delivery exactly the

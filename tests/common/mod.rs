@@ -5,7 +5,8 @@
 #![allow(dead_code)]
 
 use corrected::sim::engine::UNLIMITED;
-use corrected::types::Rank;
+use corrected::topology::Tree;
+use corrected::types::{LogP, Rank, Tick};
 
 /// Every subset of `0..procs` with at most `f` members.
 pub fn subsets(procs: u32, f: u32) -> Vec<Vec<Rank>> {
@@ -57,4 +58,28 @@ pub fn for_each_kill_point(
             return;
         }
     }
+}
+
+/// When the last ACK is received, computed apart from the engine: node c,
+/// colored at t_c with k_c children, sends its k_c DATA and then its ACK
+/// (Figure 2), which arrives o + L after the send starts; a parent
+/// receives its children's ACKs one at a time, o each, in arrival order.
+pub fn one_ack_wave(tree: &Tree, logp: LogP) -> Tick {
+    let at = tree.coloring_times(logp);
+    let o = logp.overhead;
+    let mut last = 0;
+    for p in 0..tree.procs() {
+        let mut arrivals: Vec<Tick> = tree
+            .children(p)
+            .iter()
+            .map(|&c| at[c as usize] + tree.children(c).len() as Tick * o + o + logp.latency)
+            .collect();
+        arrivals.sort_unstable();
+        let mut recv = at[p as usize];
+        for a in arrivals {
+            recv = recv.max(a) + o;
+        }
+        last = last.max(recv);
+    }
+    last
 }
