@@ -17,9 +17,8 @@
 
 mod common;
 
-use common::{one_ack_wave, subsets};
+use common::{for_each_death_time, for_each_send_death, one_ack_wave, subsets};
 use corrected::protocol::Tag;
-use corrected::sim::engine::UNLIMITED;
 use corrected::sim::{CollectiveRun, FaultPlan, FtcoReduceScenario, FtcoReduceSim, Tally, NEVER};
 use corrected::topology::{Shape, Tree, TreeSpec};
 use corrected::types::{Collective, LogP, Rank, Tick};
@@ -153,6 +152,24 @@ fn definition_3_2(
     run
 }
 
+/// Calls `test(sim, procs, what)` for reduce and allreduce over each of
+/// `specs` and P in `procs`, default timeout.
+fn each_scenario(
+    specs: &[TreeSpec],
+    procs: impl IntoIterator<Item = u32> + Clone,
+    mut test: impl FnMut(&mut FtcoReduceSim, u32, &str),
+) {
+    for kind in KINDS {
+        for &spec in specs {
+            for p in procs.clone() {
+                let sc = scenario(kind, spec, p, None);
+                let mut sim = FtcoReduceSim::new(&sc);
+                test(&mut sim, p, &format!("{kind} {spec} P = {p}"));
+            }
+        }
+    }
+}
+
 /// The death times of `dead` (non-root ranks) dead from the start.
 fn dead_from_start(procs: u32, dead: &[Rank]) -> Vec<Tick> {
     (0..procs)
@@ -167,21 +184,15 @@ fn dead_from_start(procs: u32, dead: &[Rank]) -> Vec<Tick> {
 #[test]
 fn every_dead_set_of_up_to_three_before_the_operation() {
     let mut runs = 0u32;
-    for kind in KINDS {
-        for spec in [BINOMIAL, BINARY, QUAD] {
-            for procs in 2..=17u32 {
-                let sc = scenario(kind, spec, procs, None);
-                let mut sim = FtcoReduceSim::new(&sc);
-                for set in subsets(procs - 1, 3).into_iter().filter(|s| !s.is_empty()) {
-                    let dead: Vec<Rank> = set.iter().map(|r| r + 1).collect();
-                    let what = format!("{kind} {spec} P = {procs} dead {dead:?}");
-                    let run = definition_3_2(&mut sim, &dead_from_start(procs, &dead), &[], &what);
-                    assert!(run.timeouts > 0, "{what}");
-                    runs += 1;
-                }
-            }
+    each_scenario(&[BINOMIAL, BINARY, QUAD], 2..=17, |sim, procs, what| {
+        for set in subsets(procs - 1, 3).into_iter().filter(|s| !s.is_empty()) {
+            let dead: Vec<Rank> = set.iter().map(|r| r + 1).collect();
+            let what = format!("{what} dead {dead:?}");
+            let run = definition_3_2(sim, &dead_from_start(procs, &dead), &[], &what);
+            assert!(run.timeouts > 0, "{what}");
+            runs += 1;
         }
-    }
+    });
     // Per tree and collective: the sets of 1-3 of P - 1 = 1..=16 ranks.
     let per: u32 = (1..=16u32)
         .map(|n| n + n * (n - 1) / 2 + n * (n - 1) * n.saturating_sub(2) / 6)
@@ -201,26 +212,14 @@ fn fault_free_sends(sim: &mut FtcoReduceSim, procs: u32) -> Vec<u32> {
 #[test]
 fn every_single_death_after_each_send() {
     let mut runs = 0u32;
-    for kind in KINDS {
-        for spec in [BINOMIAL, BINARY, QUAD] {
-            for procs in 2..=17u32 {
-                let sc = scenario(kind, spec, procs, None);
-                let mut sim = FtcoReduceSim::new(&sc);
-                let sends = fault_free_sends(&mut sim, procs);
-                let never = vec![NEVER; procs as usize];
-                for victim in 1..procs {
-                    for n in 1..=sends[victim as usize] {
-                        let mut budget = vec![UNLIMITED; procs as usize];
-                        budget[victim as usize] = n;
-                        let what =
-                            format!("{kind} {spec} P = {procs}: {victim} dies after send {n}");
-                        definition_3_2(&mut sim, &never, &budget, &what);
-                        runs += 1;
-                    }
-                }
-            }
-        }
-    }
+    each_scenario(&[BINOMIAL, BINARY, QUAD], 2..=17, |sim, procs, what| {
+        let sends = fault_free_sends(sim, procs);
+        let never = vec![NEVER; procs as usize];
+        for_each_send_death(procs, &sends, &[], |budget, when| {
+            definition_3_2(sim, &never, budget, &format!("{what}: {when}"));
+            runs += 1;
+        });
+    });
     assert!(runs > 2000, "{runs}");
 }
 
@@ -231,31 +230,19 @@ fn every_single_death_after_each_send() {
 #[test]
 fn a_dead_node_and_a_death_after_each_send() {
     let mut keepalive_runs = 0u32;
-    for kind in KINDS {
-        for spec in [BINOMIAL, BINARY] {
-            for procs in 3..=12u32 {
-                let sc = scenario(kind, spec, procs, None);
-                let mut sim = FtcoReduceSim::new(&sc);
-                for dead in 1..procs {
-                    let death = dead_from_start(procs, &[dead]);
-                    sim.run_with(&death, &[]);
-                    let sends = sim.last_trace().sends_by_rank.clone();
-                    for victim in (1..procs).filter(|&v| v != dead) {
-                        for n in 1..=sends[victim as usize] {
-                            let mut budget = vec![UNLIMITED; procs as usize];
-                            budget[victim as usize] = n;
-                            let what = format!(
-                                "{kind} {spec} P = {procs}: {dead} dead, {victim} dies after send {n}"
-                            );
-                            definition_3_2(&mut sim, &death, &budget, &what);
-                            let by_tag = sim.last_trace().sends_by_tag;
-                            keepalive_runs += u32::from(by_tag[Tag::KeepAlive as usize] > 0);
-                        }
-                    }
-                }
-            }
+    each_scenario(&[BINOMIAL, BINARY], 3..=12, |sim, procs, what| {
+        for dead in 1..procs {
+            let death = dead_from_start(procs, &[dead]);
+            sim.run_with(&death, &[]);
+            let sends = sim.last_trace().sends_by_rank.clone();
+            for_each_send_death(procs, &sends, &[dead], |budget, when| {
+                let what = format!("{what}: {dead} dead, {when}");
+                definition_3_2(sim, &death, budget, &what);
+                let by_tag = sim.last_trace().sends_by_tag;
+                keepalive_runs += u32::from(by_tag[Tag::KeepAlive as usize] > 0);
+            });
         }
-    }
+    });
     assert!(keepalive_runs > 0);
 }
 
@@ -263,23 +250,12 @@ fn a_dead_node_and_a_death_after_each_send() {
 /// and 17, reduce and allreduce: Definition 3.2 holds.
 #[test]
 fn a_death_at_every_tick() {
-    for kind in KINDS {
-        for spec in [BINOMIAL, BINARY] {
-            for procs in [12u32, 17] {
-                let sc = scenario(kind, spec, procs, None);
-                let mut sim = FtcoReduceSim::new(&sc);
-                let end = sim.run(0).quiescence_latency;
-                for victim in 1..procs {
-                    for t in 1..=end {
-                        let mut death = vec![NEVER; procs as usize];
-                        death[victim as usize] = t;
-                        let what = format!("{kind} {spec} P = {procs}: {victim} dies at {t}");
-                        definition_3_2(&mut sim, &death, &[], &what);
-                    }
-                }
-            }
-        }
-    }
+    each_scenario(&[BINOMIAL, BINARY], [12, 17], |sim, procs, what| {
+        let end = sim.run(0).quiescence_latency;
+        for_each_death_time(procs, 1..=end, |death, when| {
+            definition_3_2(sim, death, &[], &format!("{what}: {when}"));
+        });
+    });
 }
 
 /// A timeout unit of 1 tick, below the network's round trip (8 ticks for

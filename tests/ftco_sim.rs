@@ -8,9 +8,8 @@
 
 mod common;
 
-use common::one_ack_wave;
+use common::{for_each_death_time, for_each_send_death, one_ack_wave};
 use corrected::protocol::Tag;
-use corrected::sim::engine::UNLIMITED;
 use corrected::sim::{FaultPlan, FtcoScenario, FtcoSim, NEVER};
 use corrected::topology::{Shape, TreeSpec};
 use corrected::types::{LogP, Tick};
@@ -119,15 +118,11 @@ fn every_single_death_during_the_operation() {
             let never = vec![NEVER; procs as usize];
             sim.run_with(&never, &[]);
             let sends = sim.last_trace().sends_by_rank.clone();
-            for victim in 1..procs {
-                for n in 1..=sends[victim as usize] {
-                    let mut budget = vec![UNLIMITED; procs as usize];
-                    budget[victim as usize] = n;
-                    let what = format!("{spec} P = {procs}: {victim} dies after send {n}");
-                    definition_3_2(&mut sim, &never, &budget, &what);
-                    runs += 1;
-                }
-            }
+            for_each_send_death(procs, &sends, &[], |budget, what| {
+                let what = format!("{spec} P = {procs}: {what}");
+                definition_3_2(&mut sim, &never, budget, &what);
+                runs += 1;
+            });
         }
     }
     assert_eq!(runs, 210);
@@ -141,14 +136,9 @@ fn every_death_time_during_the_operation() {
         let sc = FtcoScenario::new(spec, procs, paper(), None, FaultPlan::none()).unwrap();
         let mut sim = FtcoSim::new(&sc);
         let end = sim.run(0).quiescence_latency;
-        for victim in 1..procs {
-            for t in 0..=end {
-                let mut death = vec![NEVER; procs as usize];
-                death[victim as usize] = t;
-                let what = format!("{spec}: {victim} dies at {t}");
-                definition_3_2(&mut sim, &death, &[], &what);
-            }
-        }
+        for_each_death_time(procs, 0..=end, |death, what| {
+            definition_3_2(&mut sim, death, &[], &format!("{spec}: {what}"));
+        });
     }
 }
 
@@ -227,18 +217,12 @@ fn a_dead_node_and_a_death_during_the_operation() {
                 death[dead as usize] = 0;
                 sim.run_with(&death, &[]);
                 let sends = sim.last_trace().sends_by_rank.clone();
-                for victim in (1..procs).filter(|&v| v != dead) {
-                    for n in 1..=sends[victim as usize] {
-                        let mut budget = vec![UNLIMITED; procs as usize];
-                        budget[victim as usize] = n;
-                        let what = format!(
-                            "{spec} P = {procs}: {dead} dead, {victim} dies after send {n}"
-                        );
-                        definition_3_2(&mut sim, &death, &budget, &what);
-                        let keepalives = sim.last_trace().sends_by_tag[Tag::KeepAlive as usize];
-                        walks += u32::from(keepalives > 0);
-                    }
-                }
+                for_each_send_death(procs, &sends, &[dead], |budget, what| {
+                    let what = format!("{spec} P = {procs}: {dead} dead, {what}");
+                    definition_3_2(&mut sim, &death, budget, &what);
+                    let keepalives = sim.last_trace().sends_by_tag[Tag::KeepAlive as usize];
+                    walks += u32::from(keepalives > 0);
+                });
             }
         }
     }

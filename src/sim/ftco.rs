@@ -35,8 +35,7 @@ impl FtcoScenario {
         timeout: Option<Tick>,
         faults: FaultPlan,
     ) -> Result<Self, ConfigError> {
-        let plan = FtcoPlan::new(spec, procs, logp, timeout)?;
-        faults.validate(procs, ROOT)?;
+        let plan = ftco_plan(spec, procs, logp, timeout, &faults)?;
         Ok(FtcoScenario { plan, logp, faults })
     }
 
@@ -44,6 +43,20 @@ impl FtcoScenario {
     pub fn plan(&self) -> &FtcoPlan {
         &self.plan
     }
+}
+
+/// The plan of an FTCO experiment over `procs` nodes, root 0, and the
+/// check of its `faults` (never the root dead from the start).
+pub(crate) fn ftco_plan(
+    spec: TreeSpec,
+    procs: u32,
+    logp: LogP,
+    timeout: Option<Tick>,
+    faults: &FaultPlan,
+) -> Result<FtcoPlan, ConfigError> {
+    let plan = FtcoPlan::new(spec, procs, logp, timeout)?;
+    faults.validate(procs, ROOT)?;
+    Ok(plan)
 }
 
 /// Of `suspicions` (real rank, tick), those of a rank alive at the time

@@ -9,10 +9,10 @@
 
 use crate::check::{includes_exactly, input_of};
 use crate::error::ConfigError;
-use crate::protocol::ftco::{FtcoOutput, FtcoPlan, FtcoReduce};
+use crate::protocol::ftco::{FtcoCollective, FtcoOutput, FtcoPlan, FtcoReduce};
 use crate::sim::engine::{Trace, NEVER};
 use crate::sim::faults::FaultPlan;
-use crate::sim::ftco::false_suspicions;
+use crate::sim::ftco::{false_suspicions, ftco_plan};
 use crate::sim::runner::{CollectiveRun, Runner};
 use crate::topology::TreeSpec;
 use crate::types::{Collective, LogP, MessageSize, Rank, Tick};
@@ -84,7 +84,7 @@ impl Tally {
 #[derive(Clone, Debug)]
 pub struct FtcoReduceScenario {
     plan: FtcoPlan,
-    kind: Collective,
+    kind: FtcoCollective,
     logp: LogP,
     faults: FaultPlan,
 }
@@ -103,13 +103,16 @@ impl FtcoReduceScenario {
         timeout: Option<Tick>,
         faults: FaultPlan,
     ) -> Result<Self, ConfigError> {
-        if !matches!(kind, Collective::Reduce | Collective::Allreduce) {
-            return Err(ConfigError::BadFaults(format!(
-                "FTCO reduce simulates reduce or allreduce, not {kind}"
-            )));
-        }
-        let plan = FtcoPlan::new(spec, procs, logp, timeout)?;
-        faults.validate(procs, ROOT)?;
+        let kind = match kind {
+            Collective::Reduce => FtcoCollective::Reduce,
+            Collective::Allreduce => FtcoCollective::Allreduce,
+            other => {
+                return Err(ConfigError::BadFaults(format!(
+                    "FTCO reduce simulates reduce or allreduce, not {other}"
+                )))
+            }
+        };
+        let plan = ftco_plan(spec, procs, logp, timeout, &faults)?;
         if faults.die_at.iter().any(|&(r, _)| r == ROOT) {
             return Err(ConfigError::DeadRoot(ROOT));
         }
@@ -127,7 +130,7 @@ impl FtcoReduceScenario {
     }
 
     /// Reduce or allreduce.
-    pub fn kind(&self) -> Collective {
+    pub fn kind(&self) -> FtcoCollective {
         self.kind
     }
 }
@@ -173,12 +176,8 @@ impl<'s> FtcoReduceSim<'s> {
         let plan = &sc.plan;
         let add = Tally::add as fn(&mut Tally, &Tally);
         let cores = (0..plan.procs()).map(|r| {
-            let input = Tally::input(r);
-            match sc.kind {
-                Collective::Reduce => FtcoReduce::reduce(plan, ROOT, r, 0, input, add),
-                _ => FtcoReduce::allreduce(plan, ROOT, r, 0, input, add),
-            }
-            .expect("ranks come from the plan")
+            FtcoReduce::new(plan, ROOT, r, 0, sc.kind, Tally::input(r), add)
+                .expect("ranks come from the plan")
         });
         let (trace, mut run) = self.runner.simulate(cores, death, budget);
         run.rounds = 1;

@@ -202,6 +202,23 @@ impl Tree {
         (p != Rank::MAX).then_some(p)
     }
 
+    /// The ranks top-down (every parent before its children, level by
+    /// level from the root) and each rank's depth (the root at 0).
+    pub fn levels(&self) -> (Vec<Rank>, Vec<u32>) {
+        let mut depth = vec![0u32; self.procs as usize];
+        let mut order = vec![0 as Rank];
+        let mut i = 0;
+        while i < order.len() {
+            let r = order[i];
+            for &c in self.children(r) {
+                depth[c as usize] = depth[r as usize] + 1;
+                order.push(c);
+            }
+            i += 1;
+        }
+        (order, depth)
+    }
+
     /// When each rank is colored in a fault-free run under `logp`: the root at
     /// 0, and the j-th child (from 0) of a rank colored at `c` at
     /// `c + j·o + o + L + o`.

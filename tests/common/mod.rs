@@ -4,7 +4,7 @@
 // Each test file uses its own share of these.
 #![allow(dead_code)]
 
-use corrected::sim::engine::UNLIMITED;
+use corrected::sim::engine::{NEVER, UNLIMITED};
 use corrected::topology::Tree;
 use corrected::types::{LogP, Rank, Tick};
 
@@ -82,4 +82,38 @@ pub fn one_ack_wave(tree: &Tree, logp: LogP) -> Tick {
         last = last.max(recv);
     }
     last
+}
+
+/// Calls `run(death, what)` for every non-root rank of `procs` dying at
+/// every tick of `ticks` (one death per run).
+pub fn for_each_death_time(
+    procs: u32,
+    ticks: std::ops::RangeInclusive<Tick>,
+    mut run: impl FnMut(&[Tick], String),
+) {
+    for victim in 1..procs {
+        for t in ticks.clone() {
+            let mut death = vec![NEVER; procs as usize];
+            death[victim as usize] = t;
+            run(&death, format!("{victim} dies at {t}"));
+        }
+    }
+}
+
+/// Calls `run(budget, what)` for every non-root rank of `procs` but those
+/// in `spare` dying right after each of its `sends` (one death per run:
+/// the engine's send budgets, rank r dies after send 1..=sends[r]).
+pub fn for_each_send_death(
+    procs: u32,
+    sends: &[u32],
+    spare: &[Rank],
+    mut run: impl FnMut(&[u32], String),
+) {
+    for victim in (1..procs).filter(|v| !spare.contains(v)) {
+        for n in 1..=sends[victim as usize] {
+            let mut budget = vec![UNLIMITED; procs as usize];
+            budget[victim as usize] = n;
+            run(&budget, format!("{victim} dies after send {n}"));
+        }
+    }
 }

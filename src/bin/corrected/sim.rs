@@ -18,7 +18,7 @@ use corrected::sim::{
     FtcoReduceSim, FtcoScenario, FtcoSim, GossipRun, GossipScenario, GossipSim, MonteCarlo,
     ReduceConfig, ReduceScenario, ReduceSim, Stats,
 };
-use corrected::topology::MAX_PROCS;
+use corrected::topology::{TreeSpec, MAX_PROCS};
 use corrected::types::{Collective, LogP, MessageSize, Rank, Tick};
 use corrected::ConfigError;
 
@@ -507,6 +507,20 @@ fn run_big(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
     Ok(report.print(args, logp, &runs, seconds))
 }
 
+/// The tree and model of a timeout/ACK baseline (ack tree, FTCO), its
+/// ticks and `--timeout` checked.
+fn timeout_model(args: &SimArgs) -> Result<(TreeSpec, LogP), CliError> {
+    let m = &args.model;
+    ticks_at_most("--latency", m.latency, crate::limits::MAX_LOGP_TICKS)?;
+    ticks_at_most("--overhead", m.overhead, crate::limits::MAX_LOGP_TICKS)?;
+    if let Some(t) = args.timeout {
+        at_least_one("--timeout", t)?;
+        ticks_at_most("--timeout", t, MAX_WAIT_TICKS)?;
+    }
+    let (spec, _, logp) = m.parse()?;
+    Ok((spec, logp))
+}
+
 /// `corrected sim --algorithm ack-tree|ftco`: the timeout/ACK baselines
 /// over `--tree` (Corrected Trees Section 5's acknowledged tree; FTCO,
 /// Sections 3-4), Monte Carlo over the fault plan. FTCO guarantees every
@@ -517,14 +531,7 @@ fn run_timeout_baseline(
     faults: FaultPlan,
     ftco: bool,
 ) -> Result<ExitCode, CliError> {
-    let m = &args.model;
-    ticks_at_most("--latency", m.latency, crate::limits::MAX_LOGP_TICKS)?;
-    ticks_at_most("--overhead", m.overhead, crate::limits::MAX_LOGP_TICKS)?;
-    if let Some(t) = args.timeout {
-        at_least_one("--timeout", t)?;
-        ticks_at_most("--timeout", t, MAX_WAIT_TICKS)?;
-    }
-    let (spec, _, logp) = m.parse()?;
+    let (spec, logp) = timeout_model(args)?;
     check_curve(args)?;
     let failures = faults.dead.len() as u64
         + u64::from(faults.random_count(args.procs))
@@ -831,14 +838,7 @@ fn run_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<ExitCode,
 /// without false suspicions (the one guarantee a timeout below the
 /// network's round trip loses).
 fn run_ftco_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<ExitCode, CliError> {
-    let m = &args.model;
-    ticks_at_most("--latency", m.latency, crate::limits::MAX_LOGP_TICKS)?;
-    ticks_at_most("--overhead", m.overhead, crate::limits::MAX_LOGP_TICKS)?;
-    if let Some(t) = args.timeout {
-        at_least_one("--timeout", t)?;
-        ticks_at_most("--timeout", t, MAX_WAIT_TICKS)?;
-    }
-    let (spec, _, logp) = m.parse()?;
+    let (spec, logp) = timeout_model(args)?;
     let kind = if op == Op::Reduce {
         Collective::Reduce
     } else {

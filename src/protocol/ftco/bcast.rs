@@ -77,6 +77,7 @@ use crate::protocol::{Event, Header, Leave, Msg, Protocol, Tag, Transmit};
 use crate::topology::ring;
 use crate::types::{OpId, Rank, Tick};
 
+use super::suspicion::Suspicions;
 use super::FtcoPlan;
 
 /// The two deadlines of a node: the earliest watched DATA, and the wait
@@ -140,10 +141,7 @@ pub struct Ftco<'p, P> {
     /// doubles the wait before the next).
     backoff: u32,
     timers: TimerTable<2>,
-    timeouts: u32,
-    refuted: u32,
-    /// Suspected nodes (virtual), when, and whether refuted since.
-    suspected: Vec<(Rank, Tick, bool)>,
+    suspicions: Suspicions,
 }
 
 impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
@@ -214,9 +212,7 @@ impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
             root_immune: false,
             backoff: 0,
             timers: TimerTable::new(),
-            timeouts: 0,
-            refuted: 0,
-            suspected: Vec::new(),
+            suspicions: Suspicions::default(),
         };
         if let Some(v) = value {
             core.take_value(v);
@@ -238,19 +234,19 @@ impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
 
     /// Timeouts fired: DATA or KEEPALIVE unanswered past f_timeout.
     pub fn timeouts(&self) -> u32 {
-        self.timeouts
+        self.suspicions.count()
     }
 
     /// Suspicions this core raised, as (real rank, tick): a live one among
     /// them is a false suspicion.
     pub fn suspicions(&self) -> impl Iterator<Item = (Rank, Tick)> + '_ {
-        self.suspected.iter().map(|&(r, t, _)| (self.real(r), t))
+        self.suspicions.iter().map(|(r, t)| (self.real(r), t))
     }
 
     /// Suspicions refuted by a later message from the suspect: false
     /// suspicions this core saw for itself.
     pub fn refuted(&self) -> u32 {
-        self.refuted
+        self.suspicions.refuted()
     }
 
     /// True when the KEEPALIVE walk passed the root without an answer.
@@ -275,19 +271,6 @@ impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
         self.to_send.extend(down);
     }
 
-    fn suspect(&mut self, rank: Rank, now: Tick) {
-        self.timeouts += 1;
-        self.suspected.push((rank, now, false));
-    }
-
-    /// Evidence that `rank` lives: refutes its suspicions.
-    fn heard(&mut self, rank: Rank) {
-        for s in self.suspected.iter_mut().filter(|s| s.0 == rank && !s.2) {
-            s.2 = true;
-            self.refuted += 1;
-        }
-    }
-
     fn rearm_down(&mut self) {
         match self.watches.iter().map(|w| w.deadline).min() {
             Some(t) => self.timers.set(DOWN, t),
@@ -303,7 +286,7 @@ impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
                 while i < self.watches.len() {
                     if self.watches[i].deadline <= now {
                         let w = self.watches.swap_remove(i);
-                        self.suspect(w.rank, now);
+                        self.suspicions.raise(w.rank, now);
                         let kids = self.plan.tree.children(w.rank);
                         self.to_send.extend(kids.iter().map(|&c| (c, w.dist + 1)));
                     } else {
@@ -318,7 +301,7 @@ impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
                 self.keepalive_due = true;
                 continue;
             }
-            self.suspect(up.rank, now);
+            self.suspicions.raise(up.rank, now);
             match self.plan.above(up.rank, up.dist) {
                 Some((rank, dist)) => {
                     self.up = Some(Up {
@@ -361,7 +344,7 @@ impl<P: Clone + Send + 'static> Protocol for Ftco<'_, P> {
             return;
         }
         let from = ring::left(from, self.root, procs);
-        self.heard(from);
+        self.suspicions.heard(from);
         match msg.tag {
             Tag::Tree => {
                 let Some(v) = msg.payload else { return };

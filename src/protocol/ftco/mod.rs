@@ -96,7 +96,8 @@ pub mod bcast;
 mod cover;
 pub mod plan;
 pub mod reduce;
+mod suspicion;
 
 pub use bcast::Ftco;
 pub use plan::FtcoPlan;
-pub use reduce::{FtcoData, FtcoOutput, FtcoReduce};
+pub use reduce::{FtcoCollective, FtcoData, FtcoOutput, FtcoReduce};

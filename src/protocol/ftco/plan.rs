@@ -47,18 +47,7 @@ impl FtcoPlan {
         }
         let eta = tree.coloring_times(logp);
         let n = procs as usize;
-        // Top-down order: every parent before its children.
-        let mut order = vec![0 as Rank];
-        let mut depth = vec![0u32; n];
-        let mut i = 0;
-        while i < order.len() {
-            let r = order[i];
-            for &c in tree.children(r) {
-                depth[c as usize] = depth[r as usize] + 1;
-                order.push(c);
-            }
-            i += 1;
-        }
+        let (order, depth) = tree.levels();
         // The fault-free reduce, bottom-up: a node sends its DATA up once it
         // has received every child's (leaves at 0); a parent receives the
         // DATA one at a time, o each, in arrival order.

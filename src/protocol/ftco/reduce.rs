@@ -17,6 +17,7 @@ use crate::topology::ring;
 use crate::types::{Collective, OpId, Rank, Tick};
 
 use super::cover::{Covers, Piece};
+use super::suspicion::Suspicions;
 use super::{Ftco, FtcoPlan};
 
 /// What an FTCO reduce or allreduce message carries (Section 3, "Message
@@ -40,6 +41,16 @@ pub enum FtcoData<P> {
     Result(P),
     /// KEEPALIVE and ACK carry nothing.
     Empty,
+}
+
+/// Which collective an [`FtcoReduce`] core runs (Section 4: Algorithm 3's
+/// up phase alone, or both phases).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FtcoCollective {
+    /// The up phase: the result at the root (Figure 1).
+    Reduce,
+    /// The up phase, then the result down the tree (Figures 1-2).
+    Allreduce,
 }
 
 /// What an FTCO reduce or allreduce core delivers.
@@ -113,10 +124,7 @@ pub struct FtcoReduce<'p, P, O> {
     output: Option<FtcoOutput<P>>,
     delivered: bool,
     now: Tick,
-    timeouts: u32,
-    refuted: u32,
-    /// Suspicions (virtual rank, tick, refuted since).
-    suspected: Vec<(Rank, Tick, bool)>,
+    suspicions: Suspicions,
 }
 
 impl<'p, P, O> FtcoReduce<'p, P, O>
@@ -124,49 +132,25 @@ where
     P: Clone + Send + 'static,
     O: Combine<P>,
 {
-    /// Node `me`'s core for FTCO reduce `op_id` to `root` (Section 4,
-    /// Figure 1), contributing `input`, combining by `combine`. Errors on a
-    /// rank out of range.
-    pub fn reduce(
-        plan: &'p FtcoPlan,
-        root: Rank,
-        me: Rank,
-        op_id: OpId,
-        input: P,
-        combine: O,
-    ) -> Result<Self, Error> {
-        Self::new(plan, root, me, op_id, Collective::Reduce, input, combine)
-    }
-
-    /// Node `me`'s core for FTCO allreduce `op_id` (Algorithm 3, Figures
-    /// 1-2): a reduce to `root`, then the result down the same tree.
+    /// Node `me`'s core for FTCO reduce or allreduce (`kind`) `op_id` to
+    /// (and, for an allreduce, from) `root`, contributing `input`,
+    /// combining by `combine` (Section 4, Algorithm 3, Figures 1-2).
     /// Errors on a rank out of range.
-    pub fn allreduce(
+    pub fn new(
         plan: &'p FtcoPlan,
         root: Rank,
         me: Rank,
         op_id: OpId,
+        kind: FtcoCollective,
         input: P,
         combine: O,
     ) -> Result<Self, Error> {
-        Self::new(plan, root, me, op_id, Collective::Allreduce, input, combine)
-    }
-
-    fn new(
-        plan: &'p FtcoPlan,
-        root: Rank,
-        me: Rank,
-        op_id: OpId,
-        kind: Collective,
-        input: P,
-        combine: O,
-    ) -> Result<Self, Error> {
+        let kind = match kind {
+            FtcoCollective::Reduce => Collective::Reduce,
+            FtcoCollective::Allreduce => Collective::Allreduce,
+        };
         let procs = plan.procs();
-        for rank in [root, me] {
-            if rank >= procs {
-                return Err(Error::RankOutOfRange { rank, procs });
-            }
-        }
+        crate::protocol::check_ranks(procs, [root, me])?;
         let me = ring::left(me, root, procs);
         let pending = plan
             .tree()
@@ -203,9 +187,7 @@ where
             output: None,
             delivered: false,
             now: 0,
-            timeouts: 0,
-            refuted: 0,
-            suspected: Vec::new(),
+            suspicions: Suspicions::default(),
         };
         core.progress();
         Ok(core)
@@ -214,7 +196,7 @@ where
     /// Timeouts fired: a DATA or KEEPALIVE unanswered past f_timeout, in
     /// both phases.
     pub fn timeouts(&self) -> u32 {
-        self.timeouts + self.down.as_ref().map_or(0, |d| d.timeouts())
+        self.suspicions.count() + self.down.as_ref().map_or(0, |d| d.timeouts())
     }
 
     /// Suspicions this core raised in both phases, as (real rank, tick): a
@@ -222,15 +204,15 @@ where
     pub fn suspicions(&self) -> impl Iterator<Item = (Rank, Tick)> + '_ {
         let procs = self.plan.procs();
         let mine = self
-            .suspected
+            .suspicions
             .iter()
-            .map(move |&(r, t, _)| (ring::right(r, self.root, procs), t));
+            .map(move |(r, t)| (ring::right(r, self.root, procs), t));
         mine.chain(self.down.iter().flat_map(|d| d.suspicions()))
     }
 
     /// Suspicions refuted by a later message from the suspect.
     pub fn refuted(&self) -> u32 {
-        self.refuted + self.down.as_ref().map_or(0, |d| d.refuted())
+        self.suspicions.refuted() + self.down.as_ref().map_or(0, |d| d.refuted())
     }
 
     /// The nodes (real ranks) this node's partial does not include, once
@@ -249,25 +231,7 @@ where
     }
 
     fn msg(&self, tag: Tag, payload: FtcoData<P>) -> Msg<FtcoData<P>> {
-        Msg {
-            op: self.op_id,
-            kind: self.kind,
-            root: self.root,
-            tag,
-            payload,
-        }
-    }
-
-    fn suspect(&mut self, rank: Rank, now: Tick) {
-        self.timeouts += 1;
-        self.suspected.push((rank, now, false));
-    }
-
-    fn heard(&mut self, rank: Rank) {
-        for s in self.suspected.iter_mut().filter(|s| s.0 == rank && !s.2) {
-            s.2 = true;
-            self.refuted += 1;
-        }
+        self.header().msg(tag, payload)
     }
 
     /// Waits on the children of `z` that no folded piece answers for
@@ -445,7 +409,7 @@ where
                         });
                         continue;
                     }
-                    self.suspect(up.rank, now);
+                    self.suspicions.raise(up.rank, now);
                     // The root never fails (Section 2): the walk ends there.
                     self.up = self
                         .plan
@@ -462,7 +426,7 @@ where
             while i < self.pending.len() {
                 if self.pending[i].deadline.is_some_and(|d| d <= now) {
                     let gone = self.pending.swap_remove(i);
-                    self.suspect(gone.rank, now);
+                    self.suspicions.raise(gone.rank, now);
                     self.suspects.push(gone.rank);
                     self.descend(gone.rank);
                 } else {
@@ -509,7 +473,7 @@ where
         }
         let real = from;
         let from = ring::left(from, self.root, procs);
-        self.heard(from);
+        self.suspicions.heard(from);
         let plan = self.plan;
         let from_above = from != self.me && plan.is_below(self.me, from);
         // What the down phase (the broadcast core) is handed.
@@ -706,7 +670,8 @@ mod tests {
     }
 
     fn reduce(plan: &FtcoPlan, me: Rank) -> Core<'_> {
-        FtcoReduce::reduce(plan, 0, me, 0, 1 << me, add as fn(&mut u64, &u64)).unwrap()
+        let f = add as fn(&mut u64, &u64);
+        FtcoReduce::new(plan, 0, me, 0, FtcoCollective::Reduce, 1 << me, f).unwrap()
     }
 
     fn part(value: u64, own: Rank, missing: Vec<Rank>) -> Msg<FtcoData<u64>> {
@@ -833,9 +798,9 @@ mod tests {
         let plan = binary(7);
         let f = add as fn(&mut u64, &u64);
         assert!(matches!(
-            FtcoReduce::reduce(&plan, 0, 7, 0, 1, f),
+            FtcoReduce::new(&plan, 0, 7, 0, FtcoCollective::Reduce, 1, f),
             Err(Error::RankOutOfRange { rank: 7, procs: 7 })
         ));
-        assert!(FtcoReduce::allreduce(&plan, 9, 0, 0, 1, f).is_err());
+        assert!(FtcoReduce::new(&plan, 9, 0, 0, FtcoCollective::Allreduce, 1, f).is_err());
     }
 }
