@@ -26,6 +26,8 @@ use corrected::types::{Collective, LogP, Rank, Tick};
 const BINOMIAL: TreeSpec = TreeSpec::interleaved(Shape::Binomial);
 const BINARY: TreeSpec = TreeSpec::interleaved(Shape::KAry(2));
 const QUAD: TreeSpec = TreeSpec::interleaved(Shape::KAry(4));
+/// FTCO's own tree (Section 5.2.1).
+const KNOMIAL: TreeSpec = TreeSpec::interleaved(Shape::KNomial(3));
 const KINDS: [Collective; 2] = [Collective::Reduce, Collective::Allreduce];
 
 fn paper() -> LogP {
@@ -178,26 +180,31 @@ fn dead_from_start(procs: u32, dead: &[Rank]) -> Vec<Tick> {
 }
 
 /// Every dead set of 1, 2 and 3 non-root nodes before the operation (all
-/// of them, none sampled), P = 2..=17, binomial, binary and 4-ary trees,
+/// of them, none sampled), P = 2..=17, binomial, binary, 4-ary and
+/// 3-nomial trees,
 /// reduce and allreduce: Definition 3.2 holds, and a timeout fired
 /// whenever a node was dead.
 #[test]
 fn every_dead_set_of_up_to_three_before_the_operation() {
     let mut runs = 0u32;
-    each_scenario(&[BINOMIAL, BINARY, QUAD], 2..=17, |sim, procs, what| {
-        for set in subsets(procs - 1, 3).into_iter().filter(|s| !s.is_empty()) {
-            let dead: Vec<Rank> = set.iter().map(|r| r + 1).collect();
-            let what = format!("{what} dead {dead:?}");
-            let run = definition_3_2(sim, &dead_from_start(procs, &dead), &[], &what);
-            assert!(run.timeouts > 0, "{what}");
-            runs += 1;
-        }
-    });
+    each_scenario(
+        &[BINOMIAL, BINARY, QUAD, KNOMIAL],
+        2..=17,
+        |sim, procs, what| {
+            for set in subsets(procs - 1, 3).into_iter().filter(|s| !s.is_empty()) {
+                let dead: Vec<Rank> = set.iter().map(|r| r + 1).collect();
+                let what = format!("{what} dead {dead:?}");
+                let run = definition_3_2(sim, &dead_from_start(procs, &dead), &[], &what);
+                assert!(run.timeouts > 0, "{what}");
+                runs += 1;
+            }
+        },
+    );
     // Per tree and collective: the sets of 1-3 of P - 1 = 1..=16 ranks.
     let per: u32 = (1..=16u32)
         .map(|n| n + n * (n - 1) / 2 + n * (n - 1) * n.saturating_sub(2) / 6)
         .sum();
-    assert_eq!(runs, 6 * per);
+    assert_eq!(runs, 8 * per);
 }
 
 /// Sends each rank makes in a fault-free run of `sim`'s scenario.
@@ -207,19 +214,23 @@ fn fault_free_sends(sim: &mut FtcoReduceSim, procs: u32) -> Vec<u32> {
 }
 
 /// Every non-root node dying right after each of its fault-free sends (the
-/// engine's send budgets), P = 2..=17, three trees, reduce and allreduce:
+/// engine's send budgets), P = 2..=17, four trees, reduce and allreduce:
 /// Definition 3.2 holds (the victim in or out, counted at most once).
 #[test]
 fn every_single_death_after_each_send() {
     let mut runs = 0u32;
-    each_scenario(&[BINOMIAL, BINARY, QUAD], 2..=17, |sim, procs, what| {
-        let sends = fault_free_sends(sim, procs);
-        let never = vec![NEVER; procs as usize];
-        for_each_send_death(procs, &sends, &[], |budget, when| {
-            definition_3_2(sim, &never, budget, &format!("{what}: {when}"));
-            runs += 1;
-        });
-    });
+    each_scenario(
+        &[BINOMIAL, BINARY, QUAD, KNOMIAL],
+        2..=17,
+        |sim, procs, what| {
+            let sends = fault_free_sends(sim, procs);
+            let never = vec![NEVER; procs as usize];
+            for_each_send_death(procs, &sends, &[], |budget, when| {
+                definition_3_2(sim, &never, budget, &format!("{what}: {when}"));
+                runs += 1;
+            });
+        },
+    );
     assert!(runs > 2000, "{runs}");
 }
 
