@@ -65,6 +65,15 @@
 //! phase answers, or the down phase once the result is here, so that a
 //! node circumvented and still collecting learns the result and stops).
 //!
+//! **The root never fails** (Section 2's assumption, which the reduce and
+//! allreduce keep): a DATA sent to the root waits for its ACK however
+//! late, and the down phase's KEEPALIVE walk, once at the root, keeps
+//! asking it instead of giving up. A KEEPALIVE answered by an ACK ("alive,
+//! waiting") is repeated after a wait that doubles each time (in both
+//! phases): with a timeout far below the network's round trip, askers that
+//! never give up would otherwise swamp the root's receive port faster than
+//! it drains, and the run would not end.
+//!
 //! **Priorities** (Algorithm 2: DATA, then KEEPALIVE, then ACK, as an
 //! engine hands messages one at a time, they show in what a node sends):
 //! its DATA up, DATA answering a KEEPALIVE, the down phase's DATA, then
