@@ -652,3 +652,58 @@ fn run_drives_the_timeout_baselines_on_threads() {
         "--correction optimized:3 is out of range",
     );
 }
+
+/// `corrected sim --algorithm ftco --op reduce|allreduce`: fault-free the
+/// plain binary tree's reduce (and broadcast) latency with 2(P - 1) and
+/// 4(P - 1) messages and no timeout; Definition 3.2 with nodes dead; a
+/// 1-tick timeout suspects live nodes without a violation; the ack tree
+/// has no reduce.
+#[test]
+fn sim_runs_ftco_reduce_and_allreduce() {
+    let json = |line: &str| -> Value {
+        let out = corrected(line);
+        assert_eq!(out.status.code(), Some(0), "{line}: {out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let base = "sim --procs 64 --tree kary:2 --runs 3 --json --algorithm ftco";
+    for (op, per_edge) in [("reduce", 2.0), ("allreduce", 4.0)] {
+        let v = json(&format!("{base} --op {op}"));
+        assert_eq!(
+            (v["algorithm"].clone(), v["op"].clone()),
+            ("ftco".into(), op.into()),
+            "{v}"
+        );
+        let estimated = v["estimated_latency"].as_f64().unwrap();
+        assert!(estimated > 0.0, "{v}");
+        assert_eq!(v["latency_ticks"]["max"], estimated, "{v}");
+        assert_eq!(
+            v["messages_per_process"]["max"],
+            per_edge * 63.0 / 64.0,
+            "{v}"
+        );
+        assert_eq!(v["timeouts"]["max"], 0.0, "{v}");
+        assert_eq!(v["false_suspicions"]["max"], 0.0, "{v}");
+        assert_eq!(
+            (v["violations"].clone(), v["result_consistent"].clone()),
+            (0.into(), true.into()),
+            "{v}"
+        );
+        let dead = json(&format!("{base} --op {op} --dead 1,2,9"));
+        assert_eq!(dead["result_consistent"], true, "{dead}");
+        assert!(dead["timeouts"]["mean"].as_f64().unwrap() > 0.0, "{dead}");
+        let short = json(&format!("{base} --op {op} --timeout 1"));
+        assert!(
+            short["false_suspicions"]["mean"].as_f64().unwrap() > 0.0,
+            "{short}"
+        );
+        assert_eq!(short["violations"], 0, "{short}");
+    }
+    refused(
+        "sim --procs 64 --algorithm ack-tree --op reduce",
+        "--algorithm ack-tree is out of range",
+    );
+    refused(
+        "sim --procs 64 --algorithm ftco --op allreduce --timeout 0",
+        "--timeout 0 is out of range",
+    );
+}

@@ -6,10 +6,12 @@
 //! every single death after each send during it; false suspicions with a
 //! timeout below the network latency.
 
+mod common;
+
+use common::{for_each_death_time, for_each_send_death, one_ack_wave};
 use corrected::protocol::Tag;
-use corrected::sim::engine::UNLIMITED;
 use corrected::sim::{FaultPlan, FtcoScenario, FtcoSim, NEVER};
-use corrected::topology::{Shape, Tree, TreeSpec};
+use corrected::topology::{Shape, TreeSpec};
 use corrected::types::{LogP, Tick};
 
 const BINOMIAL: TreeSpec = TreeSpec::interleaved(Shape::Binomial);
@@ -23,30 +25,6 @@ const TREES: [TreeSpec; 4] = [
 
 fn paper() -> LogP {
     LogP::new(2, 1).unwrap()
-}
-
-/// When the last ACK is received, computed apart from the engine: node c,
-/// colored at t_c with k_c children, sends its k_c DATA and then its ACK
-/// (Figure 2), which arrives o + L after the send starts; a parent
-/// receives its children's ACKs one at a time, o each, in arrival order.
-fn one_ack_wave(tree: &Tree, logp: LogP) -> Tick {
-    let at = tree.coloring_times(logp);
-    let o = logp.overhead;
-    let mut last = 0;
-    for p in 0..tree.procs() {
-        let mut arrivals: Vec<Tick> = tree
-            .children(p)
-            .iter()
-            .map(|&c| at[c as usize] + tree.children(c).len() as Tick * o + o + logp.latency)
-            .collect();
-        arrivals.sort_unstable();
-        let mut recv = at[p as usize];
-        for a in arrivals {
-            recv = recv.max(a) + o;
-        }
-        last = last.max(recv);
-    }
-    last
 }
 
 /// Fault-free, with the default timeout (2(2o + L)): delivery exactly the
@@ -140,15 +118,11 @@ fn every_single_death_during_the_operation() {
             let never = vec![NEVER; procs as usize];
             sim.run_with(&never, &[]);
             let sends = sim.last_trace().sends_by_rank.clone();
-            for victim in 1..procs {
-                for n in 1..=sends[victim as usize] {
-                    let mut budget = vec![UNLIMITED; procs as usize];
-                    budget[victim as usize] = n;
-                    let what = format!("{spec} P = {procs}: {victim} dies after send {n}");
-                    definition_3_2(&mut sim, &never, &budget, &what);
-                    runs += 1;
-                }
-            }
+            for_each_send_death(procs, &sends, &[], |budget, what| {
+                let what = format!("{spec} P = {procs}: {what}");
+                definition_3_2(&mut sim, &never, budget, &what);
+                runs += 1;
+            });
         }
     }
     assert_eq!(runs, 210);
@@ -162,14 +136,9 @@ fn every_death_time_during_the_operation() {
         let sc = FtcoScenario::new(spec, procs, paper(), None, FaultPlan::none()).unwrap();
         let mut sim = FtcoSim::new(&sc);
         let end = sim.run(0).quiescence_latency;
-        for victim in 1..procs {
-            for t in 0..=end {
-                let mut death = vec![NEVER; procs as usize];
-                death[victim as usize] = t;
-                let what = format!("{spec}: {victim} dies at {t}");
-                definition_3_2(&mut sim, &death, &[], &what);
-            }
-        }
+        for_each_death_time(procs, 0..=end, |death, what| {
+            definition_3_2(&mut sim, death, &[], &format!("{spec}: {what}"));
+        });
     }
 }
 
@@ -248,18 +217,12 @@ fn a_dead_node_and_a_death_during_the_operation() {
                 death[dead as usize] = 0;
                 sim.run_with(&death, &[]);
                 let sends = sim.last_trace().sends_by_rank.clone();
-                for victim in (1..procs).filter(|&v| v != dead) {
-                    for n in 1..=sends[victim as usize] {
-                        let mut budget = vec![UNLIMITED; procs as usize];
-                        budget[victim as usize] = n;
-                        let what = format!(
-                            "{spec} P = {procs}: {dead} dead, {victim} dies after send {n}"
-                        );
-                        definition_3_2(&mut sim, &death, &budget, &what);
-                        let keepalives = sim.last_trace().sends_by_tag[Tag::KeepAlive as usize];
-                        walks += u32::from(keepalives > 0);
-                    }
-                }
+                for_each_send_death(procs, &sends, &[dead], |budget, what| {
+                    let what = format!("{spec} P = {procs}: {dead} dead, {what}");
+                    definition_3_2(&mut sim, &death, budget, &what);
+                    let keepalives = sim.last_trace().sends_by_tag[Tag::KeepAlive as usize];
+                    walks += u32::from(keepalives > 0);
+                });
             }
         }
     }

@@ -32,6 +32,19 @@ impl Header {
         }
     }
 
+    /// A message of this operation (root 0 for a collective without one)
+    /// with `tag` and `payload`: what a core stamps on what it sends.
+    #[inline]
+    pub fn msg<P>(&self, tag: Tag, payload: P) -> Msg<P> {
+        Msg {
+            op: self.op,
+            kind: self.kind,
+            root: self.root.unwrap_or(0),
+            tag,
+            payload,
+        }
+    }
+
     /// True when `msg`, a message of the same operation, belongs to the same
     /// call: same collective and, if the call has one, same root.
     #[inline]

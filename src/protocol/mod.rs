@@ -282,14 +282,24 @@ pub(crate) fn rooted_value<P>(
     me: Rank,
     value: Option<P>,
 ) -> Result<Option<P>, crate::error::Error> {
-    for rank in [root, me] {
-        if rank >= procs {
-            return Err(crate::error::Error::RankOutOfRange { rank, procs });
-        }
-    }
+    check_ranks(procs, [root, me])?;
     match (me == root, value) {
         (true, None) => Err(crate::error::Error::NoRootValue(root)),
         (true, value) => Ok(value),
         (false, _) => Ok(None),
     }
+}
+
+/// Every rank of `ranks` is one of the `procs` nodes (a root and the node
+/// itself, as every rooted core checks them).
+pub(crate) fn check_ranks(
+    procs: u32,
+    ranks: impl IntoIterator<Item = Rank>,
+) -> Result<(), crate::error::Error> {
+    for rank in ranks {
+        if rank >= procs {
+            return Err(crate::error::Error::RankOutOfRange { rank, procs });
+        }
+    }
+    Ok(())
 }

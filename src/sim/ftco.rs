@@ -14,7 +14,7 @@ use crate::sim::faults::FaultPlan;
 use crate::sim::gossip::{broadcast_run, GossipRun};
 use crate::sim::runner::Runner;
 use crate::topology::TreeSpec;
-use crate::types::{LogP, MessageSize, Tick};
+use crate::types::{LogP, MessageSize, Rank, Tick};
 
 /// An FTCO experiment: tree, timeout, model, faults. Root 0.
 #[derive(Clone, Debug)]
@@ -35,8 +35,7 @@ impl FtcoScenario {
         timeout: Option<Tick>,
         faults: FaultPlan,
     ) -> Result<Self, ConfigError> {
-        let plan = FtcoPlan::new(spec, procs, logp, timeout)?;
-        faults.validate(procs, ROOT)?;
+        let plan = ftco_plan(spec, procs, logp, timeout, &faults)?;
         Ok(FtcoScenario { plan, logp, faults })
     }
 
@@ -44,6 +43,31 @@ impl FtcoScenario {
     pub fn plan(&self) -> &FtcoPlan {
         &self.plan
     }
+}
+
+/// The plan of an FTCO experiment over `procs` nodes, root 0, and the
+/// check of its `faults` (never the root dead from the start).
+pub(crate) fn ftco_plan(
+    spec: TreeSpec,
+    procs: u32,
+    logp: LogP,
+    timeout: Option<Tick>,
+    faults: &FaultPlan,
+) -> Result<FtcoPlan, ConfigError> {
+    let plan = FtcoPlan::new(spec, procs, logp, timeout)?;
+    faults.validate(procs, ROOT)?;
+    Ok(plan)
+}
+
+/// Of `suspicions` (real rank, tick), those of a rank alive at the time
+/// (by the engine's `death` times): false suspicions.
+pub(crate) fn false_suspicions(
+    suspicions: impl Iterator<Item = (Rank, Tick)>,
+    death: &[Tick],
+) -> u32 {
+    suspicions
+        .filter(|&(rank, at)| death[rank as usize] > at)
+        .count() as u32
 }
 
 /// A simulated node's FTCO core.
@@ -84,9 +108,7 @@ impl<'s> FtcoSim<'s> {
         let death = &self.runner.trace().death;
         for core in self.runner.cores() {
             out.timeouts += core.timeouts();
-            // Alive when suspected: a false suspicion.
-            let alive = |&(rank, at): &(u32, Tick)| death[rank as usize] > at;
-            out.false_suspicions += core.suspicions().filter(alive).count() as u32;
+            out.false_suspicions += false_suspicions(core.suspicions(), death);
         }
         out
     }

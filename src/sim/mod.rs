@@ -11,6 +11,8 @@
 //! * [`ack_tree`], [`ftco`]: the timeout/ACK baselines (the acknowledged
 //!   tree of Corrected Trees Section 5, and FTCO), with the same metrics
 //!   plus timeouts fired and false suspicions;
+//! * [`ftco_reduce`]: FTCO reduce and allreduce, with the same metrics as
+//!   up-correction's plus timeouts fired and false suspicions;
 //! * [`reduce`]: the up-correction reduce experiment and its checks;
 //! * [`allreduce`]: allreduce (reduce + corrected broadcast + root retry);
 //! * `runner`: the engine, buffers and base metrics every experiment shares
@@ -24,6 +26,7 @@ pub mod big;
 pub mod engine;
 pub mod faults;
 pub mod ftco;
+pub mod ftco_reduce;
 pub mod gossip;
 pub mod montecarlo;
 pub mod queue;
@@ -38,6 +41,7 @@ pub use big::{BigScenario, BigSim};
 pub use engine::{Engine, Trace, NEVER};
 pub use faults::{Dying, FaultPlan};
 pub use ftco::{FtcoScenario, FtcoSim};
+pub use ftco_reduce::{FtcoReduceScenario, FtcoReduceSim, Tally};
 pub use gossip::{ColoringCurve, GossipRun, GossipScenario, GossipSim};
 pub use montecarlo::MonteCarlo;
 pub use reduce::{ReduceConfig, ReduceRun, ReduceScenario, ReduceSim};

@@ -120,6 +120,12 @@ pub struct CollectiveRun {
     /// The result satisfies Section 4.1 (reduce: at the root) or 5.1
     /// (allreduce: the same value on every live rank).
     pub result_consistent: bool,
+    /// Timeouts fired (FTCO, Algorithm 4: a DATA or KEEPALIVE unanswered
+    /// past f_timeout; 0 for algorithms without timeouts).
+    pub timeouts: u32,
+    /// Of the suspicions those timeouts raised, those of a rank alive at
+    /// the time (FTCO; 0 otherwise).
+    pub false_suspicions: u32,
     /// Failed checks: a live rank that did not deliver, a duplicate, a
     /// wrong or missing result while at most f ranks failed, a core not
     /// quiescent at the end. Must be 0.

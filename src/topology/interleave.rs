@@ -18,18 +18,7 @@ pub struct Violation {
 /// The first violation of Definition 1, or `None` if `tree` is interleaved.
 /// Takes O(P · depth · log P): meant for tests up to a few thousand ranks.
 pub fn check(tree: &Tree) -> Option<Violation> {
-    let p = tree.procs() as usize;
-    let mut depth = vec![0u32; p];
-    let mut order = vec![0 as Rank];
-    let mut i = 0;
-    while i < order.len() {
-        let r = order[i];
-        for &c in tree.children(r) {
-            depth[c as usize] = depth[r as usize] + 1;
-            order.push(c);
-        }
-        i += 1;
-    }
+    let (_, depth) = tree.levels();
     let lca = |mut a: Rank, mut b: Rank| {
         while depth[a as usize] > depth[b as usize] {
             a = tree.parent(a).unwrap_or(0);

@@ -2,7 +2,8 @@
 //!
 //! * [`Tree`]: the dissemination trees of Corrected Trees Section 3.2
 //!   (interleaved k-ary, binomial, Lamé, LogP-optimal, and in-order variants),
-//!   built from the closed forms in [`kary`], [`binomial`] and [`timed`].
+//!   built from the closed forms in [`kary`], [`binomial`] and [`timed`];
+//!   and FTCO's k-nomial tree ([`knomial`]).
 //! * [`ring`]: the correction ring and the maximum gap.
 //! * [`interleave`]: a brute-force check of Definition 1.
 //! * [`Groups`], [`IfTree`]: up-correction groups and the I(f)-tree of the
@@ -13,6 +14,7 @@ mod groups;
 pub mod interleave;
 mod itree;
 pub mod kary;
+pub mod knomial;
 pub mod ring;
 mod spec;
 pub mod timed;

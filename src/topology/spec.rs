@@ -16,6 +16,9 @@ pub enum Shape {
     Lame(u32),
     /// The LogP-optimal tree for the model's L and o (Section 3.2.3).
     Optimal,
+    /// Interleaved k-nomial tree, k >= 2 (FTCO Section 5.2.1: k - 1 sends
+    /// a round); k = 2 is binomial.
+    KNomial(u32),
 }
 
 /// How ranks are numbered within a shape.
@@ -31,7 +34,8 @@ pub enum Numbering {
 }
 
 /// A tree: shape and numbering. Parses from and prints as `binomial`,
-/// `lame:K`, `kary:K`, `optimal`, each optionally prefixed by `inorder-`.
+/// `lame:K`, `kary:K`, `knomial:K`, `optimal`, each optionally prefixed by
+/// `inorder-`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TreeSpec {
     /// The shape.
@@ -94,6 +98,7 @@ impl FromStr for TreeSpec {
             "optimal" => no_param().map(|_| Shape::Optimal)?,
             "lame" => Shape::Lame(param(1)?),
             "kary" => Shape::KAry(param(2)?),
+            "knomial" => Shape::KNomial(param(2)?),
             _ => return Err(bad("unknown tree")),
         };
         Ok(TreeSpec { shape, numbering })
@@ -110,6 +115,7 @@ impl fmt::Display for TreeSpec {
             Shape::Binomial => f.write_str("binomial"),
             Shape::Lame(k) => write!(f, "lame:{k}"),
             Shape::Optimal => f.write_str("optimal"),
+            Shape::KNomial(k) => write!(f, "knomial:{k}"),
         }
     }
 }

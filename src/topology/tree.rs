@@ -2,7 +2,7 @@
 
 use crate::error::ConfigError;
 use crate::topology::spec::{Numbering, Shape, TreeSpec};
-use crate::topology::{binomial, interleave, kary, timed::ReadySequence};
+use crate::topology::{binomial, interleave, kary, knomial, timed::ReadySequence};
 use crate::types::{LogP, Rank, Tick};
 
 /// The largest team the topology module numbers (ranks are `u32`, and a few
@@ -26,6 +26,7 @@ pub struct Tree {
 pub fn interleaved_children(shape: Shape, rank: Rank, procs: u32, logp: LogP) -> Vec<Rank> {
     match shape {
         Shape::KAry(k) => kary::children(rank, k, procs).collect(),
+        Shape::KNomial(k) => knomial::children(rank, k, procs).collect(),
         Shape::Binomial => binomial::children(rank, procs).collect(),
         Shape::Lame(k) => ReadySequence::lame(k, procs)
             .children(rank, procs)
@@ -47,6 +48,7 @@ fn optimal_table(procs: u32, logp: LogP) -> Tree {
 pub fn interleaved_parent(shape: Shape, rank: Rank, procs: u32, logp: LogP) -> Option<Rank> {
     match shape {
         Shape::KAry(k) => kary::parent(rank, k),
+        Shape::KNomial(k) => knomial::parent(rank, k),
         Shape::Binomial => binomial::parent(rank),
         Shape::Lame(k) => ReadySequence::lame(k, procs).parent(rank),
         Shape::Optimal if logp.overhead > 1 => optimal_table(procs, logp).parent(rank),
@@ -73,6 +75,7 @@ impl Tree {
         };
         match spec.shape {
             Shape::KAry(k) if k < 2 => return Err(bad("k-ary trees need k >= 2")),
+            Shape::KNomial(k) if k < 2 => return Err(bad("k-nomial trees need k >= 2")),
             Shape::Lame(0) => return Err(bad("Lamé trees need order k >= 1")),
             _ => {}
         }
@@ -84,6 +87,9 @@ impl Tree {
             }
             Shape::Binomial => {
                 lists.extend((0..procs).map(|r| binomial::children(r, procs).collect()))
+            }
+            Shape::KNomial(k) => {
+                lists.extend((0..procs).map(|r| knomial::children(r, k, procs).collect()))
             }
             Shape::Lame(_) | Shape::Optimal => {
                 let seq = match spec.shape {
@@ -200,6 +206,23 @@ impl Tree {
     pub fn parent(&self, rank: Rank) -> Option<Rank> {
         let p = self.parent[rank as usize];
         (p != Rank::MAX).then_some(p)
+    }
+
+    /// The ranks top-down (every parent before its children, level by
+    /// level from the root) and each rank's depth (the root at 0).
+    pub fn levels(&self) -> (Vec<Rank>, Vec<u32>) {
+        let mut depth = vec![0u32; self.procs as usize];
+        let mut order = vec![0 as Rank];
+        let mut i = 0;
+        while i < order.len() {
+            let r = order[i];
+            for &c in self.children(r) {
+                depth[c as usize] = depth[r as usize] + 1;
+                order.push(c);
+            }
+            i += 1;
+        }
+        (order, depth)
     }
 
     /// When each rank is colored in a fault-free run under `logp`: the root at

@@ -9,8 +9,9 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use corrected::runtime::{BroadcastAlgorithm, FaultSchedule, Team, TeamBuilder, TeamReport};
-use corrected::sim::engine::UNLIMITED;
-use corrected::types::Rank;
+use corrected::sim::engine::{NEVER, UNLIMITED};
+use corrected::topology::Tree;
+use corrected::types::{LogP, Rank, Tick};
 use corrected::Error;
 
 /// Teams of up to 33 threads: one test at a time on this 2-core machine.
@@ -108,6 +109,64 @@ pub fn for_each_kill_point(
         }
         if k == set.len() {
             return;
+        }
+    }
+}
+
+/// When the last ACK is received, computed apart from the engine: node c,
+/// colored at t_c with k_c children, sends its k_c DATA and then its ACK
+/// (Figure 2), which arrives o + L after the send starts; a parent
+/// receives its children's ACKs one at a time, o each, in arrival order.
+pub fn one_ack_wave(tree: &Tree, logp: LogP) -> Tick {
+    let at = tree.coloring_times(logp);
+    let o = logp.overhead;
+    let mut last = 0;
+    for p in 0..tree.procs() {
+        let mut arrivals: Vec<Tick> = tree
+            .children(p)
+            .iter()
+            .map(|&c| at[c as usize] + tree.children(c).len() as Tick * o + o + logp.latency)
+            .collect();
+        arrivals.sort_unstable();
+        let mut recv = at[p as usize];
+        for a in arrivals {
+            recv = recv.max(a) + o;
+        }
+        last = last.max(recv);
+    }
+    last
+}
+
+/// Calls `run(death, what)` for every non-root rank of `procs` dying at
+/// every tick of `ticks` (one death per run).
+pub fn for_each_death_time(
+    procs: u32,
+    ticks: std::ops::RangeInclusive<Tick>,
+    mut run: impl FnMut(&[Tick], String),
+) {
+    for victim in 1..procs {
+        for t in ticks.clone() {
+            let mut death = vec![NEVER; procs as usize];
+            death[victim as usize] = t;
+            run(&death, format!("{victim} dies at {t}"));
+        }
+    }
+}
+
+/// Calls `run(budget, what)` for every non-root rank of `procs` but those
+/// in `spare` dying right after each of its `sends` (one death per run:
+/// the engine's send budgets, rank r dies after send 1..=sends[r]).
+pub fn for_each_send_death(
+    procs: u32,
+    sends: &[u32],
+    spare: &[Rank],
+    mut run: impl FnMut(&[u32], String),
+) {
+    for victim in (1..procs).filter(|v| !spare.contains(v)) {
+        for n in 1..=sends[victim as usize] {
+            let mut budget = vec![UNLIMITED; procs as usize];
+            budget[victim as usize] = n;
+            run(&budget, format!("{victim} dies after send {n}"));
         }
     }
 }

@@ -14,11 +14,12 @@ use corrected::protocol::gossip::{
 use corrected::protocol::reduce::FailureScheme;
 use corrected::sim::{
     AckTreeScenario, AckTreeSim, AllreduceScenario, AllreduceSim, BcastScenario, BcastSim,
-    BcastSummary, BigScenario, BigSim, ColoringCurve, FaultPlan, FtcoScenario, FtcoSim, GossipRun,
-    GossipScenario, GossipSim, MonteCarlo, ReduceConfig, ReduceScenario, ReduceSim, Stats,
+    BcastSummary, BigScenario, BigSim, CollectiveRun, ColoringCurve, FaultPlan, FtcoReduceScenario,
+    FtcoReduceSim, FtcoScenario, FtcoSim, GossipRun, GossipScenario, GossipSim, MonteCarlo,
+    ReduceConfig, ReduceScenario, ReduceSim, Stats,
 };
-use corrected::topology::MAX_PROCS;
-use corrected::types::{LogP, MessageSize, Rank, Tick};
+use corrected::topology::{TreeSpec, MAX_PROCS};
+use corrected::types::{Collective, LogP, MessageSize, Rank, Tick};
 use corrected::ConfigError;
 
 use crate::error::CliError;
@@ -53,7 +54,9 @@ pub struct SimArgs {
     /// F from 1 to 7; fcg alone is fcg:1)), big (the binomial graph
     /// baseline; no --correction), ack-tree (the --tree with an ACK gather,
     /// no fault tolerance) or ftco (FTCO's DATA/KEEPALIVE/ACK broadcast
-    /// over the --tree, timeouts of --timeout).
+    /// over the --tree, timeouts of --timeout). For --op reduce and
+    /// allreduce: tree (up-correction, --allreduce) or ftco (FTCO's reduce
+    /// and allreduce over the --tree, root 0, timeouts of --timeout).
     #[arg(long, default_value = "tree")]
     algorithm: String,
     /// Corrected gossip's T: ticks of gossip, or auto (Eq. 3 for OCG, Eq. 4
@@ -220,12 +223,13 @@ pub fn run(args: SimArgs) -> Result<ExitCode, CliError> {
         ("big", Op::Bcast) => return run_big(&args, faults),
         ("ack-tree", Op::Bcast) => return run_timeout_baseline(&args, faults, false),
         ("ftco", Op::Bcast) => return run_timeout_baseline(&args, faults, true),
+        ("ftco", _) => return run_ftco_collective(&args, op, faults),
         (other, _) => {
             return Err(out_of_range(
                 "--algorithm",
                 other,
-                "the algorithms are tree, and gossip, big, ack-tree or ftco for --op bcast",
-                "pass --algorithm tree, or gossip, big, ack-tree or ftco with --op bcast",
+                "the algorithms are tree and ftco, and gossip, big or ack-tree for --op bcast",
+                "pass --algorithm tree or ftco, or gossip, big or ack-tree with --op bcast",
             ))
         }
     }
@@ -504,6 +508,20 @@ fn run_big(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
     Ok(report.print(args, logp, &runs, seconds))
 }
 
+/// The tree and model of a timeout/ACK baseline (ack tree, FTCO), its
+/// ticks and `--timeout` checked.
+fn timeout_model(args: &SimArgs) -> Result<(TreeSpec, LogP), CliError> {
+    let m = &args.model;
+    ticks_at_most("--latency", m.latency, crate::limits::MAX_LOGP_TICKS)?;
+    ticks_at_most("--overhead", m.overhead, crate::limits::MAX_LOGP_TICKS)?;
+    if let Some(t) = args.timeout {
+        at_least_one("--timeout", t)?;
+        ticks_at_most("--timeout", t, MAX_WAIT_TICKS)?;
+    }
+    let (spec, _, logp) = m.parse()?;
+    Ok((spec, logp))
+}
+
 /// `corrected sim --algorithm ack-tree|ftco`: the timeout/ACK baselines
 /// over `--tree` (Corrected Trees Section 5's acknowledged tree; FTCO,
 /// Sections 3-4), Monte Carlo over the fault plan. FTCO guarantees every
@@ -514,14 +532,7 @@ fn run_timeout_baseline(
     faults: FaultPlan,
     ftco: bool,
 ) -> Result<ExitCode, CliError> {
-    let m = &args.model;
-    ticks_at_most("--latency", m.latency, crate::limits::MAX_LOGP_TICKS)?;
-    ticks_at_most("--overhead", m.overhead, crate::limits::MAX_LOGP_TICKS)?;
-    if let Some(t) = args.timeout {
-        at_least_one("--timeout", t)?;
-        ticks_at_most("--timeout", t, MAX_WAIT_TICKS)?;
-    }
-    let (spec, _, logp) = m.parse()?;
+    let (spec, logp) = timeout_model(args)?;
     check_curve(args)?;
     let failures = faults.dead.len() as u64
         + u64::from(faults.random_count(args.procs))
@@ -788,9 +799,116 @@ fn run_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<ExitCode,
             |sim: &mut AllreduceSim, s| sim.run(s),
         )
     };
+    let head = serde_json::json!({
+        "procs": args.procs,
+        "op": op.name(),
+        "f": args.f,
+        "failure_scheme": scheme.to_string(),
+        "tree": spec.to_string(),
+        "correction": correction.to_string(),
+        "allreduce": (op == Op::Allreduce).then_some(args.allreduce.as_str()),
+        "latency": logp.latency,
+        "overhead": logp.overhead,
+        "bytes": size.bytes,
+        "gap_per_byte": size.gap_per_byte,
+        "detector": args.detector,
+        "fault_rate": args.fault_rate,
+        "seed": args.seed,
+        "runs": args.runs,
+    });
+    let title = format!(
+        "P={} op={} f={} tree={} correction={} L={} o={} detector={} fault-rate={} runs={}",
+        args.procs,
+        op.name(),
+        args.f,
+        spec,
+        correction,
+        logp.latency,
+        logp.overhead,
+        args.detector,
+        args.fault_rate,
+        args.runs
+    );
+    Ok(print_collective(args, head, &title, &runs, seconds, false))
+}
+
+/// `corrected sim --algorithm ftco --op reduce|allreduce`: FTCO's reduce
+/// and allreduce over `--tree` (Sections 3-4), root 0 (never failing, as
+/// the paper assumes), Monte Carlo over the fault plan. Definition 3.2 is
+/// checked in every run; a live rank left out is a violation only in runs
+/// without false suspicions (the one guarantee a timeout below the
+/// network's round trip loses).
+fn run_ftco_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<ExitCode, CliError> {
+    let (spec, logp) = timeout_model(args)?;
+    let kind = if op == Op::Reduce {
+        Collective::Reduce
+    } else {
+        Collective::Allreduce
+    };
+    let sc = FtcoReduceScenario::new(kind, spec, args.procs, logp, args.timeout, faults)?;
+    let (runs, seconds) = monte_carlo(
+        args,
+        || FtcoReduceSim::new(&sc),
+        |sim: &mut FtcoReduceSim, s| sim.run(s),
+    );
+    let plan = sc.plan();
+    // Fault-free: the plain tree's reduce (and broadcast), and one DATA and
+    // one ACK per tree edge and phase.
+    let (estimated_latency, per_edge) = if op == Op::Reduce {
+        (plan.reduce_time(), 2.0)
+    } else {
+        (
+            plan.reduce_time() + plan.tree().dissemination_time(logp),
+            4.0,
+        )
+    };
+    let procs = f64::from(args.procs);
+    let timeout = plan.timeout();
+    let head = serde_json::json!({
+        "procs": args.procs,
+        "op": op.name(),
+        "algorithm": "ftco",
+        "tree": spec.to_string(),
+        "timeout": timeout,
+        "latency": logp.latency,
+        "overhead": logp.overhead,
+        "fault_rate": args.fault_rate,
+        "dead": args.dead.len(),
+        "die_at": args.die_at.len(),
+        "seed": args.seed,
+        "runs": args.runs,
+        "estimated_latency": estimated_latency,
+        "estimated_messages_per_process": per_edge * (procs - 1.0) / procs,
+    });
+    let title = format!(
+        "P={} op={} ftco tree={} timeout={timeout} L={} o={} fault-rate={} runs={}\nestimated latency: {estimated_latency}",
+        args.procs,
+        op.name(),
+        spec,
+        logp.latency,
+        logp.overhead,
+        args.fault_rate,
+        args.runs
+    );
+    Ok(print_collective(args, head, &title, &runs, seconds, true))
+}
+
+/// Prints the table (under `title`) or the JSON object (`head` and the
+/// statistics) of reduce or allreduce `runs`, with the timeouts fired and
+/// false suspicions if `timeouts`; exit code 1 on a violation.
+fn print_collective(
+    args: &SimArgs,
+    mut head: serde_json::Value,
+    title: &str,
+    runs: &[CollectiveRun],
+    seconds: f64,
+    timeouts: bool,
+) -> ExitCode {
     let latency = Stats::of(runs.iter().map(|r| r.latency as f64));
     let messages = Stats::of(runs.iter().map(|r| r.messages_per_process));
     let rounds = Stats::of(runs.iter().map(|r| r.rounds as f64));
+    let fired = Stats::of(runs.iter().map(|r| f64::from(r.timeouts)));
+    let false_suspicions = Stats::of(runs.iter().map(|r| f64::from(r.false_suspicions)));
     let violations: u32 = runs.iter().map(|r| r.violations).sum();
     let consistent = runs.iter().filter(|r| r.result_consistent).count();
     // Runs without a consistent result that broke no guarantee: more than
@@ -800,46 +918,31 @@ fn run_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<ExitCode,
         .filter(|r| !r.result_consistent && r.violations == 0)
         .count();
     if args.json {
-        let v = serde_json::json!({
-            "procs": args.procs,
-            "op": op.name(),
-            "f": args.f,
-            "failure_scheme": scheme.to_string(),
-            "tree": spec.to_string(),
-            "correction": correction.to_string(),
-            "allreduce": (op == Op::Allreduce).then_some(args.allreduce.as_str()),
-            "latency": logp.latency,
-            "overhead": logp.overhead,
-            "bytes": size.bytes,
-            "gap_per_byte": size.gap_per_byte,
-            "detector": args.detector,
-            "fault_rate": args.fault_rate,
-            "seed": args.seed,
-            "runs": args.runs,
-            "latency_ticks": latency,
-            "messages_per_process": messages,
-            "rounds": rounds,
-            "result_consistent": consistent as u64 == args.runs,
-            "consistent_runs": consistent,
-            "expected_misses": expected_misses,
-            "violations": violations,
-            "sims_per_second": args.runs as f64 / seconds.max(1e-9),
-        });
-        out!("{v}");
+        if let Some(obj) = head.as_object_mut() {
+            let stats = serde_json::json!({
+                "latency_ticks": latency,
+                "messages_per_process": messages,
+                "rounds": rounds,
+                "result_consistent": consistent as u64 == args.runs,
+                "consistent_runs": consistent,
+                "expected_misses": expected_misses,
+                "violations": violations,
+                "sims_per_second": args.runs as f64 / seconds.max(1e-9),
+            });
+            if let Some(more) = stats.as_object() {
+                obj.extend(more.clone());
+            }
+            if timeouts {
+                obj.insert("timeouts".into(), serde_json::json!(fired));
+                obj.insert(
+                    "false_suspicions".into(),
+                    serde_json::json!(false_suspicions),
+                );
+            }
+        }
+        out!("{head}");
     } else {
-        out!(
-            "P={} op={} f={} tree={} correction={} L={} o={} detector={} fault-rate={} runs={}",
-            args.procs,
-            op.name(),
-            args.f,
-            spec,
-            correction,
-            logp.latency,
-            logp.overhead,
-            args.detector,
-            args.fault_rate,
-            args.runs
-        );
+        out!("{title}");
         out!(
             "{:<22} {:>9} {:>9} {:>9} {:>9}",
             "metric",
@@ -848,11 +951,16 @@ fn run_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<ExitCode,
             "p99",
             "max"
         );
-        for (name, st) in [
+        let mut rows = vec![
             ("latency (ticks)", &latency),
             ("messages_per_process", &messages),
             ("rounds", &rounds),
-        ] {
+        ];
+        if timeouts {
+            rows.push(("timeouts", &fired));
+            rows.push(("false_suspicions", &false_suspicions));
+        }
+        for (name, st) in rows {
             out!(
                 "{name:<22} {:>9.3} {:>9.2} {:>9.2} {:>9.2}",
                 st.mean,
@@ -866,9 +974,9 @@ fn run_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<ExitCode,
             args.runs
         );
     }
-    Ok(if violations == 0 {
+    if violations == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    })
+    }
 }

@@ -67,81 +67,18 @@
 //! are not built.
 //!
 //! [`TreeSpec`]: crate::topology::TreeSpec
+//! [`Tree`]: crate::topology::Tree
 
 use std::collections::VecDeque;
 
-use crate::error::{ConfigError, Error};
+use crate::error::Error;
 use crate::protocol::timer::TimerTable;
 use crate::protocol::{Event, Header, Leave, Msg, Protocol, Tag, Transmit};
-use crate::topology::{ring, Tree, TreeSpec};
-use crate::types::{LogP, OpId, Rank, Tick};
+use crate::topology::ring;
+use crate::types::{OpId, Rank, Tick};
 
-/// What every node of one FTCO broadcast shares: the tree, the model, the
-/// timeout unit and every node's expected arrival time (FTCO, Section 4:
-/// f_tree, f_ETA, f_timeout; Appendix A).
-#[derive(Clone, Debug)]
-pub struct FtcoPlan {
-    tree: Tree,
-    logp: LogP,
-    timeout: Tick,
-    eta: Vec<Tick>,
-}
-
-impl FtcoPlan {
-    /// The tree `spec` over `procs` ranks in `logp`, with timeout unit
-    /// `timeout` ticks (`None`: [`FtcoPlan::default_timeout`]). Errors on a
-    /// bad tree, team size or a zero timeout.
-    pub fn new(
-        spec: TreeSpec,
-        procs: u32,
-        logp: LogP,
-        timeout: Option<Tick>,
-    ) -> Result<Self, ConfigError> {
-        let tree = Tree::build(spec, procs, logp)?;
-        let timeout = timeout.unwrap_or_else(|| Self::default_timeout(logp));
-        if timeout == 0 {
-            return Err(ConfigError::BadTimeout {
-                why: "the timeout must be at least 1 tick".to_string(),
-            });
-        }
-        let eta = tree.coloring_times(logp);
-        Ok(FtcoPlan {
-            tree,
-            logp,
-            timeout,
-            eta,
-        })
-    }
-
-    /// The default timeout unit: one round trip of a tree hop, 2(2o + L)
-    /// (8 ticks for L = 2, o = 1; Appendix A, see the module doc).
-    pub fn default_timeout(logp: LogP) -> Tick {
-        2 * logp.hop()
-    }
-
-    /// The tree (rooted at virtual rank 0).
-    pub fn tree(&self) -> &Tree {
-        &self.tree
-    }
-
-    /// P.
-    pub fn procs(&self) -> u32 {
-        self.tree.procs()
-    }
-
-    /// The timeout unit T.
-    pub fn timeout(&self) -> Tick {
-        self.timeout
-    }
-
-    /// f_timeout (Appendix A): how long node `from` waits for an answer
-    /// from node `to`, `dist` tree levels away (virtual ranks):
-    /// dist·T + o·(children(to) + children(from)).
-    pub fn f_timeout(&self, from: Rank, to: Rank, dist: u32) -> Tick {
-        let kids = self.tree.children(to).len() + self.tree.children(from).len();
-        Tick::from(dist) * self.timeout + self.logp.overhead * kids as Tick
-    }
-}
+use super::suspicion::Suspicions;
+use super::FtcoPlan;
 
 /// The two deadlines of a node: the earliest watched DATA, and the wait
 /// on the node above it (patience, or its KEEPALIVE's timeout).
@@ -186,6 +123,9 @@ pub struct Ftco<'p, P> {
     /// DATA still to send (virtual rank, distance): children, then the
     /// children of suspected targets.
     to_send: VecDeque<(Rank, u32)>,
+    /// Where DATA goes once the value is here: the tree children, or an
+    /// allreduce's down set after the up phase's circumventions.
+    down: Vec<(Rank, u32)>,
     watches: Vec<Watch>,
     /// KEEPALIVE senders to answer (ToACK).
     to_answer: Vec<Rank>,
@@ -194,11 +134,14 @@ pub struct Ftco<'p, P> {
     up: Option<Up>,
     keepalive_due: bool,
     gave_up: bool,
+    /// The root never fails (FTCO Section 2, an allreduce's down phase):
+    /// a walk that reaches it keeps asking it.
+    root_immune: bool,
+    /// Repeated KEEPALIVEs answered by ACK (with `root_immune`: each
+    /// doubles the wait before the next).
+    backoff: u32,
     timers: TimerTable<2>,
-    timeouts: u32,
-    refuted: u32,
-    /// Suspected nodes (virtual), when, and whether refuted since.
-    suspected: Vec<(Rank, Tick, bool)>,
+    suspicions: Suspicions,
 }
 
 impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
@@ -215,53 +158,95 @@ impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
         let procs = plan.procs();
         let value = crate::protocol::rooted_value(procs, root, me, value)?;
         let virtual_me = ring::left(me, root, procs);
+        let down = plan.tree.children(virtual_me).iter().map(|&c| (c, 1));
+        let up = plan.tree.parent(virtual_me).map(|p| (p, 1));
+        let patience = plan.eta[virtual_me as usize] + plan.timeout();
+        Ok(Self::resume(
+            plan,
+            root,
+            virtual_me,
+            op,
+            value,
+            down.collect(),
+            up,
+            patience,
+        ))
+    }
+
+    /// The down phase of an FTCO allreduce (Section 4, Algorithm 3 lines
+    /// 8-14): node `me` (virtual) sends the value to `down` (virtual rank,
+    /// tree distance: the up phase's Down set after its circumventions)
+    /// once it has it, and without it waits on `up` (the node that
+    /// acknowledged its up DATA) until `patience`, then asks it by
+    /// KEEPALIVE.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn resume(
+        plan: &'p FtcoPlan,
+        root: Rank,
+        me: Rank,
+        op: OpId,
+        value: Option<P>,
+        down: Vec<(Rank, u32)>,
+        up: Option<(Rank, u32)>,
+        patience: Tick,
+    ) -> Self {
         let mut core = Ftco {
             plan,
-            me: virtual_me,
+            me,
             root,
             op,
             output: value.clone(),
             value: None,
             to_send: VecDeque::new(),
+            down,
             watches: Vec::new(),
             to_answer: Vec::new(),
             to_ack: VecDeque::new(),
-            up: plan.tree.parent(virtual_me).map(|rank| Up {
+            up: up.map(|(rank, dist)| Up {
                 rank,
-                dist: 1,
+                dist,
                 state: UpState::Patient,
             }),
             keepalive_due: false,
             gave_up: false,
+            root_immune: false,
+            backoff: 0,
             timers: TimerTable::new(),
-            timeouts: 0,
-            refuted: 0,
-            suspected: Vec::new(),
+            suspicions: Suspicions::default(),
         };
         if let Some(v) = value {
             core.take_value(v);
         } else {
-            let patience = plan.eta[virtual_me as usize] + plan.timeout;
             core.timers.set(UP, patience);
         }
-        Ok(core)
+        core
+    }
+
+    /// The same core, trusting the root never to fail (Section 2): a
+    /// KEEPALIVE walk that reaches the root keeps asking it, however late
+    /// its answers, instead of giving up; a KEEPALIVE answered by an ACK is
+    /// repeated after a wait that doubles each time (so that askers that
+    /// never give up cannot swamp a node with a timeout far too short).
+    pub(super) fn with_immune_root(mut self) -> Self {
+        self.root_immune = true;
+        self
     }
 
     /// Timeouts fired: DATA or KEEPALIVE unanswered past f_timeout.
     pub fn timeouts(&self) -> u32 {
-        self.timeouts
+        self.suspicions.count()
     }
 
     /// Suspicions this core raised, as (real rank, tick): a live one among
     /// them is a false suspicion.
     pub fn suspicions(&self) -> impl Iterator<Item = (Rank, Tick)> + '_ {
-        self.suspected.iter().map(|&(r, t, _)| (self.real(r), t))
+        self.suspicions.iter().map(|(r, t)| (self.real(r), t))
     }
 
     /// Suspicions refuted by a later message from the suspect: false
     /// suspicions this core saw for itself.
     pub fn refuted(&self) -> u32 {
-        self.refuted
+        self.suspicions.refuted()
     }
 
     /// True when the KEEPALIVE walk passed the root without an answer.
@@ -282,22 +267,8 @@ impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
         self.up = None;
         self.keepalive_due = false;
         self.timers.stop(UP);
-        let tree = &self.plan.tree;
-        self.to_send
-            .extend(tree.children(self.me).iter().map(|&c| (c, 1)));
-    }
-
-    fn suspect(&mut self, rank: Rank, now: Tick) {
-        self.timeouts += 1;
-        self.suspected.push((rank, now, false));
-    }
-
-    /// Evidence that `rank` lives: refutes its suspicions.
-    fn heard(&mut self, rank: Rank) {
-        for s in self.suspected.iter_mut().filter(|s| s.0 == rank && !s.2) {
-            s.2 = true;
-            self.refuted += 1;
-        }
+        let down = std::mem::take(&mut self.down);
+        self.to_send.extend(down);
     }
 
     fn rearm_down(&mut self) {
@@ -315,7 +286,7 @@ impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
                 while i < self.watches.len() {
                     if self.watches[i].deadline <= now {
                         let w = self.watches.swap_remove(i);
-                        self.suspect(w.rank, now);
+                        self.suspicions.raise(w.rank, now);
                         let kids = self.plan.tree.children(w.rank);
                         self.to_send.extend(kids.iter().map(|&c| (c, w.dist + 1)));
                     } else {
@@ -326,16 +297,16 @@ impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
                 continue;
             }
             let Some(up) = self.up else { continue };
-            if up.state == UpState::Patient {
+            if up.state == UpState::Patient || (self.root_immune && up.rank == 0) {
                 self.keepalive_due = true;
                 continue;
             }
-            self.suspect(up.rank, now);
-            match self.plan.tree.parent(up.rank) {
-                Some(above) => {
+            self.suspicions.raise(up.rank, now);
+            match self.plan.above(up.rank, up.dist) {
+                Some((rank, dist)) => {
                     self.up = Some(Up {
-                        rank: above,
-                        dist: up.dist + 1,
+                        rank,
+                        dist,
                         state: UpState::Patient,
                     });
                     self.keepalive_due = true;
@@ -373,7 +344,7 @@ impl<P: Clone + Send + 'static> Protocol for Ftco<'_, P> {
             return;
         }
         let from = ring::left(from, self.root, procs);
-        self.heard(from);
+        self.suspicions.heard(from);
         match msg.tag {
             Tag::Tree => {
                 let Some(v) = msg.payload else { return };
@@ -397,6 +368,15 @@ impl<P: Clone + Send + 'static> Protocol for Ftco<'_, P> {
                 if let Some(up) = self.up.as_mut().filter(|u| u.rank == from) {
                     // It lives and waits too: ask again at the deadline.
                     up.state = UpState::Patient;
+                    if self.root_immune {
+                        // Past the deadline, twice as long each time: with
+                        // a timeout far below the network's, askers that
+                        // never give up would swamp the node they ask.
+                        let wait = self.plan.f_timeout(self.me, up.rank, up.dist) << self.backoff;
+                        self.backoff = (self.backoff + 1).min(16);
+                        let at = self.timers.get(UP).unwrap_or(now);
+                        self.timers.set(UP, at + wait);
+                    }
                 }
             }
             _ => {}
@@ -501,8 +481,10 @@ impl<P: Clone + Send + 'static> Protocol for Ftco<'_, P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::Shape;
+    use crate::error::ConfigError;
+    use crate::topology::{Shape, TreeSpec};
     use crate::types::Collective;
+    use crate::types::LogP;
 
     type Out = Option<(Rank, Tag)>;
 

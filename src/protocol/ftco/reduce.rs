@@ -1,0 +1,806 @@
+//! FTCO reduce and allreduce (*Tree-based Fault-Tolerant Collective
+//! Operations*, Sections 3-4, Algorithms 1-4, Figures 1-4, Appendix D) as
+//! one sans-IO core: the up phase (DATA with the partial reduction from
+//! the leaves to the root), and for an allreduce the down phase, which is
+//! the FTCO broadcast core ([`Ftco`]) started on the up phase's Down and
+//! Up sets.
+//!
+//! See the [module doc](super) for the choices where the paper is vague.
+
+use std::collections::VecDeque;
+
+use crate::error::Error;
+use crate::protocol::reduce::Combine;
+use crate::protocol::timer::TimerTable;
+use crate::protocol::{Event, Header, Leave, Msg, Protocol, Tag, Transmit};
+use crate::topology::ring;
+use crate::types::{Collective, OpId, Rank, Tick};
+
+use super::cover::{Covers, Piece};
+use super::suspicion::Suspicions;
+use super::{Ftco, FtcoPlan};
+
+/// What an FTCO reduce or allreduce message carries (Section 3, "Message
+/// Flow").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FtcoData<P> {
+    /// Up-phase DATA ([`Tag::Upward`]): the sender's partial `value`, which
+    /// includes its subtree but `missing` (virtual ranks, nodes it or a node
+    /// below it circumvented), and its `own` input alone, for a receiver
+    /// that holds part of that subtree already (the module doc's rule
+    /// against counting a node twice).
+    Part {
+        /// The partial reduction.
+        value: P,
+        /// The sender's input alone.
+        own: P,
+        /// Nodes of the sender's subtree the partial does not include.
+        missing: Vec<Rank>,
+    },
+    /// Down-phase DATA ([`Tag::Tree`]): the result.
+    Result(P),
+    /// KEEPALIVE and ACK carry nothing.
+    Empty,
+}
+
+/// Which collective an [`FtcoReduce`] core runs (Section 4: Algorithm 3's
+/// up phase alone, or both phases).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FtcoCollective {
+    /// The up phase: the result at the root (Figure 1).
+    Reduce,
+    /// The up phase, then the result down the tree (Figures 1-2).
+    Allreduce,
+}
+
+/// What an FTCO reduce or allreduce core delivers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FtcoOutput<P> {
+    /// The result (the root of a reduce; every node of an allreduce).
+    Value(P),
+    /// A reduce's non-root: its DATA was acknowledged (Figure 1).
+    Contributed,
+}
+
+/// Up-phase timers: the earliest KEEPALIVE to send or answer to wait for,
+/// and the DATA sent up.
+const ASK: usize = 0;
+const WATCH: usize = 1;
+
+/// A node this node waits on for its partial (Algorithm 3's Down, with
+/// Algorithm 4's circumventions).
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    rank: Rank,
+    dist: u32,
+    /// When to ask it by KEEPALIVE (f_ETA + T, or now once circumvented).
+    ask_at: Tick,
+    /// Asked: suspected if no answer by then.
+    deadline: Option<Tick>,
+    /// Times it answered "alive, waiting" (each doubles the next wait).
+    backoff: u32,
+}
+
+/// The DATA sent up and not yet acknowledged (Algorithm 3 line 5; Appendix
+/// D's grand-parent fall-back when it is not).
+#[derive(Clone, Copy, Debug)]
+struct UpWatch {
+    rank: Rank,
+    dist: u32,
+    /// `None`: still to send.
+    deadline: Option<Tick>,
+}
+
+/// One node's state in one FTCO reduce or allreduce (Sections 3-4).
+#[derive(Clone, Debug)]
+pub struct FtcoReduce<'p, P, O> {
+    plan: &'p FtcoPlan,
+    /// This node, relabelled so that the root is 0.
+    me: Rank,
+    root: Rank,
+    op_id: OpId,
+    kind: Collective,
+    combine: O,
+    own: P,
+    acc: P,
+    covers: Covers,
+    pending: Vec<Pending>,
+    /// Nodes this node circumvented (virtual).
+    suspects: Vec<Rank>,
+    /// The partial once complete, and what it misses.
+    part: Option<(P, Vec<Rank>)>,
+    up: Option<UpWatch>,
+    /// Senders of DATA to acknowledge.
+    to_ack: VecDeque<Rank>,
+    /// Ancestors asking for the partial: answered with DATA.
+    to_answer: Vec<Rank>,
+    /// KEEPALIVEs answered with ACK (alive, waiting too).
+    to_ack_alive: Vec<Rank>,
+    timers: TimerTable<2>,
+    /// The down phase (allreduce), once the up phase is done.
+    down: Option<Ftco<'p, P>>,
+    /// The up phase is over: the result is known here.
+    settled: bool,
+    output: Option<FtcoOutput<P>>,
+    delivered: bool,
+    now: Tick,
+    suspicions: Suspicions,
+}
+
+impl<'p, P, O> FtcoReduce<'p, P, O>
+where
+    P: Clone + Send + 'static,
+    O: Combine<P>,
+{
+    /// Node `me`'s core for FTCO reduce or allreduce (`kind`) `op_id` to
+    /// (and, for an allreduce, from) `root`, contributing `input`,
+    /// combining by `combine` (Section 4, Algorithm 3, Figures 1-2).
+    /// Errors on a rank out of range.
+    pub fn new(
+        plan: &'p FtcoPlan,
+        root: Rank,
+        me: Rank,
+        op_id: OpId,
+        kind: FtcoCollective,
+        input: P,
+        combine: O,
+    ) -> Result<Self, Error> {
+        let kind = match kind {
+            FtcoCollective::Reduce => Collective::Reduce,
+            FtcoCollective::Allreduce => Collective::Allreduce,
+        };
+        let procs = plan.procs();
+        crate::protocol::check_ranks(procs, [root, me])?;
+        let me = ring::left(me, root, procs);
+        let pending = plan
+            .tree()
+            .children(me)
+            .iter()
+            .map(|&c| Pending {
+                rank: c,
+                dist: 1,
+                ask_at: plan.up_eta(c) + plan.timeout(),
+                deadline: None,
+                backoff: 0,
+            })
+            .collect();
+        let mut core = FtcoReduce {
+            plan,
+            me,
+            root,
+            op_id,
+            kind,
+            combine,
+            acc: input.clone(),
+            own: input,
+            covers: Covers::new(me),
+            pending,
+            suspects: Vec::new(),
+            part: None,
+            up: None,
+            to_ack: VecDeque::new(),
+            to_answer: Vec::new(),
+            to_ack_alive: Vec::new(),
+            timers: TimerTable::new(),
+            down: None,
+            settled: false,
+            output: None,
+            delivered: false,
+            now: 0,
+            suspicions: Suspicions::default(),
+        };
+        core.progress();
+        Ok(core)
+    }
+
+    /// Timeouts fired: a DATA or KEEPALIVE unanswered past f_timeout, in
+    /// both phases.
+    pub fn timeouts(&self) -> u32 {
+        self.suspicions.count() + self.down.as_ref().map_or(0, |d| d.timeouts())
+    }
+
+    /// Suspicions this core raised in both phases, as (real rank, tick): a
+    /// live one among them is a false suspicion.
+    pub fn suspicions(&self) -> impl Iterator<Item = (Rank, Tick)> + '_ {
+        let procs = self.plan.procs();
+        let mine = self
+            .suspicions
+            .iter()
+            .map(move |(r, t)| (ring::right(r, self.root, procs), t));
+        mine.chain(self.down.iter().flat_map(|d| d.suspicions()))
+    }
+
+    /// Suspicions refuted by a later message from the suspect.
+    pub fn refuted(&self) -> u32 {
+        self.suspicions.refuted() + self.down.as_ref().map_or(0, |d| d.refuted())
+    }
+
+    /// The nodes (real ranks) this node's partial does not include, once
+    /// it is complete: those it or a node below it circumvented.
+    pub fn missing(&self) -> Option<Vec<Rank>> {
+        let procs = self.plan.procs();
+        self.part.as_ref().map(|(_, m)| {
+            m.iter()
+                .map(|&r| ring::right(r, self.root, procs))
+                .collect()
+        })
+    }
+
+    fn real(&self, rank: Rank) -> Rank {
+        ring::right(rank, self.root, self.plan.procs())
+    }
+
+    fn msg(&self, tag: Tag, payload: FtcoData<P>) -> Msg<FtcoData<P>> {
+        self.header().msg(tag, payload)
+    }
+
+    /// Waits on the children of `z` that no folded piece answers for
+    /// (Algorithm 4 lines 9-10: Down ← Down_z ∪ (Down − {z})); those whose
+    /// own value alone is in, it passes through.
+    fn descend(&mut self, z: Rank) {
+        let plan = self.plan;
+        for &c in plan.tree().children(z) {
+            if self.covers.in_whole_piece(plan, c) {
+                continue;
+            }
+            if self.covers.covers(plan, c) {
+                self.descend(c);
+            } else if !self.pending.iter().any(|p| p.rank == c) {
+                self.pending.push(Pending {
+                    rank: c,
+                    dist: plan.depth(c) - plan.depth(self.me),
+                    ask_at: self.now.max(plan.up_eta(c) + plan.timeout()),
+                    deadline: None,
+                    backoff: 0,
+                });
+            }
+        }
+    }
+
+    /// Up-phase DATA from `w` (Algorithm 2 lines 12-16, with our routine
+    /// for "each value used only once").
+    fn on_part(&mut self, w: Rank, value: P, own: P, mut missing: Vec<Rank>) {
+        let plan = self.plan;
+        if w == self.me || !plan.is_below(w, self.me) {
+            return;
+        }
+        missing.retain(|&m| m != w && plan.is_below(m, w));
+        missing.sort_unstable();
+        missing.dedup();
+        if self.part.is_some() || self.settled {
+            // Too late to fold in: acknowledge only what is in (the root
+            // acknowledges everything: nothing above it could take it).
+            if self.me == 0 || self.covers.covers(plan, w) {
+                self.to_ack.push_back(w);
+            }
+            return;
+        }
+        if !self.covers.overlaps(plan, w, &missing) {
+            self.combine.combine(&mut self.acc, &value);
+            self.pending.retain(|p| !plan.is_below(p.rank, w));
+            self.covers.push(Piece {
+                top: w,
+                missing,
+                whole: true,
+            });
+        } else if !self.covers.covers(plan, w) {
+            self.combine.combine(&mut self.acc, &own);
+            self.covers.push(Piece {
+                top: w,
+                missing: Vec::new(),
+                whole: false,
+            });
+            if let Some(i) = self.pending.iter().position(|p| p.rank == w) {
+                self.pending.swap_remove(i);
+                self.descend(w);
+            }
+        }
+        self.to_ack.push_back(w);
+        self.progress();
+    }
+
+    /// Completes the partial once nobody is pending (Algorithm 3 lines
+    /// 2-7): the root has the result, another node sends it up.
+    fn progress(&mut self) {
+        if self.part.is_some() || self.settled || !self.pending.is_empty() {
+            self.rearm();
+            return;
+        }
+        let missing = self.covers.missing(self.plan, &self.suspects);
+        self.part = Some((self.acc.clone(), missing));
+        match self.plan.above(self.me, 0) {
+            Some((rank, dist)) => {
+                self.up = Some(UpWatch {
+                    rank,
+                    dist,
+                    deadline: None,
+                })
+            }
+            None => {
+                let result = self.acc.clone();
+                self.settle(Some(result), None);
+            }
+        }
+        self.rearm();
+    }
+
+    /// The up phase is over here: `result` known (the root, or a Result
+    /// DATA came), or the DATA sent up acknowledged by `up`. A reduce's
+    /// root delivers; an allreduce starts its down phase.
+    fn settle(&mut self, result: Option<P>, up: Option<(Rank, u32)>) {
+        if result.is_some() {
+            self.settled = true;
+            self.pending.clear();
+            self.up = None;
+        }
+        if self.kind == Collective::Reduce {
+            if self.output.is_none() && !self.delivered {
+                self.output = Some(match result {
+                    Some(v) => FtcoOutput::Value(v),
+                    None => FtcoOutput::Contributed,
+                });
+            }
+            return;
+        }
+        if self.down.is_some() {
+            return;
+        }
+        let plan = self.plan;
+        let depth = plan.depth(self.me);
+        // The tree's send order first (fault-free, the plain broadcast's),
+        // then the nodes circumvention brought, level by level.
+        let mut targets: Vec<(Rank, u32)> = self
+            .covers
+            .pieces()
+            .iter()
+            .map(|p| (p.top, plan.depth(p.top) - depth))
+            .collect();
+        let tree = plan.tree();
+        let place = |t: Rank| {
+            let siblings = tree.parent(t).map_or(&[][..], |p| tree.children(p));
+            siblings.iter().position(|&c| c == t).unwrap_or(0)
+        };
+        targets.sort_by_key(|&(t, dist)| (dist, place(t), t));
+        let patience = plan.reduce_time() + plan.eta[self.me as usize] + plan.timeout();
+        let down = Ftco::resume(
+            plan,
+            self.root,
+            self.me,
+            self.op_id,
+            if self.me == 0 { result } else { None },
+            targets,
+            up,
+            patience,
+        )
+        .with_immune_root();
+        self.down = Some(down);
+    }
+
+    fn rearm(&mut self) {
+        let ask = self
+            .pending
+            .iter()
+            .map(|p| p.deadline.unwrap_or(p.ask_at))
+            .min();
+        match ask {
+            Some(t) => self.timers.set(ASK, t),
+            None => self.timers.stop(ASK),
+        }
+        match self.up.and_then(|u| u.deadline) {
+            Some(t) => self.timers.set(WATCH, t),
+            None => self.timers.stop(WATCH),
+        }
+    }
+
+    /// Handles every up-phase deadline at or before `now` (Algorithm 4).
+    fn expire(&mut self, now: Tick) {
+        self.now = self.now.max(now);
+        let mut changed = false;
+        while let Some(which) = self.timers.take_expired(now) {
+            changed = true;
+            if which == WATCH {
+                let Some(up) = self.up else { continue };
+                if up.deadline.is_some_and(|d| d <= now) {
+                    if up.rank == 0 {
+                        // The root never fails (Section 2): wait for it.
+                        self.up = Some(UpWatch {
+                            deadline: Some(Tick::MAX),
+                            ..up
+                        });
+                        continue;
+                    }
+                    self.suspicions.raise(up.rank, now);
+                    // The root never fails (Section 2): the walk ends there.
+                    self.up = self
+                        .plan
+                        .above(up.rank, up.dist)
+                        .map(|(rank, dist)| UpWatch {
+                            rank,
+                            dist,
+                            deadline: None,
+                        });
+                }
+                continue;
+            }
+            let mut i = 0;
+            while i < self.pending.len() {
+                if self.pending[i].deadline.is_some_and(|d| d <= now) {
+                    let gone = self.pending.swap_remove(i);
+                    self.suspicions.raise(gone.rank, now);
+                    self.suspects.push(gone.rank);
+                    self.descend(gone.rank);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        if changed {
+            self.progress();
+        }
+    }
+
+    fn up_has_send(&self) -> bool {
+        self.up.is_some_and(|u| u.deadline.is_none())
+            || !self.to_answer.is_empty()
+            || !self.to_ack.is_empty()
+            || !self.to_ack_alive.is_empty()
+            || self
+                .pending
+                .iter()
+                .any(|p| p.deadline.is_none() && p.ask_at <= self.now)
+    }
+}
+
+impl<P, O> Protocol for FtcoReduce<'_, P, O>
+where
+    P: Clone + Send + 'static,
+    O: Combine<P>,
+{
+    type Payload = FtcoData<P>;
+    type Output = FtcoOutput<P>;
+
+    fn handle(&mut self, now: Tick, event: Event<Msg<FtcoData<P>>>) {
+        self.expire(now);
+        let Event::Message { from, msg } = event else {
+            if let Some(down) = self.down.as_mut() {
+                down.handle(now, Event::Timer);
+            }
+            return;
+        };
+        let procs = self.plan.procs();
+        if from >= procs {
+            return;
+        }
+        let real = from;
+        let from = ring::left(from, self.root, procs);
+        self.suspicions.heard(from);
+        let plan = self.plan;
+        let from_above = from != self.me && plan.is_below(self.me, from);
+        // What the down phase (the broadcast core) is handed.
+        let (op, root) = (self.op_id, self.root);
+        let down_msg = |tag, v: Option<P>| Event::Message {
+            from: real,
+            msg: Msg::broadcast(op, root, tag, v),
+        };
+        match (msg.tag, msg.payload) {
+            (
+                Tag::Upward,
+                FtcoData::Part {
+                    value,
+                    own,
+                    missing,
+                },
+            ) => self.on_part(from, value, own, missing),
+            (Tag::Tree, FtcoData::Result(v)) if self.kind == Collective::Allreduce => {
+                if !self.settled {
+                    let dist = plan.depth(self.me).saturating_sub(plan.depth(from)).max(1);
+                    self.settle(Some(v.clone()), Some((from, dist)));
+                    self.rearm();
+                }
+                if let Some(down) = self.down.as_mut() {
+                    down.handle(now, down_msg(Tag::Tree, Some(v)));
+                }
+            }
+            (Tag::KeepAlive, _) => {
+                let down = self.down.as_mut().filter(|_| self.settled || !from_above);
+                if let Some(down) = down {
+                    // The result, or a wait for it: the down phase answers.
+                    down.handle(now, down_msg(Tag::KeepAlive, None));
+                } else if from_above && self.part.is_some() {
+                    // "Responds with DATA" (Section 4): the partial.
+                    if !self.to_answer.contains(&from) {
+                        self.to_answer.push(from);
+                    }
+                } else if !self.to_ack_alive.contains(&from) {
+                    // Algorithm 4 lines 12-17: alive, waiting too.
+                    self.to_ack_alive.push(from);
+                }
+            }
+            (Tag::Ack, _) => {
+                if let Some(up) = self.up.filter(|u| u.rank == from && u.deadline.is_some()) {
+                    self.up = None;
+                    self.settle(None, Some((up.rank, up.dist)));
+                }
+                if let Some(p) = self.pending.iter_mut().find(|p| p.rank == from) {
+                    // Alive and waiting too: ask again at the deadline,
+                    // later each time (the module doc).
+                    if let Some(d) = p.deadline.take() {
+                        let wait = plan.f_timeout(self.me, p.rank, p.dist) << p.backoff;
+                        p.ask_at = d + wait - plan.f_timeout(self.me, p.rank, p.dist);
+                        p.backoff = (p.backoff + 1).min(16);
+                    }
+                }
+                self.rearm();
+                if let Some(down) = self.down.as_mut() {
+                    down.handle(now, down_msg(Tag::Ack, None));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Tick) -> Option<Transmit<Msg<FtcoData<P>>>> {
+        self.expire(now);
+        let part = |s: &Self| {
+            let (value, missing) = s.part.clone().expect("checked by the caller");
+            FtcoData::Part {
+                value,
+                own: s.own.clone(),
+                missing,
+            }
+        };
+        // DATA first (Algorithm 2's priorities; Algorithm 3 before 4).
+        if let Some(up) = self.up.as_mut().filter(|u| u.deadline.is_none()) {
+            let (rank, dist) = (up.rank, up.dist);
+            up.deadline = Some(now + self.plan.f_timeout(self.me, rank, dist) + 1);
+            self.rearm();
+            return Some(Transmit {
+                to: self.real(rank),
+                msg: self.msg(Tag::Upward, part(self)),
+            });
+        }
+        if self.part.is_some() {
+            if let Some(to) = self.to_answer.pop() {
+                return Some(Transmit {
+                    to: self.real(to),
+                    msg: self.msg(Tag::Upward, part(self)),
+                });
+            }
+        }
+        if let Some(down) = self.down.as_mut() {
+            if let Some(t) = down.poll_transmit(now) {
+                let msg = t.msg.map(|v| v.map_or(FtcoData::Empty, FtcoData::Result));
+                let (kind, root) = (self.kind, self.root);
+                return Some(Transmit {
+                    to: t.to,
+                    msg: Msg { kind, root, ..msg },
+                });
+            }
+        }
+        // Then ACKs, then KEEPALIVEs (Algorithm 4's order).
+        if let Some(to) = self.to_ack.pop_front().or_else(|| self.to_ack_alive.pop()) {
+            return Some(Transmit {
+                to: self.real(to),
+                msg: self.msg(Tag::Ack, FtcoData::Empty),
+            });
+        }
+        let me = self.me;
+        let plan = self.plan;
+        let p = self
+            .pending
+            .iter_mut()
+            .filter(|p| p.deadline.is_none() && p.ask_at <= now)
+            .min_by_key(|p| (p.ask_at, p.rank))?;
+        p.deadline = Some(now + plan.f_timeout(me, p.rank, p.dist) + 1);
+        let to = p.rank;
+        self.rearm();
+        Some(Transmit {
+            to: self.real(to),
+            msg: self.msg(Tag::KeepAlive, FtcoData::Empty),
+        })
+    }
+
+    fn poll_deadline(&self) -> Option<Tick> {
+        let down = self.down.as_ref().and_then(|d| d.poll_deadline());
+        match (self.timers.next(), down) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn take_output(&mut self) -> Option<FtcoOutput<P>> {
+        if self.delivered {
+            return None;
+        }
+        let out = match self.down.as_mut() {
+            Some(down) => down.take_output().map(FtcoOutput::Value),
+            None => self.output.take(),
+        };
+        self.delivered = out.is_some();
+        out
+    }
+
+    fn is_quiescent(&self) -> bool {
+        !self.up_has_send()
+            && self.pending.is_empty()
+            && self.timers.next().is_none()
+            && self.down.as_ref().map_or(true, |d| d.is_quiescent())
+    }
+
+    fn header(&self) -> Header {
+        Header {
+            op: self.op_id,
+            kind: self.kind,
+            root: Some(self.root),
+        }
+    }
+
+    /// Once delivered with nothing left to send or wait for: a node stays
+    /// (lingers) to answer KEEPALIVEs with its partial or the result.
+    fn may_return(&self) -> Leave {
+        Leave::once(self.delivered && self.is_quiescent())
+    }
+
+    /// Never: a KEEPALIVE may still ask for the partial or the result
+    /// (Section 4: nodes "remain active throughout").
+    fn is_finished(&self) -> bool {
+        false
+    }
+
+    fn uses_time(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::{Shape, TreeSpec};
+    use crate::types::LogP;
+
+    type Core<'p> = FtcoReduce<'p, u64, fn(&mut u64, &u64)>;
+
+    fn add(acc: &mut u64, other: &u64) {
+        *acc += other;
+    }
+
+    fn binary(procs: u32) -> FtcoPlan {
+        let spec = TreeSpec::interleaved(Shape::KAry(2));
+        FtcoPlan::new(spec, procs, LogP::new(2, 1).unwrap(), None).unwrap()
+    }
+
+    fn reduce(plan: &FtcoPlan, me: Rank) -> Core<'_> {
+        let f = add as fn(&mut u64, &u64);
+        FtcoReduce::new(plan, 0, me, 0, FtcoCollective::Reduce, 1 << me, f).unwrap()
+    }
+
+    fn part(value: u64, own: Rank, missing: Vec<Rank>) -> Msg<FtcoData<u64>> {
+        Msg {
+            op: 0,
+            kind: Collective::Reduce,
+            root: 0,
+            tag: Tag::Upward,
+            payload: FtcoData::Part {
+                value,
+                own: 1 << own,
+                missing,
+            },
+        }
+    }
+
+    fn send(core: &mut Core<'_>, now: Tick) -> Option<(Rank, Tag)> {
+        core.poll_transmit(now).map(|t| (t.to, t.msg.tag))
+    }
+
+    /// A child silent past f_ETA + T is asked by KEEPALIVE; no answer
+    /// within f_timeout and it is circumvented: its children are asked at
+    /// once, their DATA folded in, and the partial goes up missing it
+    /// (Algorithm 4, Figure 4).
+    #[test]
+    fn silent_child_is_asked_then_circumvented() {
+        let plan = binary(15);
+        let t = plan.tree();
+        let me = t.children(0)[0];
+        let (dead, live) = (t.children(me)[0], t.children(me)[1]);
+        let grandkids = t.children(dead).to_vec();
+        let mut core = reduce(&plan, me);
+        core.handle(0, Event::Start);
+        let live_sum = (1 << live) | t.children(live).iter().fold(0, |s, &c| s | 1 << c);
+        let at = plan.up_eta(live);
+        let msg = part(live_sum, live, vec![]);
+        core.handle(at, Event::Message { from: live, msg });
+        assert_eq!(send(&mut core, at), Some((live, Tag::Ack)));
+        let ask = plan.up_eta(dead) + plan.timeout();
+        assert_eq!(core.poll_deadline(), Some(ask));
+        core.handle(ask, Event::Timer);
+        assert_eq!(send(&mut core, ask), Some((dead, Tag::KeepAlive)));
+        let deadline = ask + plan.f_timeout(me, dead, 1) + 1;
+        assert_eq!(core.poll_deadline(), Some(deadline));
+        core.handle(deadline, Event::Timer);
+        assert_eq!(core.timeouts(), 1);
+        for &g in &grandkids {
+            assert_eq!(send(&mut core, deadline), Some((g, Tag::KeepAlive)));
+        }
+        for &g in &grandkids {
+            let msg = part(1 << g, g, vec![]);
+            core.handle(deadline + 5, Event::Message { from: g, msg });
+        }
+        let up = core.poll_transmit(deadline + 5).unwrap();
+        assert_eq!((up.to, up.msg.tag), (0, Tag::Upward));
+        let FtcoData::Part { value, missing, .. } = up.msg.payload else {
+            panic!("DATA up carries a partial");
+        };
+        let want = (1 << me) | live_sum | grandkids.iter().fold(0, |s, &g| s | 1 << g);
+        assert_eq!((value, missing), (want, vec![dead]));
+        assert_eq!(core.missing(), Some(vec![dead]));
+    }
+
+    /// A late partial that shares nodes with one folded in already counts
+    /// only its sender's own input, and the root then asks for what the
+    /// partial held besides: every node once.
+    #[test]
+    fn overlapping_late_partial_counts_its_sender_once() {
+        let plan = binary(7);
+        let t = plan.tree();
+        let (a, b) = (t.children(0)[0], t.children(0)[1]);
+        let (c, d) = (t.children(a)[0], t.children(a)[1]);
+        let mut root = reduce(&plan, 0);
+        root.handle(0, Event::Start);
+        // c's DATA came up past a (a seemed dead to c).
+        root.handle(
+            20,
+            Event::Message {
+                from: c,
+                msg: part(1 << c, c, vec![]),
+            },
+        );
+        // a's partial holds c and d: only a's own input is new.
+        let whole_a = (1 << a) | (1 << c) | (1 << d);
+        root.handle(
+            21,
+            Event::Message {
+                from: a,
+                msg: part(whole_a, a, vec![]),
+            },
+        );
+        let sub_b = (1 << b) | t.children(b).iter().fold(0, |s, &x| s | 1 << x);
+        root.handle(
+            22,
+            Event::Message {
+                from: b,
+                msg: part(sub_b, b, vec![]),
+            },
+        );
+        assert_eq!(root.take_output(), None, "d is not in yet");
+        let sent: Vec<_> = (23..27).filter_map(|now| send(&mut root, now)).collect();
+        assert_eq!(
+            sent,
+            vec![
+                (c, Tag::Ack),
+                (a, Tag::Ack),
+                (b, Tag::Ack),
+                (d, Tag::KeepAlive)
+            ]
+        );
+        root.handle(
+            30,
+            Event::Message {
+                from: d,
+                msg: part(1 << d, d, vec![]),
+            },
+        );
+        assert_eq!(root.take_output(), Some(FtcoOutput::Value(0b111_1111)));
+        assert_eq!(root.missing(), Some(vec![]));
+    }
+
+    #[test]
+    fn bad_input_is_a_typed_error() {
+        let plan = binary(7);
+        let f = add as fn(&mut u64, &u64);
+        assert!(matches!(
+            FtcoReduce::new(&plan, 0, 7, 0, FtcoCollective::Reduce, 1, f),
+            Err(Error::RankOutOfRange { rank: 7, procs: 7 })
+        ));
+        assert!(FtcoReduce::new(&plan, 9, 0, 0, FtcoCollective::Allreduce, 1, f).is_err());
+    }
+}
