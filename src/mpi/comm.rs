@@ -342,17 +342,20 @@ impl Collectives for MpiComm {
     /// Not over MPI: agreement needs a perfect failure detector, and this
     /// Open MPI cannot tell a dead process from a slow one (docs/mpi.md).
     fn agree_failed(&mut self) -> Result<Vec<Rank>, Error> {
-        Err(Error::Config(ConfigError::Unsupported {
-            what: "agreement on failed ranks over MPI",
-            why: "this MPI reports no failures, so no detector is perfect",
-        }))
+        Err(no_perfect_detector("agreement on failed ranks over MPI"))
     }
 
     /// Not over MPI, for the reason of [`MpiComm::agree_failed`].
     fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
-        Err(Error::Config(ConfigError::Unsupported {
-            what: "shrinking over MPI",
-            why: "this MPI reports no failures, so no detector is perfect",
-        }))
+        Err(no_perfect_detector("shrinking over MPI"))
     }
+}
+
+/// The error of `what` (agreement, shrinking), which needs a perfect failure
+/// detector that no engine over this MPI has (docs/mpi.md).
+pub(crate) fn no_perfect_detector(what: &'static str) -> Error {
+    Error::Config(ConfigError::Unsupported {
+        what,
+        why: "this MPI reports no failures, so no detector is perfect",
+    })
 }

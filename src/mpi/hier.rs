@@ -37,6 +37,7 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use crate::buffer::{Buffer, BufferMut};
 use crate::collectives::Collectives;
 use crate::error::{ConfigError, Error};
+use crate::mpi::comm::no_perfect_detector;
 use crate::mpi::native::NativeLevel;
 use crate::mpi::MpiComm;
 use crate::op::{Operation, SystemOperation};
@@ -401,18 +402,14 @@ impl Collectives for NodeComm<'_, '_> {
     /// Not across processes, for the reason of
     /// [`MpiComm`]'s `agree_failed`.
     fn agree_failed(&mut self) -> Result<Vec<Rank>, Error> {
-        Err(Error::Config(ConfigError::Unsupported {
-            what: "agreement on failed ranks across processes",
-            why: "this MPI reports no failures, so no detector is perfect",
-        }))
+        Err(no_perfect_detector(
+            "agreement on failed ranks across processes",
+        ))
     }
 
     /// Not across processes, as `agree_failed`.
     fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
-        Err(Error::Config(ConfigError::Unsupported {
-            what: "shrinking across processes",
-            why: "this MPI reports no failures, so no detector is perfect",
-        }))
+        Err(no_perfect_detector("shrinking across processes"))
     }
 }
 
