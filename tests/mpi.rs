@@ -133,7 +133,9 @@ fn allreduce_survives_an_announced_failure_within_the_budget() {
 /// `process × threads + thread`, every result checked on every thread.
 #[test]
 fn a_node_team_gives_every_thread_of_every_process_the_result() {
-    for (op, procs, threads) in [("allreduce", 2, "4"), ("bcast", 3, "3")] {
+    // A reduce's root rotates over every thread of every process; the
+    // others' output must stay untouched (checked by the CLI).
+    for (op, procs, threads) in [("allreduce", 2, "4"), ("bcast", 3, "3"), ("reduce", 2, "3")] {
         let outcomes = mpirun(
             procs,
             &[
@@ -166,6 +168,8 @@ fn a_node_team_with_mpi_own_collectives_between_processes() {
         &["--op", "allreduce"][..],
         &["--op", "allreduce", "--closure"][..],
         &["--op", "bcast"][..],
+        &["--op", "reduce"][..],
+        &["--op", "reduce", "--closure"][..],
     ] {
         let mut args = vec!["--iters", "200", "--threads", "2", "--native", "--len", "5"];
         args.extend_from_slice(extra);

@@ -9,7 +9,8 @@
 //!   tolerant allreduce among the proxies over MPI ([`MpiComm`]), then a
 //!   corrected broadcast on threads from the proxy;
 //! * reduce: the same, with a reduce to the root's process, whose proxy
-//!   hands the result to the root thread by a local broadcast;
+//!   hands the result to the root thread in the local broadcast (the other
+//!   threads' `recv` stays untouched);
 //! * broadcast: in the root's process a local broadcast to the proxy, a
 //!   broadcast among the proxies, a local broadcast from the proxy;
 //! * barrier: a local barrier, a barrier among the proxies, a local
@@ -324,10 +325,12 @@ impl Collectives for NodeComm<'_, '_> {
         let apply = |a: &S::Item, b: &S::Item| op.apply(a, b);
         let mut partial = send.items().to_vec();
         let local = self.local.reduce_into(0, send, &mut partial[..], apply);
-        let result = recv.items_mut();
+        // The process level's result lands in a scratch buffer, so that
+        // `recv` stays untouched everywhere but at the root thread.
+        let mut scratch = partial.clone();
         let upper = self.upper_step(local, |level| match level {
-            Level::Ours(up) => up.reduce_into(rp, &partial[..], &mut *result, apply),
-            Level::Native(native) => native.reduce(Some(rp), &partial, result, &OpRef(op)),
+            Level::Ours(up) => up.reduce_into(rp, &partial[..], &mut scratch[..], apply),
+            Level::Native(native) => native.reduce(Some(rp), &partial, &mut scratch, &OpRef(op)),
         });
         if self.proc_rank != rp {
             // Threads of other processes have nothing to receive, but hear
@@ -335,13 +338,22 @@ impl Collectives for NodeComm<'_, '_> {
             let mut nothing: [S::Item; 0] = [];
             return self.spread_from_proxy(upper, &mut nothing[..]);
         }
-        let outcome = self.spread_from_proxy(upper, result);
-        if rl == 0 {
-            return outcome;
+        // Every thread of the root's process hears the result; the root
+        // thread keeps it.
+        self.spread_from_proxy(upper, &mut scratch[..])?;
+        if self.local.rank() != rl {
+            return Ok(());
         }
-        // The result to the root thread: one more local broadcast.
-        outcome?;
-        self.local.broadcast_into(0, result)
+        let out = recv.items_mut();
+        if out.len() != scratch.len() {
+            return Err(Error::LengthMismatch {
+                op: self.local.last_op(),
+                mine: out.len(),
+                theirs: scratch.len(),
+            });
+        }
+        out.copy_from_slice(&scratch);
+        Ok(())
     }
 
     fn all_reduce_into<S, R>(

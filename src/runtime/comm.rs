@@ -86,6 +86,14 @@ impl<'t> Comm<'t> {
         self.plans.reduce.f()
     }
 
+    /// The number of this rank's last operation (0 before any): what an
+    /// engine built on this communicator names in its own errors (the MPI
+    /// hierarchy's).
+    #[cfg(feature = "mpi")]
+    pub(crate) fn last_op(&self) -> OpId {
+        self.driver.next_op().saturating_sub(1)
+    }
+
     /// True while this rank is alive (not killed, not hung, not declared
     /// failed by a timeout).
     pub fn is_alive(&self) -> bool {

@@ -17,7 +17,9 @@ use crate::error::CliError;
 /// Options of `corrected mpi`.
 #[derive(Args, Debug)]
 pub struct MpiArgs {
-    /// The collective: bcast (from rank 0) or allreduce (u64 sum).
+    /// The collective: bcast (from rank 0), allreduce (u64 sum), or reduce
+    /// (u64 sum to a root that rotates over the ranks; the others' output
+    /// must stay untouched).
     #[arg(long, default_value = "bcast")]
     op: String,
     /// Operations to run.
@@ -90,10 +92,10 @@ pub fn run(args: MpiArgs) -> Result<ExitCode, CliError> {
             hint: "pass --timeout 10".into(),
         });
     }
-    if !matches!(args.op.as_str(), "bcast" | "allreduce") {
+    if !matches!(args.op.as_str(), "bcast" | "allreduce" | "reduce") {
         return Err(CliError::UnknownOp {
             op: args.op.clone(),
-            expected: "bcast or allreduce",
+            expected: "bcast, reduce or allreduce",
         });
     }
     if args.threads == 0 || args.threads > 64 {
@@ -222,18 +224,37 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
                 .map(|()| buf.iter().all(|&x| x == value))
         } else {
             let mine = vec![1u64 << me.min(63); args.len];
-            let reduced = if args.closure {
-                comm.all_reduce_into(&mine[..], &mut buf[..], |a: &u64, b: &u64| a + b)
-            } else {
-                comm.all_reduce_into(&mine[..], &mut buf[..], SystemOperation::sum())
-            };
-            reduced.map(|()| {
-                // Every live rank's bit, and a failed rank's or not.
+            // Every live rank's bit, and a failed rank's or not.
+            let holds_every_live_rank = |buf: &[u64]| {
                 let all: u64 = (0..size.min(64)).map(|r| 1u64 << r).sum();
                 let gone: u64 = dead(iter).iter().map(|&r| 1u64 << r.min(63)).sum();
                 let first = buf[0];
                 buf.iter().all(|&x| x == first) && first & !gone == all & !gone
-            })
+            };
+            if args.op == "reduce" {
+                let root = rotating_root(iter, size, &dead(iter));
+                const UNTOUCHED: u64 = 0xdead_beef;
+                buf.fill(UNTOUCHED);
+                let reduced = if args.closure {
+                    comm.reduce_into(root, &mine[..], &mut buf[..], |a: &u64, b: &u64| a + b)
+                } else {
+                    comm.reduce_into(root, &mine[..], &mut buf[..], SystemOperation::sum())
+                };
+                reduced.map(|()| {
+                    if me == root {
+                        holds_every_live_rank(&buf)
+                    } else {
+                        buf.iter().all(|&x| x == UNTOUCHED)
+                    }
+                })
+            } else {
+                let reduced = if args.closure {
+                    comm.all_reduce_into(&mine[..], &mut buf[..], |a: &u64, b: &u64| a + b)
+                } else {
+                    comm.all_reduce_into(&mine[..], &mut buf[..], SystemOperation::sum())
+                };
+                reduced.map(|()| holds_every_live_rank(&buf))
+            }
         };
         match result {
             Ok(true) => outcome.ok += 1,
@@ -255,4 +276,13 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
     let ops = (outcome.ok + outcome.wrong + outcome.errors.values().sum::<u32>()).max(1);
     outcome.mean_us = started.elapsed().as_secs_f64() * 1e6 / f64::from(ops);
     outcome
+}
+
+/// The root of reduce number `iter`: the ranks in turn, skipping the failed
+/// ones (a reduce to a failed root delivers nowhere, by the paper).
+fn rotating_root(iter: u32, size: u32, dead: &[Rank]) -> Rank {
+    (0..size)
+        .map(|k| (iter + k) % size)
+        .find(|r| !dead.contains(r))
+        .unwrap_or(0)
 }
