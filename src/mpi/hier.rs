@@ -75,10 +75,13 @@ impl NodeTeam {
     /// `mpi::initialize_with_threading(Threading::Serialized)` (or
     /// `Multiple`): the proxy that talks MPI is not the main thread.
     ///
-    /// A thread's operation timeout becomes the one `threads` sets plus the
-    /// process level's operation and failure timeouts: a thread waits on
-    /// its proxy through a whole step of the process level, which lasts
-    /// that long when a process died during it.
+    /// A thread's operation and failure timeouts become the ones `threads`
+    /// sets plus the process level's operation and failure timeouts: a
+    /// thread waits on its proxy through a whole step of the process level,
+    /// which lasts that long when a process died during it, and meanwhile
+    /// the proxy's heartbeat in the thread team stands still. (So a hung
+    /// thread is found that much later; a thread that dies or panics is
+    /// known at once, as on threads.)
     ///
     /// Errors: MPI not initialized or without that threading level, thread
     /// counts that differ between processes, or a configuration either
@@ -103,7 +106,7 @@ impl NodeTeam {
         // A thread waits on its proxy for a whole step of the process
         // level (which can last an operation timeout and a failure timeout
         // there when a process died): only longer is the proxy late.
-        let (local_op, _) = threads.timeouts();
+        let (local_op, local_failure) = threads.timeouts();
         let upper_wait = match &processes {
             ProcessLevel::Corrected(p) => {
                 let (op, failure) = p.timeouts();
@@ -111,7 +114,14 @@ impl NodeTeam {
             }
             ProcessLevel::Native => std::time::Duration::ZERO,
         };
-        let threads = threads.op_timeout(local_op + upper_wait).build()?;
+        // The same for the failure timeout: while the proxy is in a step of
+        // the process level its heartbeat in the thread team stands still,
+        // and a thread still waiting on a core the proxy kept (a correction
+        // of the last local broadcast) would take it for hung.
+        let threads = threads
+            .op_timeout(local_op + upper_wait)
+            .failure_timeout(local_failure + upper_wait)
+            .build()?;
         let world = SimpleCommunicator::world();
         let mine = threads.ranks();
         let (mut least, mut most) = (0u32, 0u32);
