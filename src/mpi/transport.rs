@@ -60,8 +60,6 @@ struct InFlight {
     request: Request<'static, [u8], StaticScope>,
     /// The leaked buffer the request reads (from `Box::leak`).
     buffer: *mut Vec<u8>,
-    /// When the send started.
-    since: Tick,
 }
 
 /// Sends in progress and spare buffers.
@@ -71,6 +69,8 @@ struct Outgoing {
     /// Sends to failed peers: never completed by us, never dropped.
     abandoned: Vec<InFlight>,
     spare: Vec<Vec<u8>>,
+    /// Per peer: since when its sends have been at [`MAX_IN_FLIGHT`].
+    full_since: Vec<Option<Tick>>,
     /// Frames that could not be written (a value of this process's memory).
     unframeable: u64,
 }
@@ -96,7 +96,7 @@ impl Outgoing {
     }
 
     /// Starts sending `frame` to `to` (no capacity check).
-    fn start(&mut self, comm: &SimpleCommunicator, to: Rank, frame: &Frame, now: Tick) -> bool {
+    fn start(&mut self, comm: &SimpleCommunicator, to: Rank, frame: &Frame) -> bool {
         let mut bytes = self.spare.pop().unwrap_or_default();
         if wire::encode(frame, &mut bytes).is_err() {
             self.unframeable += 1;
@@ -113,7 +113,6 @@ impl Outgoing {
         self.pending[to as usize].push_back(InFlight {
             request,
             buffer: raw,
-            since: now,
         });
         true
     }
@@ -192,6 +191,7 @@ impl MpiTransport {
                 pending: (0..procs).map(|_| VecDeque::new()).collect(),
                 abandoned: Vec::new(),
                 spare: Vec::new(),
+                full_since: vec![None; procs as usize],
                 unframeable: 0,
             }),
             inbox: Vec::new(),
@@ -243,7 +243,7 @@ impl MpiTransport {
         let mut out = self.out.borrow_mut();
         for to in (0..self.procs).filter(|&r| r != self.rank && !failed[r as usize]) {
             out.reap(to as usize);
-            out.start(&self.comm, to, frame, self.now());
+            out.start(&self.comm, to, frame);
         }
     }
 
@@ -318,22 +318,24 @@ impl Transport for MpiTransport {
             // Fail-stop: a message to a failed rank vanishes.
             return Ok(());
         }
-        let now = self.now();
         let out = self.out.get_mut();
         out.reap(to as usize);
-        if let Some(oldest) = out.pending[to as usize].front() {
-            if out.pending[to as usize].len() >= MAX_IN_FLIGHT {
-                if now.saturating_sub(oldest.since) <= self.stuck_after {
-                    return Err(msg);
-                }
-                // The peer has taken nothing for the failure timeout while
-                // MAX_IN_FLIGHT messages wait for it: failed (see the
-                // module doc). The message vanishes with it.
-                self.declare_failed(to);
-                return Ok(());
+        let peer = to as usize;
+        if out.pending[peer].len() >= MAX_IN_FLIGHT {
+            // The clock is read only here, not on every send.
+            let now = crate::driver::nanos(self.started.elapsed());
+            let since = *out.full_since[peer].get_or_insert(now);
+            if now.saturating_sub(since) <= self.stuck_after {
+                return Err(msg);
             }
+            // The peer has left MAX_IN_FLIGHT messages pending for the
+            // failure timeout: failed (see the module doc). The message
+            // vanishes with it.
+            self.declare_failed(to);
+            return Ok(());
         }
-        out.start(&self.comm, to, &Frame::Msg(msg), now);
+        out.full_since[peer] = None;
+        out.start(&self.comm, to, &Frame::Msg(msg));
         Ok(())
     }
 
