@@ -249,6 +249,61 @@ fn a_node_team_survives_a_dead_thread_and_a_sigkilled_process() {
     }
 }
 
+/// A proxy that dies is replaced by the next thread of its process: the
+/// process stays in the process level, its other threads and every other
+/// process deliver every operation (the one of the death included).
+#[test]
+fn a_node_team_survives_its_proxy_thread_dying() {
+    for op in ["allreduce", "reduce", "bcast"] {
+        // Rank 4 is process 1's local rank 0, its first proxy.
+        let outcomes = mpirun(
+            2,
+            &[
+                "--op",
+                op,
+                "--iters",
+                "200",
+                "--threads",
+                "4",
+                "--die-at",
+                "4:50",
+            ],
+        );
+        assert_eq!(outcomes.len(), 8, "{op}: every thread reports");
+        for o in &outcomes {
+            let expected = if field(o, "rank") == 4 { 50 } else { 200 };
+            assert_eq!(field(o, "ok"), expected, "{op}: {o}");
+            assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{op}: {o}");
+        }
+    }
+    // The proxies of two processes, at 3 processes of 3 threads.
+    let outcomes = mpirun(
+        3,
+        &[
+            "--op",
+            "allreduce",
+            "--iters",
+            "150",
+            "--threads",
+            "3",
+            "--die-at",
+            "3:40",
+            "--die-at",
+            "6:80",
+        ],
+    );
+    assert_eq!(outcomes.len(), 9);
+    for o in &outcomes {
+        let expected = match field(o, "rank") {
+            3 => 40,
+            6 => 80,
+            _ => 150,
+        };
+        assert_eq!(field(o, "ok"), expected, "{o}");
+        assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{o}");
+    }
+}
+
 // The wire format, through the public API (in this file so that CI builds
 // one test binary for the feature).
 mod wire {

@@ -20,16 +20,18 @@
 //! error of the upper level reaches every thread of the process as
 //! [`Error::UpperLevel`] instead of a timeout.
 //!
-//! Failures: a thread other than the proxy that dies is survived as on
-//! threads, within the thread team's budget; a process that dies is
-//! survived as by [`MpiComm`], within the process team's budget. The proxy
-//! is fixed: if its local step fails (more local failures than the thread
-//! budget, or the proxy itself failed), its process leaves the upper level
-//! for good (it is announced failed to the others, who go on without it),
-//! and its threads get [`Error::UpperLevel`] from then on; a proxy that
-//! dies outright is a process the others find failed, as a SIGKILLed one. Global ranks number the
+//! Failures: a thread that dies is survived as on threads, within the
+//! thread team's budget, the proxy included: the next local rank takes
+//! over the process level ([`NodeComm`] says how); a process that dies is
+//! survived as by [`MpiComm`], within the process team's budget. If a
+//! proxy's local step fails otherwise (more local failures than the thread
+//! budget), its process leaves the upper level for good (it is announced
+//! failed to the others, who go on without it), and its threads get
+//! [`Error::UpperLevel`] from then on. Global ranks number the
 //! processes' threads in order: `process × threads + thread`; every process
 //! has the same number of threads.
+
+use std::sync::{Mutex, MutexGuard};
 
 use mpi::collective::CommunicatorCollectives;
 use mpi::environment::Threading;
@@ -146,61 +148,160 @@ impl NodeTeam {
         R: Send,
         F: Fn(&mut NodeComm<'_, '_>) -> R + Sync,
     {
-        self.threads.run(|local| {
-            let upper = match (&self.processes, local.rank()) {
-                (_, 1..) => Proxy::Member,
-                (ProcessLevel::Native, 0) => Proxy::Native(NativeLevel::new()),
-                (ProcessLevel::Corrected(config), 0) => {
-                    match MpiComm::new(&SimpleCommunicator::world(), config) {
-                        Ok(comm) => Proxy::Ours(Box::new(comm)),
-                        Err(e) => Proxy::Down(e.to_string()),
-                    }
+        let level = match &self.processes {
+            ProcessLevel::Native => State::Native(NativeLevel::new()),
+            ProcessLevel::Corrected(config) => {
+                match MpiComm::new(&SimpleCommunicator::world(), config) {
+                    Ok(comm) => State::Ours(Box::new(comm)),
+                    Err(e) => State::Down(e.to_string()),
                 }
-            };
+            }
+        };
+        let upper = Mutex::new(Upper {
+            state: level,
+            done: None,
+            outcome: Ok(()),
+            bytes: Vec::new(),
+        });
+        let report = self.threads.run(|local| {
             let locals = local.size();
             let mut comm = NodeComm {
                 local,
-                upper,
+                upper: &upper,
+                proxy: 0,
+                seq: 0,
                 locals,
                 proc_rank: self.proc_rank,
                 procs: self.procs,
             };
             f(&mut comm)
-        })
+        });
+        // The process level ends here, on this thread, once every thread of
+        // the process has: an `MpiComm` serves late messages as it goes.
+        drop(upper);
+        report
     }
 }
 
-/// What a thread is at the process level.
-enum Proxy {
-    /// Not the proxy: local rank 0 talks MPI for this process.
-    Member,
-    /// The proxy, in the team of processes (our protocols).
+/// The process's place in the process level.
+enum State {
+    /// In the team of processes (our protocols).
     Ours(Box<MpiComm>),
-    /// The proxy, with MPI's own collectives between processes.
+    /// With MPI's own collectives between processes.
     Native(NativeLevel),
-    /// The proxy, out of the team of processes (why).
+    /// Out of the team of processes (why).
     Down(String),
 }
 
-/// One thread's handle on the whole hierarchy (see the module doc):
-/// [`Collectives`] over every thread of every process.
-pub struct NodeComm<'c, 't> {
-    local: &'c mut Comm<'t>,
-    upper: Proxy,
-    locals: u32,
-    proc_rank: u32,
-    procs: u32,
-}
-
-/// The proxy's level, for one step.
+/// The process level, for one step of a process in it.
 enum Level<'a> {
     Ours(&'a mut MpiComm),
     Native(&'a mut NativeLevel),
 }
 
+/// The process level of one process, shared by its threads: whichever
+/// thread is the proxy takes it for a step. It keeps the last step's
+/// outcome, so that threads whose proxy died while spreading it still get
+/// it (see [`NodeComm`]).
+struct Upper {
+    state: State,
+    /// The node operation whose step ran last (`NodeComm::seq`).
+    done: Option<u64>,
+    /// That step's outcome, and its value's bytes.
+    outcome: Result<(), Error>,
+    bytes: Vec<u8>,
+}
+
+// SAFETY: `Upper` holds MPI handles (a communicator, requests), which rsmpi
+// leaves `!Send` because at MPI's default threading level only the thread
+// that initialized MPI may call it. `NodeTeam::new` refuses to build unless
+// MPI runs at `Threading::Serialized` or `Multiple`, where any thread may
+// call MPI as long as no two calls overlap; every `Upper` lives in a
+// `Mutex` (`NodeTeam::run`), whose holder alone makes those calls.
+unsafe impl Send for Upper {}
+
+impl Upper {
+    /// Runs node operation `seq`'s step with `step` on `buf` and keeps its
+    /// outcome and `buf`'s bytes; a step already run for `seq` (by a proxy
+    /// taken for failed that was only late) is not run again: its kept
+    /// outcome and bytes are returned instead.
+    fn step<T: bytemuck::Pod>(
+        &mut self,
+        seq: u64,
+        buf: &mut [T],
+        step: impl FnOnce(&mut State, &mut [T]) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        if self.done == Some(seq) {
+            return self.kept(buf);
+        }
+        let outcome = step(&mut self.state, buf);
+        self.keep(seq, outcome.clone(), bytemuck::cast_slice(buf));
+        outcome
+    }
+
+    fn keep(&mut self, seq: u64, outcome: Result<(), Error>, bytes: &[u8]) {
+        self.done = Some(seq);
+        self.outcome = outcome;
+        self.bytes.clear();
+        self.bytes.extend_from_slice(bytes);
+    }
+
+    /// The kept outcome; its value into `buf` if it succeeded (an empty
+    /// `buf`: a thread that hears only the outcome, as those of other
+    /// processes than a reduce's root).
+    fn kept<T: bytemuck::Pod>(&self, buf: &mut [T]) -> Result<(), Error> {
+        self.outcome.clone()?;
+        let out: &mut [u8] = bytemuck::cast_slice_mut(buf);
+        if out.is_empty() {
+            return Ok(());
+        }
+        if out.len() != self.bytes.len() {
+            return Err(Error::UpperLevel(
+                "the process level's value has another length".into(),
+            ));
+        }
+        out.copy_from_slice(&self.bytes);
+        Ok(())
+    }
+}
+
+/// One thread's handle on the whole hierarchy (see the module doc):
+/// [`Collectives`] over every thread of every process.
+///
+/// **The proxy fails over.** Every node operation is a local step (to the
+/// proxy), the proxy's step in the process level, and a local broadcast of
+/// its outcome from the proxy. The proxy keeps that outcome in the
+/// process's shared [`Upper`] before it broadcasts. A thread whose
+/// broadcast fails because the proxy failed (the thread team's failure
+/// registry, shared by the process's threads, says so) takes the kept
+/// outcome if the proxy's step got that far; if it did not, the proxy
+/// failed before its step (a thread dies at a send of a local step, never
+/// inside the process level), so no thread got a value, every live thread
+/// sees the same, and all repeat the operation with the next local rank as
+/// proxy, which takes over the process level as it was. So a proxy that
+/// dies costs its process nothing at the process level, and its threads
+/// the repeat of one operation.
+pub struct NodeComm<'c, 't> {
+    local: &'c mut Comm<'t>,
+    upper: &'c Mutex<Upper>,
+    /// The local rank that talks MPI for this process now: 0, then the
+    /// next one each time it fails (the same at every thread).
+    proxy: Rank,
+    /// Node operations started, this one included.
+    seq: u64,
+    locals: u32,
+    proc_rank: u32,
+    procs: u32,
+}
+
 /// The trailing byte of the last local step: the proxy's outcome.
 const UPPER_OK: u8 = 0;
 const UPPER_FAILED: u8 = 1;
+
+/// True if `e` says this thread itself is out (failed or hung).
+fn is_own_failure(e: &Error) -> bool {
+    matches!(e, Error::Failed(_) | Error::Hung(_))
+}
 
 impl<'t> NodeComm<'_, 't> {
     /// This thread's team in its process.
@@ -213,44 +314,68 @@ impl<'t> NodeComm<'_, 't> {
         (self.proc_rank, self.procs)
     }
 
-    /// Runs the upper level's step on the proxy (`None` elsewhere). A proxy
-    /// whose local step failed does not take part in the step, so it is
-    /// out of step with the other processes from then on: its process
-    /// leaves the upper level for good (announced failed to the others).
-    /// An error of the upper step itself is reported as it is; the proxy
+    /// The local rank that is this process's proxy now (0 until it fails).
+    pub fn proxy(&self) -> Rank {
+        self.proxy
+    }
+
+    /// The shared process level; a thread that panicked holding it left it
+    /// in the middle of a step, so the process leaves the process level.
+    fn upper(&self) -> MutexGuard<'_, Upper> {
+        self.upper.lock().unwrap_or_else(|poisoned| {
+            self.upper.clear_poison();
+            let mut upper = poisoned.into_inner();
+            leave(
+                &mut upper.state,
+                "a thread panicked in a step of the process level".into(),
+            );
+            upper
+        })
+    }
+
+    /// Runs the process level's step on the proxy (`None` elsewhere). A
+    /// proxy whose local step failed (other than by its own death) does
+    /// not take part in the step, so it is out of step with the other
+    /// processes from then on: its process leaves the process level for
+    /// good. An error of the step itself is reported as it is; the process
     /// stays (the process level numbers its operations on as the others
     /// do).
-    fn upper_step(
+    fn upper_step<T: bytemuck::Pod>(
         &mut self,
         local: Result<(), Error>,
-        step: impl FnOnce(Level<'_>) -> Result<(), Error>,
+        buf: &mut [T],
+        step: impl FnOnce(Level<'_>, &mut [T]) -> Result<(), Error>,
     ) -> Option<Result<(), Error>> {
-        let level = match &mut self.upper {
-            Proxy::Member => return None,
-            Proxy::Down(why) => return Some(Err(Error::UpperLevel(why.clone()))),
-            Proxy::Ours(up) => Level::Ours(up),
-            Proxy::Native(native) => Level::Native(native),
-        };
-        if let Err(e) = local {
-            match level {
-                Level::Ours(up) => up.leave_upper(),
-                // MPI's collectives have no way to go on without a process:
-                // the others wait in the next one, as MPI programs do.
-                Level::Native(_) => {}
-            }
-            self.upper = Proxy::Down(format!("this process left the process level: {e}"));
-            return Some(Err(e));
+        if self.local.rank() != self.proxy {
+            return None;
         }
-        Some(step(level))
+        if let Err(e) = &local {
+            if is_own_failure(e) {
+                return Some(local);
+            }
+        }
+        let seq = self.seq;
+        let mut upper = self.upper();
+        Some(upper.step(seq, buf, |state, buf| match (local, state) {
+            (_, State::Down(why)) => Err(Error::UpperLevel(why.clone())),
+            (Err(e), state) => {
+                leave(state, format!("this process left the process level: {e}"));
+                Err(e)
+            }
+            (Ok(()), State::Ours(up)) => step(Level::Ours(up), buf),
+            (Ok(()), State::Native(native)) => step(Level::Native(native), buf),
+        }))
     }
 
     /// The last local step: the proxy broadcasts its outcome and, if it
-    /// succeeded, `buf` to the threads of its process.
+    /// succeeded, `buf` to the threads of its process. `None`: the proxy
+    /// failed before its step; the caller repeats the operation with the
+    /// next proxy.
     fn spread_from_proxy<B: BufferMut + ?Sized>(
         &mut self,
         upper: Option<Result<(), Error>>,
         buf: &mut B,
-    ) -> Result<(), Error> {
+    ) -> Option<Result<(), Error>> {
         let items = buf.items_mut();
         let n = std::mem::size_of_val(items);
         let mut bytes = vec![UPPER_OK; n + 1];
@@ -264,19 +389,52 @@ impl<'t> NodeComm<'_, 't> {
                 }
             }
         }
-        if let Err(e) = self.local.broadcast_into(0, &mut bytes[..]) {
-            return Err(failure.unwrap_or(e));
+        let proxy = self.proxy;
+        if let Err(e) = self.local.broadcast_into(proxy, &mut bytes[..]) {
+            if let Some(f) = failure {
+                return Some(Err(f));
+            }
+            if is_own_failure(&e) || !self.local.is_failed(proxy) {
+                return Some(Err(e));
+            }
+            // The proxy failed. Marked after all it did before: if it kept
+            // a step's outcome, this thread sees it.
+            let upper = self.upper();
+            if upper.done == Some(self.seq) {
+                return Some(upper.kept(items));
+            }
+            drop(upper);
+            self.proxy = (proxy + 1) % self.locals;
+            return None;
         }
         if let Some(e) = failure {
-            return Err(e);
+            return Some(Err(e));
         }
         if bytes[n] != UPPER_OK {
-            return Err(Error::UpperLevel(
+            return Some(Err(Error::UpperLevel(
                 "the process level failed at this process's proxy".into(),
-            ));
+            )));
         }
         bytemuck::cast_slice_mut(items).copy_from_slice(&bytes[..n]);
-        Ok(())
+        Some(Ok(()))
+    }
+
+    /// Runs node operation `op` (one attempt per call of `attempt`, with
+    /// the proxy of the moment) until an attempt's proxy got through its
+    /// step or every local rank has been tried.
+    fn node_op(
+        &mut self,
+        mut attempt: impl FnMut(&mut Self) -> Option<Result<(), Error>>,
+    ) -> Result<(), Error> {
+        self.seq += 1;
+        for _ in 0..self.locals {
+            if let Some(outcome) = attempt(self) {
+                return outcome;
+            }
+        }
+        Err(Error::UpperLevel(
+            "every thread of this process failed as its proxy".into(),
+        ))
     }
 
     fn split(&self, root: Rank) -> Result<(u32, Rank), Error> {
@@ -286,6 +444,17 @@ impl<'t> NodeComm<'_, 't> {
         }
         Ok((root / self.locals, root % self.locals))
     }
+}
+
+/// The process leaves the process level for good: announced failed to the
+/// others, who go on without it (MPI's own collectives have no way to go on
+/// without a process: there the others wait in the next one, as MPI
+/// programs do).
+fn leave(state: &mut State, why: String) {
+    if let State::Ours(up) = state {
+        up.leave_upper();
+    }
+    *state = State::Down(why);
 }
 
 impl Collectives for NodeComm<'_, '_> {
@@ -304,18 +473,20 @@ impl Collectives for NodeComm<'_, '_> {
         buf: &mut B,
     ) -> Result<(), Error> {
         let (rp, rl) = self.split(root)?;
-        let mut local = Ok(());
-        if self.proc_rank == rp && rl != 0 {
-            local = self.local.broadcast_into(rl, buf);
-        }
-        let upper = self.upper_step(local, |level| match level {
-            Level::Ours(up) => up.broadcast_into(rp, buf),
-            Level::Native(native) => {
-                native.broadcast(rp, buf.items_mut());
-                Ok(())
+        self.node_op(|node| {
+            let mut local = Ok(());
+            if node.proc_rank == rp && rl != node.proxy {
+                local = node.local.broadcast_into(rl, buf);
             }
-        });
-        self.spread_from_proxy(upper, buf)
+            let upper = node.upper_step(local, buf.items_mut(), |level, buf| match level {
+                Level::Ours(up) => up.broadcast_into(rp, buf),
+                Level::Native(native) => {
+                    native.broadcast(rp, buf);
+                    Ok(())
+                }
+            });
+            node.spread_from_proxy(upper, buf)
+        })
     }
 
     fn reduce_into<S, R>(
@@ -334,24 +505,29 @@ impl Collectives for NodeComm<'_, '_> {
         let op = &op;
         let apply = |a: &S::Item, b: &S::Item| op.apply(a, b);
         let mut partial = send.items().to_vec();
-        let local = self.local.reduce_into(0, send, &mut partial[..], apply);
         // The process level's result lands in a scratch buffer, so that
         // `recv` stays untouched everywhere but at the root thread.
         let mut scratch = partial.clone();
-        let upper = self.upper_step(local, |level| match level {
-            Level::Ours(up) => up.reduce_into(rp, &partial[..], &mut scratch[..], apply),
-            Level::Native(native) => native.reduce(Some(rp), &partial, &mut scratch, &OpRef(op)),
-        });
-        if self.proc_rank != rp {
-            // Threads of other processes have nothing to receive, but hear
-            // the proxy's outcome.
-            let mut nothing: [S::Item; 0] = [];
-            return self.spread_from_proxy(upper, &mut nothing[..]);
-        }
-        // Every thread of the root's process hears the result; the root
-        // thread keeps it.
-        self.spread_from_proxy(upper, &mut scratch[..])?;
-        if self.local.rank() != rl {
+        self.node_op(|node| {
+            let local = node
+                .local
+                .reduce_into(node.proxy, send, &mut partial[..], apply);
+            scratch.copy_from_slice(&partial);
+            let upper = node.upper_step(local, &mut scratch[..], |level, scratch| match level {
+                Level::Ours(up) => up.reduce_into(rp, &partial[..], scratch, apply),
+                Level::Native(native) => native.reduce(Some(rp), &partial, scratch, &OpRef(op)),
+            });
+            if node.proc_rank != rp {
+                // Threads of other processes have nothing to receive, but
+                // hear the proxy's outcome.
+                let mut nothing: [S::Item; 0] = [];
+                return node.spread_from_proxy(upper, &mut nothing[..]);
+            }
+            // Every thread of the root's process hears the result; the
+            // root thread keeps it.
+            node.spread_from_proxy(upper, &mut scratch[..])
+        })?;
+        if self.proc_rank != rp || self.local.rank() != rl {
             return Ok(());
         }
         let out = recv.items_mut();
@@ -380,33 +556,39 @@ impl Collectives for NodeComm<'_, '_> {
         let op = &op;
         let apply = |a: &S::Item, b: &S::Item| op.apply(a, b);
         let mut partial = send.items().to_vec();
-        let local = self.local.reduce_into(0, send, &mut partial[..], apply);
         let result = recv.items_mut();
-        let upper = self.upper_step(local, |level| match level {
-            Level::Ours(up) => up.all_reduce_into(&partial[..], &mut *result, apply),
-            Level::Native(native) => native.reduce(None, &partial, result, &OpRef(op)),
-        });
-        self.spread_from_proxy(upper, result)
+        self.node_op(|node| {
+            let local = node
+                .local
+                .reduce_into(node.proxy, send, &mut partial[..], apply);
+            let upper = node.upper_step(local, &mut *result, |level, result| match level {
+                Level::Ours(up) => up.all_reduce_into(&partial[..], result, apply),
+                Level::Native(native) => native.reduce(None, &partial, result, &OpRef(op)),
+            });
+            node.spread_from_proxy(upper, &mut *result)
+        })
     }
 
     fn barrier(&mut self) -> Result<(), Error> {
-        let local = self.local.barrier();
-        let upper = self.upper_step(local, |level| match level {
-            Level::Ours(up) => up.barrier(),
-            Level::Native(native) => {
-                native.barrier();
-                Ok(())
-            }
-        });
-        let mut nothing: [u8; 0] = [];
-        self.spread_from_proxy(upper, &mut nothing[..])
+        self.node_op(|node| {
+            let local = node.local.barrier();
+            let mut nothing: [u8; 0] = [];
+            let upper = node.upper_step(local, &mut nothing[..], |level, _| match level {
+                Level::Ours(up) => up.barrier(),
+                Level::Native(native) => {
+                    native.barrier();
+                    Ok(())
+                }
+            });
+            node.spread_from_proxy(upper, &mut nothing[..])
+        })
     }
 
     /// The process level's budget (failures of whole processes); each
     /// process's threads have their own ([`Comm::fault_budget`]).
     fn fault_budget(&self) -> u32 {
-        match &self.upper {
-            Proxy::Ours(up) => up.fault_budget(),
+        match &self.upper().state {
+            State::Ours(up) => up.fault_budget(),
             _ => 0,
         }
     }

@@ -94,6 +94,17 @@ impl<'t> Comm<'t> {
         self.driver.next_op().saturating_sub(1)
     }
 
+    /// True if `rank` (of this communicator) is in the team's failure
+    /// registry: killed, panicked, ended or declared failed. Shared by the
+    /// team's threads, so a rank that reads it true sees everything the
+    /// failed rank did before it was marked (the MPI hierarchy's proxy
+    /// failover relies on that).
+    #[cfg(feature = "mpi")]
+    pub(crate) fn is_failed(&self, rank: Rank) -> bool {
+        let t = self.driver.members().to_transport(rank);
+        self.driver.transport().is_failed(t)
+    }
+
     /// True while this rank is alive (not killed, not hung, not declared
     /// failed by a timeout).
     pub fn is_alive(&self) -> bool {

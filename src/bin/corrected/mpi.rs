@@ -34,9 +34,9 @@ pub struct MpiArgs {
     #[arg(long, value_parser = crate::parse_rank_pair::<u32>)]
     sigkill: Option<(Rank, u32)>,
     /// RANK:ITER: that rank fails before iteration ITER, emulated and
-    /// announced to the others (as a failure detector would).
+    /// announced to the others (as a failure detector would); repeatable.
     #[arg(long, value_parser = crate::parse_rank_pair::<u32>)]
-    die_at: Option<(Rank, u32)>,
+    die_at: Vec<(Rank, u32)>,
     /// Fault budget f of allreduce.
     #[arg(long)]
     f: Option<u32>,
@@ -120,7 +120,7 @@ pub fn run(args: MpiArgs) -> Result<ExitCode, CliError> {
     let timeout = Duration::from_secs_f64(args.timeout);
     let outcomes = if args.threads == 1 {
         let mut faults = FaultSchedule::none();
-        if let Some((rank, iter)) = args.die_at {
+        for &(rank, iter) in &args.die_at {
             faults = faults.kill(rank, iter as OpId);
         }
         let mut builder = Team::builder().op_timeout(timeout).faults(faults);
@@ -138,11 +138,13 @@ pub fn run(args: MpiArgs) -> Result<ExitCode, CliError> {
         // have the default one, and --die-at names a global thread.
         let threads = u32::from(args.threads);
         let world_rank = mpi::topology::Communicator::rank(&universe.world()) as u32;
-        // A node allreduce is two thread operations (reduce, broadcast),
-        // a node broadcast from rank 0 one: the thread team's numbering.
-        let per_iter = if args.op == "allreduce" { 2 } else { 1 };
+        // A node allreduce or reduce is two thread operations (reduce,
+        // broadcast), a node broadcast from rank 0 one: the thread team's
+        // numbering (until a proxy fails over, after which operations
+        // repeat and broadcasts from rank 0 take two).
+        let per_iter = if args.op == "bcast" { 1 } else { 2 };
         let mut faults = FaultSchedule::none();
-        if let Some((rank, iter)) = args.die_at {
+        for &(rank, iter) in &args.die_at {
             if rank / threads == world_rank {
                 faults = faults.kill(rank % threads, (iter * per_iter) as OpId);
             }
@@ -199,9 +201,9 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
     let dead = |iter: u32| -> Vec<Rank> {
         let mut gone: Vec<Rank> = args
             .die_at
-            .filter(|&(_, at)| at <= iter)
-            .map(|(r, _)| r)
-            .into_iter()
+            .iter()
+            .filter(|&&(_, at)| at <= iter)
+            .map(|&(r, _)| r)
             .collect();
         if let Some((p, at)) = args.sigkill.filter(|&(_, at)| at <= iter) {
             let _ = at;
