@@ -51,10 +51,16 @@ fn errors(o: &Value) -> u64 {
 
 #[test]
 fn broadcasts_and_allreduces_between_processes_give_every_rank_the_value() {
+    // Values of 16 KiB and more travel detached from their frames
+    // (`wire::DETACH_MIN_BYTES`): 3000 and 40 000 words.
     for (op, procs, len) in [
         ("bcast", 4, "1"),
         ("bcast", 3, "100"),
         ("allreduce", 5, "9"),
+        ("bcast", 4, "3000"),
+        ("allreduce", 3, "3000"),
+        ("allreduce", 2, "40000"),
+        ("reduce", 4, "3000"),
     ] {
         let outcomes = mpirun(procs, &["--op", op, "--iters", "300", "--len", len]);
         assert_eq!(
@@ -307,7 +313,7 @@ fn a_node_team_survives_its_proxy_thread_dying() {
 // The wire format, through the public API (in this file so that CI builds
 // one test binary for the feature).
 mod wire {
-    use corrected::mpi::wire::{decode, encode, Frame};
+    use corrected::mpi::wire::{decode, decode_parts, encode, encode_parts, Decoded, Frame};
     use corrected::protocol::gossip::Stamped;
     use corrected::protocol::reduce::{Contribution, FailureInfo, FailureScheme};
     use corrected::protocol::{Msg, Tag};
@@ -375,6 +381,52 @@ mod wire {
         round_trip(msg(Tag::Abort, Packet::Value(Data::mismatch([8, 16]))));
         round_trip(msg(Tag::Ack, Packet::Optional(None)));
         round_trip(msg(Tag::Tree, Packet::Optional(Some(Data::EMPTY))));
+    }
+
+    /// A large value travels detached: the frame says how long it is and
+    /// awaits it; with its bytes the frame is whole again; bytes of another
+    /// length, or bytes for a frame that awaits none, are refused.
+    #[test]
+    fn a_detached_value_makes_the_frame_whole_only_with_its_own_bytes() {
+        let pool = SegmentPool::new();
+        let items: Vec<u8> = (0..3000).map(|i| (i % 251) as u8).collect();
+        let value = Data::encode(&items, &pool);
+        for payload in [
+            Packet::Value(value.clone()),
+            Packet::Contribution(Contribution {
+                value: value.clone(),
+                info: FailureInfo::default(),
+                decided: false,
+            }),
+            Packet::Optional(Some(value.clone())),
+        ] {
+            let frame = msg(Tag::UpCorrection, payload);
+            let mut header = Vec::new();
+            let detached = encode_parts(&frame, &mut header, 1000).expect("framed");
+            assert_eq!(detached.as_ref(), Some(&value), "the value is detached");
+            assert!(header.len() < 100, "the header carries no value bytes");
+            assert_eq!(
+                decode_parts(&header, &pool, None),
+                Some(Decoded::Awaits(3000))
+            );
+            assert_eq!(decode(&header, &pool), None, "not whole without its value");
+            let received = Data::filled(3000, &pool, |b| b.copy_from_slice(&items));
+            assert_eq!(
+                decode_parts(&header, &pool, Some(received)),
+                Some(Decoded::Frame(frame.clone()))
+            );
+            let short = Data::encode(&items[..2999], &pool);
+            assert_eq!(decode_parts(&header, &pool, Some(short)), None);
+            // Below the threshold the value travels in the frame.
+            let mut whole = Vec::new();
+            assert_eq!(encode_parts(&frame, &mut whole, 3001), Ok(None));
+            assert_eq!(
+                decode_parts(&whole, &pool, Some(value.clone())),
+                None,
+                "bytes for a frame that awaits none"
+            );
+            assert_eq!(decode(&whole, &pool), Some(frame));
+        }
     }
 
     #[test]

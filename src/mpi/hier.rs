@@ -31,6 +31,8 @@
 //! processes' threads in order: `process × threads + thread`; every process
 //! has the same number of threads.
 
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use mpi::collective::CommunicatorCollectives;
@@ -159,15 +161,18 @@ impl NodeTeam {
         };
         let upper = Mutex::new(Upper {
             state: level,
-            done: None,
-            outcome: Ok(()),
-            bytes: Vec::new(),
+            kept: VecDeque::new(),
+            spare: Vec::new(),
         });
+        let progress: Box<[AtomicU64]> = (0..self.threads.ranks())
+            .map(|_| AtomicU64::new(0))
+            .collect();
         let report = self.threads.run(|local| {
             let locals = local.size();
             let mut comm = NodeComm {
                 local,
                 upper: &upper,
+                progress: &progress,
                 proxy: 0,
                 seq: 0,
                 locals,
@@ -200,56 +205,31 @@ enum Level<'a> {
 }
 
 /// The process level of one process, shared by its threads: whichever
-/// thread is the proxy takes it for a step. It keeps the last step's
-/// outcome, so that threads whose proxy died while spreading it still get
-/// it (see [`NodeComm`]).
+/// thread is the proxy takes it for a step. It keeps the steps' outcomes
+/// until every live thread of the process is past them, so that threads
+/// whose proxy died while spreading one still get it (see [`NodeComm`]).
 struct Upper {
     state: State,
-    /// The node operation whose step ran last (`NodeComm::seq`).
-    done: Option<u64>,
-    /// That step's outcome, and its value's bytes.
+    /// Outcomes of steps, oldest first.
+    kept: VecDeque<Kept>,
+    /// Buffers of outcomes no longer kept, for reuse.
+    spare: Vec<Vec<u8>>,
+}
+
+/// The outcome of node operation `seq`'s step, the proxy that ran it, and
+/// its value's bytes.
+struct Kept {
+    seq: u64,
+    by: Rank,
     outcome: Result<(), Error>,
     bytes: Vec<u8>,
 }
 
-// SAFETY: `Upper` holds MPI handles (a communicator, requests), which rsmpi
-// leaves `!Send` because at MPI's default threading level only the thread
-// that initialized MPI may call it. `NodeTeam::new` refuses to build unless
-// MPI runs at `Threading::Serialized` or `Multiple`, where any thread may
-// call MPI as long as no two calls overlap; every `Upper` lives in a
-// `Mutex` (`NodeTeam::run`), whose holder alone makes those calls.
-unsafe impl Send for Upper {}
-
-impl Upper {
-    /// Runs node operation `seq`'s step with `step` on `buf` and keeps its
-    /// outcome and `buf`'s bytes; a step already run for `seq` (by a proxy
-    /// taken for failed that was only late) is not run again: its kept
-    /// outcome and bytes are returned instead.
-    fn step<T: bytemuck::Pod>(
-        &mut self,
-        seq: u64,
-        buf: &mut [T],
-        step: impl FnOnce(&mut State, &mut [T]) -> Result<(), Error>,
-    ) -> Result<(), Error> {
-        if self.done == Some(seq) {
-            return self.kept(buf);
-        }
-        let outcome = step(&mut self.state, buf);
-        self.keep(seq, outcome.clone(), bytemuck::cast_slice(buf));
-        outcome
-    }
-
-    fn keep(&mut self, seq: u64, outcome: Result<(), Error>, bytes: &[u8]) {
-        self.done = Some(seq);
-        self.outcome = outcome;
-        self.bytes.clear();
-        self.bytes.extend_from_slice(bytes);
-    }
-
-    /// The kept outcome; its value into `buf` if it succeeded (an empty
-    /// `buf`: a thread that hears only the outcome, as those of other
-    /// processes than a reduce's root).
-    fn kept<T: bytemuck::Pod>(&self, buf: &mut [T]) -> Result<(), Error> {
+impl Kept {
+    /// The outcome; its value into `buf` if it succeeded (an empty `buf`: a
+    /// thread that hears only the outcome, as those of other processes
+    /// than a reduce's root).
+    fn read<T: bytemuck::Pod>(&self, buf: &mut [T]) -> Result<(), Error> {
         self.outcome.clone()?;
         let out: &mut [u8] = bytemuck::cast_slice_mut(buf);
         if out.is_empty() {
@@ -265,13 +245,64 @@ impl Upper {
     }
 }
 
+// SAFETY: `Upper` holds MPI handles (a communicator, requests), which rsmpi
+// leaves `!Send` because at MPI's default threading level only the thread
+// that initialized MPI may call it. `NodeTeam::new` refuses to build unless
+// MPI runs at `Threading::Serialized` or `Multiple`, where any thread may
+// call MPI as long as no two calls overlap; every `Upper` lives in a
+// `Mutex` (`NodeTeam::run`), whose holder alone makes those calls.
+unsafe impl Send for Upper {}
+
+impl Upper {
+    /// Runs node operation `seq`'s step with `step` on `buf` and keeps its
+    /// outcome and `buf`'s bytes, forgetting those of operations up to
+    /// `past` (every live thread has finished them); a step already run
+    /// for `seq` (by a proxy taken for failed that was only late) is not
+    /// run again: its kept outcome and bytes are returned instead.
+    fn step<T: bytemuck::Pod>(
+        &mut self,
+        seq: u64,
+        by: Rank,
+        past: u64,
+        buf: &mut [T],
+        step: impl FnOnce(&mut State, &mut [T]) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        if let Some(kept) = self.find(seq) {
+            return kept.read(buf);
+        }
+        let outcome = step(&mut self.state, buf);
+        while self.kept.front().is_some_and(|k| k.seq <= past) {
+            if let Some(old) = self.kept.pop_front() {
+                self.spare.push(old.bytes);
+            }
+        }
+        let mut bytes = self.spare.pop().unwrap_or_default();
+        bytes.clear();
+        bytes.extend_from_slice(bytemuck::cast_slice(buf));
+        self.kept.push_back(Kept {
+            seq,
+            by,
+            outcome: outcome.clone(),
+            bytes,
+        });
+        outcome
+    }
+
+    /// The kept outcome of node operation `seq`, if its step ran.
+    fn find(&self, seq: u64) -> Option<&Kept> {
+        self.kept.iter().rev().find(|k| k.seq == seq)
+    }
+}
+
 /// One thread's handle on the whole hierarchy (see the module doc):
 /// [`Collectives`] over every thread of every process.
 ///
 /// **The proxy fails over.** Every node operation is a local step (to the
 /// proxy), the proxy's step in the process level, and a local broadcast of
 /// its outcome from the proxy. The proxy keeps that outcome in the
-/// process's shared [`Upper`] before it broadcasts. A thread whose
+/// process's shared [`Upper`] before it broadcasts, until every live
+/// thread has finished the operation (a thread may lag many operations
+/// behind the others: a broadcast does not wait for every rank). A thread whose
 /// broadcast fails because the proxy failed (the thread team's failure
 /// registry, shared by the process's threads, says so) takes the kept
 /// outcome if the proxy's step got that far; if it did not, the proxy
@@ -284,6 +315,8 @@ impl Upper {
 pub struct NodeComm<'c, 't> {
     local: &'c mut Comm<'t>,
     upper: &'c Mutex<Upper>,
+    /// Per local rank: the last node operation it finished.
+    progress: &'c [AtomicU64],
     /// The local rank that talks MPI for this process now: 0, then the
     /// next one each time it fails (the same at every thread).
     proxy: Rank,
@@ -355,16 +388,27 @@ impl<'t> NodeComm<'_, 't> {
             }
         }
         let seq = self.seq;
+        let past = self.live_progress();
         let mut upper = self.upper();
-        Some(upper.step(seq, buf, |state, buf| match (local, state) {
-            (_, State::Down(why)) => Err(Error::UpperLevel(why.clone())),
-            (Err(e), state) => {
-                leave(state, format!("this process left the process level: {e}"));
-                Err(e)
-            }
-            (Ok(()), State::Ours(up)) => step(Level::Ours(up), buf),
-            (Ok(()), State::Native(native)) => step(Level::Native(native), buf),
-        }))
+        // Taken for failed (late, not dead): the others may have moved on
+        // to the next proxy already. Checked under the lock, so that a
+        // thread that saw the mark and then looks for this step's outcome
+        // finds it either run before the mark or not at all.
+        if self.local.is_failed(self.proxy) {
+            return Some(Err(Error::Failed(self.proxy)));
+        }
+        let proxy = self.proxy;
+        Some(
+            upper.step(seq, proxy, past, buf, |state, buf| match (local, state) {
+                (_, State::Down(why)) => Err(Error::UpperLevel(why.clone())),
+                (Err(e), state) => {
+                    leave(state, format!("this process left the process level: {e}"));
+                    Err(e)
+                }
+                (Ok(()), State::Ours(up)) => step(Level::Ours(up), buf),
+                (Ok(()), State::Native(native)) => step(Level::Native(native), buf),
+            }),
+        )
     }
 
     /// The last local step: the proxy broadcasts its outcome and, if it
@@ -398,10 +442,13 @@ impl<'t> NodeComm<'_, 't> {
                 return Some(Err(e));
             }
             // The proxy failed. Marked after all it did before: if it kept
-            // a step's outcome, this thread sees it.
+            // its step's outcome, this thread sees it. If it did not, every
+            // thread goes on to the next proxy, this one too (even if that
+            // one has run the step already: the others meet it in its
+            // broadcast).
             let upper = self.upper();
-            if upper.done == Some(self.seq) {
-                return Some(upper.kept(items));
+            if let Some(kept) = upper.find(self.seq).filter(|k| k.by == proxy) {
+                return Some(kept.read(items));
             }
             drop(upper);
             self.proxy = (proxy + 1) % self.locals;
@@ -427,14 +474,27 @@ impl<'t> NodeComm<'_, 't> {
         mut attempt: impl FnMut(&mut Self) -> Option<Result<(), Error>>,
     ) -> Result<(), Error> {
         self.seq += 1;
+        let mut outcome = Err(Error::UpperLevel(
+            "every thread of this process failed as its proxy".into(),
+        ));
         for _ in 0..self.locals {
-            if let Some(outcome) = attempt(self) {
-                return outcome;
+            if let Some(o) = attempt(self) {
+                outcome = o;
+                break;
             }
         }
-        Err(Error::UpperLevel(
-            "every thread of this process failed as its proxy".into(),
-        ))
+        self.progress[self.local.rank() as usize].store(self.seq, Ordering::Release);
+        outcome
+    }
+
+    /// The last node operation every live thread of the process has
+    /// finished.
+    fn live_progress(&self) -> u64 {
+        (0..self.locals)
+            .filter(|&r| !self.local.is_failed(r))
+            .map(|r| self.progress[r as usize].load(Ordering::Acquire))
+            .min()
+            .unwrap_or(0)
     }
 
     fn split(&self, root: Rank) -> Result<(u32, Rank), Error> {

@@ -39,8 +39,9 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::Equivalence;
 
 use crate::driver::{PeerView, Transport};
-use crate::mpi::wire::{self, Frame};
+use crate::mpi::wire::{self, Decoded, Frame};
 use crate::protocol::Msg;
+use crate::runtime::data::{Data, INLINE_BYTES};
 use crate::runtime::segment::SegmentPool;
 use crate::runtime::Packet;
 use crate::types::{OpId, Rank, Tick};
@@ -55,11 +56,19 @@ const YIELD_FOR: Tick = 2_000_000;
 /// Sends pending per peer at most (as a thread lane's capacity).
 pub const MAX_IN_FLIGHT: usize = 64;
 
-/// One pending send and the buffer it reads.
+/// One pending send and what it reads.
 struct InFlight {
     request: Request<'static, [u8], StaticScope>,
-    /// The leaked buffer the request reads (from `Box::leak`).
-    buffer: *mut Vec<u8>,
+    reads: Reads,
+}
+
+/// The memory a pending send reads, kept from reuse until it completes.
+enum Reads {
+    /// A frame: the leaked buffer (from `Box::leak`).
+    Frame(*mut Vec<u8>),
+    /// A detached value (`wire::encode_parts`): its segment, held (never
+    /// read: holding it keeps the pool from writing it).
+    Value { _held: Data },
 }
 
 /// Sends in progress and spare buffers.
@@ -80,13 +89,18 @@ impl Outgoing {
     fn reap(&mut self, to: usize) {
         while let Some(front) = self.pending[to].pop_front() {
             match front.request.test() {
-                Ok(_) => {
-                    // SAFETY: `buffer` came from `Box::leak` in `start`, and
-                    // the only other reference to it, the request's, was
-                    // consumed by a successful test: MPI no longer reads it.
-                    let buffer = unsafe { Box::from_raw(front.buffer) };
-                    self.spare.push(*buffer);
-                }
+                Ok(_) => match front.reads {
+                    Reads::Frame(buffer) => {
+                        // SAFETY: `buffer` came from `Box::leak` in `start`,
+                        // and the only other reference to it, the
+                        // request's, was consumed by a successful test:
+                        // MPI no longer reads it.
+                        let buffer = unsafe { Box::from_raw(buffer) };
+                        self.spare.push(*buffer);
+                    }
+                    // MPI no longer reads the segment: let it go.
+                    Reads::Value { .. } => {}
+                },
                 Err(request) => {
                     self.pending[to].push_front(InFlight { request, ..front });
                     return;
@@ -95,25 +109,47 @@ impl Outgoing {
         }
     }
 
-    /// Starts sending `frame` to `to` (no capacity check).
+    /// Starts sending `frame` to `to` (no capacity check): the frame, then
+    /// its detached value if it has one (MPI keeps the two in order).
     fn start(&mut self, comm: &SimpleCommunicator, to: Rank, frame: &Frame) -> bool {
         let mut bytes = self.spare.pop().unwrap_or_default();
-        if wire::encode(frame, &mut bytes).is_err() {
-            self.unframeable += 1;
-            self.spare.push(bytes);
-            return false;
-        }
+        let detached = match wire::encode_parts(frame, &mut bytes, wire::DETACH_MIN_BYTES) {
+            Ok(detached) => detached,
+            Err(_) => {
+                self.unframeable += 1;
+                self.spare.push(bytes);
+                return false;
+            }
+        };
         let buffer: &'static mut Vec<u8> = Box::leak(Box::new(bytes));
         let raw: *mut Vec<u8> = buffer;
         // Only shared access from here on, until the request completes.
         let slice: &'static [u8] = &buffer[..];
-        let request =
-            comm.process_at_rank(to as i32)
-                .immediate_send_with_tag(StaticScope, slice, TAG);
+        let dest = comm.process_at_rank(to as i32);
+        let request = dest.immediate_send_with_tag(StaticScope, slice, TAG);
         self.pending[to as usize].push_back(InFlight {
             request,
-            buffer: raw,
+            reads: Reads::Frame(raw),
         });
+        // `encode_parts` detaches only values of bytes.
+        if let Some((value, Some(Ok(bytes)))) = detached.as_ref().map(|v| (v, v.to_wire())) {
+            // SAFETY: the bytes are a segment's storage, on the heap behind
+            // the segment's `Arc`: moving the value into the `InFlight`
+            // below does not move them, and the `InFlight` holds it until
+            // the request tested complete (or forever, if abandoned or
+            // still pending when the transport is dropped). A held segment
+            // is never written: the pool writes only blocks it alone holds
+            // (`SegmentPool::fill`).
+            let slice: &'static [u8] =
+                unsafe { std::slice::from_raw_parts(bytes.as_ptr(), bytes.len()) };
+            let request = dest.immediate_send_with_tag(StaticScope, slice, TAG);
+            self.pending[to as usize].push_back(InFlight {
+                request,
+                reads: Reads::Value {
+                    _held: value.clone(),
+                },
+            });
+        }
         true
     }
 }
@@ -127,6 +163,8 @@ pub struct MpiTransport {
     out: RefCell<Outgoing>,
     /// The reused receive buffer.
     inbox: Vec<u8>,
+    /// Per peer: a frame whose detached value is its next message.
+    awaiting: Vec<Option<Vec<u8>>>,
     /// Segments of values too large to travel inline, once received.
     segments: Arc<SegmentPool>,
     failed: RefCell<Vec<bool>>,
@@ -195,6 +233,7 @@ impl MpiTransport {
                 unframeable: 0,
             }),
             inbox: Vec::new(),
+            awaiting: vec![None; procs as usize],
             segments,
             failed: RefCell::new(vec![false; procs as usize]),
             epoch: Cell::new(0),
@@ -289,11 +328,12 @@ impl Drop for MpiTransport {
         for to in 0..out.pending.len() {
             out.reap(to);
         }
+        // Both whole: a held segment must not go back to the pool either.
         for f in out.pending.iter_mut().flat_map(|q| q.drain(..)) {
-            std::mem::forget(f.request);
+            std::mem::forget(f);
         }
         for f in out.abandoned.drain(..) {
-            std::mem::forget(f.request);
+            std::mem::forget(f);
         }
     }
 }
@@ -347,9 +387,35 @@ impl Transport for MpiTransport {
                 .immediate_matched_probe_with_tag(TAG)?;
             let from = status.source_rank() as Rank;
             let len = status.count(u8::equivalent_datatype()) as usize;
-            self.inbox.resize(len, 0);
-            message.matched_receive_into(&mut self.inbox[..]);
-            match wire::decode(&self.inbox, &self.segments) {
+            let frame = match self.awaiting.get_mut(from as usize).and_then(Option::take) {
+                // The detached value of `from`'s last frame: straight into
+                // a segment.
+                Some(header) if len > INLINE_BYTES => {
+                    let value = Data::filled(len, &self.segments, |bytes| {
+                        message.matched_receive_into(bytes);
+                    });
+                    let frame = wire::decode_parts(&header, &self.segments, Some(value));
+                    self.inbox = header;
+                    frame
+                }
+                _ => {
+                    self.inbox.resize(len, 0);
+                    message.matched_receive_into(&mut self.inbox[..]);
+                    wire::decode_parts(&self.inbox, &self.segments, None)
+                }
+            };
+            let frame = match frame {
+                Some(Decoded::Frame(frame)) => Some(frame),
+                Some(Decoded::Awaits(_)) => {
+                    let header = std::mem::take(&mut self.inbox);
+                    if let Some(slot) = self.awaiting.get_mut(from as usize) {
+                        *slot = Some(header);
+                    }
+                    continue;
+                }
+                None => None,
+            };
+            match frame {
                 Some(Frame::Msg(msg)) => return Some((from, msg)),
                 Some(Frame::Failed(r)) => {
                     self.mark_failed(r);

@@ -4,7 +4,11 @@
 //! ended).
 //!
 //! Little-endian, no padding, no schema: the header is 11 bytes, a value
-//! its length and its bytes. A value that refers to this process's memory
+//! its length and its bytes. A value of [`DETACH_MIN_BYTES`] or more is
+//! *detached* ([`encode_parts`]): the frame carries only its length, and
+//! its bytes travel as the sender's next MPI message, sent straight from
+//! the value's segment and received straight into one
+//! ([`decode_parts`]), so that a large value is copied by MPI alone. A value that refers to this process's memory
 //! (a lazy sum, a lent buffer) is never put in a frame: the MPI
 //! communicator only builds values from bytes ([`Data::encode`]). Decoding
 //! checks every length and returns `None` for a frame it cannot read (the
@@ -53,6 +57,23 @@ const PACKET_OPTIONAL: u8 = 3;
 
 const DATA_BYTES: u8 = 0;
 const DATA_MISMATCH: u8 = 1;
+const DATA_DETACHED: u8 = 2;
+
+/// Values this large travel detached from their frame (see the module
+/// doc). Below it, copying the bytes into the frame and out again costs
+/// less than a second MPI message (about 1 µs here; 16 KiB copies at
+/// 20-40 GB/s in about as long).
+pub const DETACH_MIN_BYTES: usize = 16 * 1024;
+
+/// What a frame's bytes are.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decoded {
+    /// A whole frame.
+    Frame(Frame),
+    /// A frame whose value of this many bytes is detached: its bytes are
+    /// the sender's next message; decode the frame again with them.
+    Awaits(usize),
+}
 
 /// Why a message cannot be framed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,9 +84,21 @@ pub enum Unframeable {
     Fcg,
 }
 
-/// Writes `frame` into `out` (cleared first).
+/// Writes `frame` into `out` (cleared first), values included.
 pub fn encode(frame: &Frame, out: &mut Vec<u8>) -> Result<(), Unframeable> {
+    encode_parts(frame, out, usize::MAX).map(|_| ())
+}
+
+/// Writes `frame` into `out` (cleared first); a value of `detach_min`
+/// bytes or more is detached: returned, to be sent as the next message.
+pub fn encode_parts(
+    frame: &Frame,
+    out: &mut Vec<u8>,
+    detach_min: usize,
+) -> Result<Option<Data>, Unframeable> {
     out.clear();
+    let mut detached = None;
+    let mut data = |d: &Data, out: &mut Vec<u8>| data(d, out, detach_min, &mut detached);
     match frame {
         Frame::Failed(r) => {
             out.push(FRAME_FAILED);
@@ -121,11 +154,21 @@ pub fn encode(frame: &Frame, out: &mut Vec<u8>) -> Result<(), Unframeable> {
             }
         }
     }
-    Ok(())
+    Ok(detached)
 }
 
-fn data(d: &Data, out: &mut Vec<u8>) -> Result<(), Unframeable> {
+fn data(
+    d: &Data,
+    out: &mut Vec<u8>,
+    detach_min: usize,
+    detached: &mut Option<Data>,
+) -> Result<(), Unframeable> {
     match d.to_wire().ok_or(Unframeable::LocalValue)? {
+        Ok(bytes) if bytes.len() >= detach_min => {
+            out.push(DATA_DETACHED);
+            out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+            *detached = Some(d.clone());
+        }
         Ok(bytes) => {
             out.push(DATA_BYTES);
             out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
@@ -141,15 +184,21 @@ fn data(d: &Data, out: &mut Vec<u8>) -> Result<(), Unframeable> {
 }
 
 /// A cursor over a frame's bytes; every read checks the length.
-struct Reader<'a>(&'a [u8]);
+struct Reader<'a> {
+    bytes: &'a [u8],
+    /// The detached value's bytes, if they came.
+    payload: Option<Data>,
+    /// The length of a detached value whose bytes have not come.
+    awaits: Option<usize>,
+}
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        if self.0.len() < n {
+        if self.bytes.len() < n {
             return None;
         }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
+        let (head, rest) = self.bytes.split_at(n);
+        self.bytes = rest;
         Some(head)
     }
 
@@ -172,6 +221,17 @@ impl<'a> Reader<'a> {
                 Some(Data::from_wire(Ok(self.take(len)?), pool))
             }
             DATA_MISMATCH => Some(Data::from_wire(Err([self.u64()?, self.u64()?]), pool)),
+            DATA_DETACHED => {
+                let len = usize::try_from(self.u64()?).ok()?;
+                match self.payload.take() {
+                    Some(d) if matches!(d.to_wire(), Some(Ok(b)) if b.len() == len) => Some(d),
+                    Some(_) => None,
+                    None => {
+                        self.awaits = Some(len);
+                        Some(Data::EMPTY)
+                    }
+                }
+            }
             _ => None,
         }
     }
@@ -189,9 +249,25 @@ fn collective(b: u8) -> Option<Collective> {
 }
 
 /// Reads a frame written by [`encode`]; values that do not fit inline go
-/// into segments of `pool`. `None` for bytes that are not a whole frame.
+/// into segments of `pool`. `None` for bytes that are not a whole frame
+/// (a frame with a detached value included).
 pub fn decode(bytes: &[u8], pool: &SegmentPool) -> Option<Frame> {
-    let mut r = Reader(bytes);
+    match decode_parts(bytes, pool, None)? {
+        Decoded::Frame(frame) => Some(frame),
+        Decoded::Awaits(_) => None,
+    }
+}
+
+/// Reads a frame written by [`encode_parts`], with its detached value's
+/// bytes if they came (`payload`): the frame, or the length of the value
+/// it awaits. `None` for bytes that are not a frame, or a `payload` it does
+/// not await (or of another length).
+pub fn decode_parts(bytes: &[u8], pool: &SegmentPool, payload: Option<Data>) -> Option<Decoded> {
+    let mut r = Reader {
+        bytes,
+        payload,
+        awaits: None,
+    };
     let frame = match r.u8()? {
         FRAME_FAILED => Frame::Failed(r.u32()?),
         FRAME_LEFT => Frame::Left,
@@ -243,6 +319,13 @@ pub fn decode(bytes: &[u8], pool: &SegmentPool) -> Option<Frame> {
         }
         _ => return None,
     };
-    // Trailing bytes: not a frame this version wrote.
-    r.0.is_empty().then_some(frame)
+    // Trailing bytes, or a payload not awaited: not a frame this version
+    // wrote.
+    if !r.bytes.is_empty() || r.payload.is_some() {
+        return None;
+    }
+    Some(match r.awaits {
+        Some(len) => Decoded::Awaits(len),
+        None => Decoded::Frame(frame),
+    })
 }

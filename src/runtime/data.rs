@@ -174,6 +174,14 @@ impl Data {
         }
     }
 
+    /// A value of `len` bytes more than [`INLINE_BYTES`], written in place
+    /// into a segment of `pool` by `write` (which must write every byte):
+    /// a value received straight into shared memory, with no copy.
+    pub fn filled(len: usize, pool: &SegmentPool, write: impl FnOnce(&mut [u8])) -> Data {
+        debug_assert!(len > INLINE_BYTES, "a value this small travels inline");
+        Data::Shared(Shared::Bytes(pool.fill(len, write)))
+    }
+
     /// The lent input of `rank` to a large allreduce: a lazy sum of one
     /// input, reduced by every rank together once the inputs are agreed.
     pub fn lazy(rank: Rank, input: &Arc<Lent>) -> Data {
