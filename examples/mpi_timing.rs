@@ -69,7 +69,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (universe, _) = mpi::initialize_with_threading(threading).ok_or("MPI initializes once")?;
     let world = universe.world();
     let mean = if threads == 1 {
-        let mut comm = MpiComm::new(&world, &Team::builder().fault_budget(f))?;
+        let mut builder = Team::builder().fault_budget(f);
+        // ALLREDUCE=auto|tree|star: the algorithm between processes.
+        if let Ok(algorithm) = std::env::var("ALLREDUCE") {
+            builder = builder.allreduce(algorithm.parse()?);
+        }
+        let mut comm = MpiComm::new(&world, &builder)?;
         time_one(&mut comm, op, lone, iters, bytes)?
     } else {
         let level = ProcessLevel::Corrected(Team::builder().fault_budget(f));

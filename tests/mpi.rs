@@ -260,7 +260,15 @@ fn a_node_team_survives_a_dead_thread_and_a_sigkilled_process() {
 /// process deliver every operation (the one of the death included).
 #[test]
 fn a_node_team_survives_its_proxy_thread_dying() {
-    for op in ["allreduce", "reduce", "bcast"] {
+    // 600 words: spread in place, the outcome read from the kept ones.
+    for (op, len) in [
+        ("allreduce", "1"),
+        ("reduce", "1"),
+        ("bcast", "1"),
+        ("allreduce", "600"),
+        ("reduce", "600"),
+        ("bcast", "600"),
+    ] {
         // Rank 4 is process 1's local rank 0, its first proxy.
         let outcomes = mpirun(
             2,
@@ -273,6 +281,8 @@ fn a_node_team_survives_its_proxy_thread_dying() {
                 "4",
                 "--die-at",
                 "4:50",
+                "--len",
+                len,
             ],
         );
         assert_eq!(outcomes.len(), 8, "{op}: every thread reports");

@@ -35,6 +35,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+use bytemuck::Zeroable;
 use mpi::collective::CommunicatorCollectives;
 use mpi::environment::Threading;
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -173,6 +174,7 @@ impl NodeTeam {
                 local,
                 upper: &upper,
                 progress: &progress,
+                spread: Vec::new(),
                 proxy: 0,
                 seq: 0,
                 locals,
@@ -230,7 +232,7 @@ impl Kept {
     /// thread that hears only the outcome, as those of other processes
     /// than a reduce's root).
     fn read<T: bytemuck::Pod>(&self, buf: &mut [T]) -> Result<(), Error> {
-        self.outcome.clone()?;
+        self.outcome.clone().map_err(|_| proxy_failed_its_step())?;
         let out: &mut [u8] = bytemuck::cast_slice_mut(buf);
         if out.is_empty() {
             return Ok(());
@@ -317,6 +319,8 @@ pub struct NodeComm<'c, 't> {
     upper: &'c Mutex<Upper>,
     /// Per local rank: the last node operation it finished.
     progress: &'c [AtomicU64],
+    /// The small spread's buffer (value and outcome byte), reused.
+    spread: Vec<u8>,
     /// The local rank that talks MPI for this process now: 0, then the
     /// next one each time it fails (the same at every thread).
     proxy: Rank,
@@ -330,6 +334,16 @@ pub struct NodeComm<'c, 't> {
 /// The trailing byte of the last local step: the proxy's outcome.
 const UPPER_OK: u8 = 0;
 const UPPER_FAILED: u8 = 1;
+
+/// Values this large are spread in place, their outcome read from the
+/// kept ones ([`NodeComm::spread_from_proxy`]).
+const SPREAD_IN_PLACE_MIN_BYTES: usize = 4096;
+
+/// What a thread gets when its proxy's step failed (the proxy gets the
+/// step's own error).
+fn proxy_failed_its_step() -> Error {
+    Error::UpperLevel("the process level failed at this process's proxy".into())
+}
 
 /// True if `e` says this thread itself is out (failed or hung).
 fn is_own_failure(e: &Error) -> bool {
@@ -415,6 +429,12 @@ impl<'t> NodeComm<'_, 't> {
     /// succeeded, `buf` to the threads of its process. `None`: the proxy
     /// failed before its step; the caller repeats the operation with the
     /// next proxy.
+    ///
+    /// A small value travels with its outcome in one broadcast (a byte
+    /// after it). A value of [`SPREAD_IN_PLACE_MIN_BYTES`] or more is
+    /// broadcast in place, into `buf` itself, and each thread reads the
+    /// outcome the proxy kept: two copies of the value and a buffer fewer
+    /// per thread, for one lock.
     fn spread_from_proxy<B: BufferMut + ?Sized>(
         &mut self,
         upper: Option<Result<(), Error>>,
@@ -422,48 +442,61 @@ impl<'t> NodeComm<'_, 't> {
     ) -> Option<Result<(), Error>> {
         let items = buf.items_mut();
         let n = std::mem::size_of_val(items);
-        let mut bytes = vec![UPPER_OK; n + 1];
-        let mut failure = None;
-        if let Some(result) = upper {
-            match result {
-                Ok(()) => bytes[..n].copy_from_slice(bytemuck::cast_slice(items)),
-                Err(e) => {
-                    bytes[n] = UPPER_FAILED;
-                    failure = Some(e);
+        let is_proxy = upper.is_some();
+        let failure = upper.and_then(Result::err);
+        let proxy = self.proxy;
+        let spread = if n >= SPREAD_IN_PLACE_MIN_BYTES {
+            self.local.broadcast_into(proxy, &mut *items).map(|()| None)
+        } else {
+            let mut bytes = std::mem::take(&mut self.spread);
+            bytes.clear();
+            bytes.resize(n + 1, UPPER_OK);
+            if is_proxy {
+                match failure {
+                    None => bytes[..n].copy_from_slice(bytemuck::cast_slice(items)),
+                    Some(_) => bytes[n] = UPPER_FAILED,
                 }
             }
-        }
-        let proxy = self.proxy;
-        if let Err(e) = self.local.broadcast_into(proxy, &mut bytes[..]) {
-            if let Some(f) = failure {
-                return Some(Err(f));
+            let spread = self.local.broadcast_into(proxy, &mut bytes[..]).map(|()| {
+                let ok = bytes[n] == UPPER_OK;
+                if ok {
+                    bytemuck::cast_slice_mut(items).copy_from_slice(&bytes[..n]);
+                }
+                Some(ok)
+            });
+            self.spread = bytes;
+            spread
+        };
+        let seq = self.seq;
+        match (spread, failure) {
+            (Ok(_), Some(e)) => Some(Err(e)),
+            (Ok(Some(true)), None) => Some(Ok(())),
+            (Ok(Some(false)), None) => Some(Err(proxy_failed_its_step())),
+            (Ok(None), None) if is_proxy => Some(Ok(())),
+            // In place: the outcome is kept until this thread is past it.
+            (Ok(None), None) => Some(match self.upper().find(seq).filter(|k| k.by == proxy) {
+                Some(kept) => kept.outcome.clone().map_err(|_| proxy_failed_its_step()),
+                None => Err(Error::UpperLevel("the proxy's outcome was not kept".into())),
+            }),
+            (Err(_), Some(e)) => Some(Err(e)),
+            (Err(e), None) => {
+                if is_own_failure(&e) || !self.local.is_failed(proxy) {
+                    return Some(Err(e));
+                }
+                // The proxy failed. Marked after all it did before: if it
+                // kept its step's outcome, this thread sees it. If it did
+                // not, every thread goes on to the next proxy, this one too
+                // (even if that one has run the step already: the others
+                // meet it in its broadcast).
+                let upper = self.upper();
+                if let Some(kept) = upper.find(seq).filter(|k| k.by == proxy) {
+                    return Some(kept.read(items));
+                }
+                drop(upper);
+                self.proxy = (proxy + 1) % self.locals;
+                None
             }
-            if is_own_failure(&e) || !self.local.is_failed(proxy) {
-                return Some(Err(e));
-            }
-            // The proxy failed. Marked after all it did before: if it kept
-            // its step's outcome, this thread sees it. If it did not, every
-            // thread goes on to the next proxy, this one too (even if that
-            // one has run the step already: the others meet it in its
-            // broadcast).
-            let upper = self.upper();
-            if let Some(kept) = upper.find(self.seq).filter(|k| k.by == proxy) {
-                return Some(kept.read(items));
-            }
-            drop(upper);
-            self.proxy = (proxy + 1) % self.locals;
-            return None;
         }
-        if let Some(e) = failure {
-            return Some(Err(e));
-        }
-        if bytes[n] != UPPER_OK {
-            return Some(Err(Error::UpperLevel(
-                "the process level failed at this process's proxy".into(),
-            )));
-        }
-        bytemuck::cast_slice_mut(items).copy_from_slice(&bytes[..n]);
-        Some(Ok(()))
     }
 
     /// Runs node operation `op` (one attempt per call of `attempt`, with
@@ -564,15 +597,22 @@ impl Collectives for NodeComm<'_, '_> {
         op.check()?;
         let op = &op;
         let apply = |a: &S::Item, b: &S::Item| op.apply(a, b);
-        let mut partial = send.items().to_vec();
-        // The process level's result lands in a scratch buffer, so that
-        // `recv` stays untouched everywhere but at the root thread.
-        let mut scratch = partial.clone();
+        // The proxy's local result, and the process level's: a scratch
+        // buffer, so that `recv` stays untouched everywhere but at the root
+        // thread. Only the threads that use them have them.
+        let (mut partial, mut scratch) = (Vec::new(), Vec::new());
+        let n = send.items().len();
         self.node_op(|node| {
+            let is_proxy = node.local.rank() == node.proxy;
+            if is_proxy {
+                partial.resize(n, Zeroable::zeroed());
+            }
+            if is_proxy || node.proc_rank == rp {
+                scratch.resize(n, Zeroable::zeroed());
+            }
             let local = node
                 .local
                 .reduce_into(node.proxy, send, &mut partial[..], apply);
-            scratch.copy_from_slice(&partial);
             let upper = node.upper_step(local, &mut scratch[..], |level, scratch| match level {
                 Level::Ours(up) => up.reduce_into(rp, &partial[..], scratch, apply),
                 Level::Native(native) => native.reduce(Some(rp), &partial, scratch, &OpRef(op)),
@@ -615,9 +655,14 @@ impl Collectives for NodeComm<'_, '_> {
         op.check()?;
         let op = &op;
         let apply = |a: &S::Item, b: &S::Item| op.apply(a, b);
-        let mut partial = send.items().to_vec();
+        // The proxy's local result (only the proxy has one).
+        let mut partial = Vec::new();
+        let n = send.items().len();
         let result = recv.items_mut();
         self.node_op(|node| {
+            if node.local.rank() == node.proxy {
+                partial.resize(n, Zeroable::zeroed());
+            }
             let local = node
                 .local
                 .reduce_into(node.proxy, send, &mut partial[..], apply);
