@@ -160,20 +160,18 @@ impl NodeTeam {
                 }
             }
         };
-        let upper = Mutex::new(Upper {
-            state: level,
-            kept: VecDeque::new(),
-            spare: Vec::new(),
-        });
-        let progress: Box<[AtomicU64]> = (0..self.threads.ranks())
-            .map(|_| AtomicU64::new(0))
-            .collect();
+        let upper = Upper {
+            level: Mutex::new(Process(level)),
+            kept: Mutex::new(History::default()),
+            progress: (0..self.threads.ranks())
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        };
         let report = self.threads.run(|local| {
             let locals = local.size();
             let mut comm = NodeComm {
                 local,
                 upper: &upper,
-                progress: &progress,
                 spread: Vec::new(),
                 proxy: 0,
                 seq: 0,
@@ -206,15 +204,35 @@ enum Level<'a> {
     Native(&'a mut NativeLevel),
 }
 
-/// The process level of one process, shared by its threads: whichever
-/// thread is the proxy takes it for a step. It keeps the steps' outcomes
-/// until every live thread of the process is past them, so that threads
-/// whose proxy died while spreading one still get it (see [`NodeComm`]).
+/// What the threads of one process share of the process level: the level
+/// itself, which whichever thread is the proxy takes for a step, and the
+/// steps' outcomes, kept until every live thread of the process is past
+/// them, so that threads whose proxy died while spreading one still get it
+/// (see [`NodeComm`]). Two locks: the level's is held through a step (which
+/// waits on other processes), the outcomes' only to read or add one.
 struct Upper {
-    state: State,
-    /// Outcomes of steps, oldest first.
+    level: Mutex<Process>,
+    kept: Mutex<History>,
+    /// Per local rank: the last node operation it finished.
+    progress: Box<[AtomicU64]>,
+}
+
+/// This process in the process level.
+struct Process(State);
+
+// SAFETY: a `Process` holds MPI handles (a communicator, requests), which
+// rsmpi leaves `!Send` because at MPI's default threading level only the
+// thread that initialized MPI may call it. `NodeTeam::new` refuses to build
+// unless MPI runs at `Threading::Serialized` or `Multiple`, where any
+// thread may call MPI as long as no two calls overlap; every `Process`
+// lives in a `Mutex` (`Upper::level`), whose holder alone makes those
+// calls.
+unsafe impl Send for Process {}
+
+/// Outcomes of steps, oldest first, and buffers for reuse.
+#[derive(Default)]
+struct History {
     kept: VecDeque<Kept>,
-    /// Buffers of outcomes no longer kept, for reuse.
     spare: Vec<Vec<u8>>,
 }
 
@@ -247,47 +265,25 @@ impl Kept {
     }
 }
 
-// SAFETY: `Upper` holds MPI handles (a communicator, requests), which rsmpi
-// leaves `!Send` because at MPI's default threading level only the thread
-// that initialized MPI may call it. `NodeTeam::new` refuses to build unless
-// MPI runs at `Threading::Serialized` or `Multiple`, where any thread may
-// call MPI as long as no two calls overlap; every `Upper` lives in a
-// `Mutex` (`NodeTeam::run`), whose holder alone makes those calls.
-unsafe impl Send for Upper {}
-
-impl Upper {
-    /// Runs node operation `seq`'s step with `step` on `buf` and keeps its
-    /// outcome and `buf`'s bytes, forgetting those of operations up to
-    /// `past` (every live thread has finished them); a step already run
-    /// for `seq` (by a proxy taken for failed that was only late) is not
-    /// run again: its kept outcome and bytes are returned instead.
-    fn step<T: bytemuck::Pod>(
-        &mut self,
-        seq: u64,
-        by: Rank,
-        past: u64,
-        buf: &mut [T],
-        step: impl FnOnce(&mut State, &mut [T]) -> Result<(), Error>,
-    ) -> Result<(), Error> {
-        if let Some(kept) = self.find(seq) {
-            return kept.read(buf);
-        }
-        let outcome = step(&mut self.state, buf);
+impl History {
+    /// Keeps node operation `seq`'s outcome (run by proxy `by`) and
+    /// `bytes`, forgetting those of operations up to `past` (every live
+    /// thread has finished them).
+    fn keep(&mut self, seq: u64, by: Rank, past: u64, outcome: Result<(), Error>, bytes: &[u8]) {
         while self.kept.front().is_some_and(|k| k.seq <= past) {
             if let Some(old) = self.kept.pop_front() {
                 self.spare.push(old.bytes);
             }
         }
-        let mut bytes = self.spare.pop().unwrap_or_default();
-        bytes.clear();
-        bytes.extend_from_slice(bytemuck::cast_slice(buf));
+        let mut kept = self.spare.pop().unwrap_or_default();
+        kept.clear();
+        kept.extend_from_slice(bytes);
         self.kept.push_back(Kept {
             seq,
             by,
-            outcome: outcome.clone(),
-            bytes,
+            outcome,
+            bytes: kept,
         });
-        outcome
     }
 
     /// The kept outcome of node operation `seq`, if its step ran.
@@ -316,9 +312,7 @@ impl Upper {
 /// the repeat of one operation.
 pub struct NodeComm<'c, 't> {
     local: &'c mut Comm<'t>,
-    upper: &'c Mutex<Upper>,
-    /// Per local rank: the last node operation it finished.
-    progress: &'c [AtomicU64],
+    upper: &'c Upper,
     /// The small spread's buffer (value and outcome byte), reused.
     spread: Vec<u8>,
     /// The local rank that talks MPI for this process now: 0, then the
@@ -366,18 +360,26 @@ impl<'t> NodeComm<'_, 't> {
         self.proxy
     }
 
-    /// The shared process level; a thread that panicked holding it left it
-    /// in the middle of a step, so the process leaves the process level.
-    fn upper(&self) -> MutexGuard<'_, Upper> {
-        self.upper.lock().unwrap_or_else(|poisoned| {
-            self.upper.clear_poison();
-            let mut upper = poisoned.into_inner();
+    /// The process level; a thread that panicked holding it left it in the
+    /// middle of a step, so the process leaves the process level.
+    fn level(&self) -> MutexGuard<'_, Process> {
+        self.upper.level.lock().unwrap_or_else(|poisoned| {
+            self.upper.level.clear_poison();
+            let mut process = poisoned.into_inner();
             leave(
-                &mut upper.state,
+                &mut process.0,
                 "a thread panicked in a step of the process level".into(),
             );
-            upper
+            process
         })
+    }
+
+    /// The kept outcomes (no user code runs under their lock).
+    fn kept(&self) -> MutexGuard<'_, History> {
+        self.upper
+            .kept
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Runs the process level's step on the proxy (`None` elsewhere). A
@@ -402,27 +404,34 @@ impl<'t> NodeComm<'_, 't> {
             }
         }
         let seq = self.seq;
-        let past = self.live_progress();
-        let mut upper = self.upper();
-        // Taken for failed (late, not dead): the others may have moved on
-        // to the next proxy already. Checked under the lock, so that a
-        // thread that saw the mark and then looks for this step's outcome
-        // finds it either run before the mark or not at all.
-        if self.local.is_failed(self.proxy) {
-            return Some(Err(Error::Failed(self.proxy)));
-        }
         let proxy = self.proxy;
-        Some(
-            upper.step(seq, proxy, past, buf, |state, buf| match (local, state) {
-                (_, State::Down(why)) => Err(Error::UpperLevel(why.clone())),
-                (Err(e), state) => {
-                    leave(state, format!("this process left the process level: {e}"));
-                    Err(e)
-                }
-                (Ok(()), State::Ours(up)) => step(Level::Ours(up), buf),
-                (Ok(()), State::Native(native)) => step(Level::Native(native), buf),
-            }),
-        )
+        let mut level = self.level();
+        // Taken for failed (late, not dead): the others may have moved on
+        // to the next proxy already. Checked under the level's lock, which
+        // a thread that saw the mark takes before it looks for this step's
+        // outcome: it finds the step run before the mark, or not at all.
+        if self.local.is_failed(proxy) {
+            return Some(Err(Error::Failed(proxy)));
+        }
+        // A step already run for `seq` (by a proxy taken for failed that
+        // was only late) is not run again.
+        if let Some(kept) = self.kept().find(seq) {
+            return Some(kept.read(buf));
+        }
+        let outcome = match (local, &mut level.0) {
+            (_, State::Down(why)) => Err(Error::UpperLevel(why.clone())),
+            (Err(e), state) => {
+                leave(state, format!("this process left the process level: {e}"));
+                Err(e)
+            }
+            (Ok(()), State::Ours(up)) => step(Level::Ours(up), buf),
+            (Ok(()), State::Native(native)) => step(Level::Native(native), buf),
+        };
+        let past = self.live_progress();
+        self.kept()
+            .keep(seq, proxy, past, outcome.clone(), bytemuck::cast_slice(buf));
+        drop(level);
+        Some(outcome)
     }
 
     /// The last local step: the proxy broadcasts its outcome and, if it
@@ -474,7 +483,7 @@ impl<'t> NodeComm<'_, 't> {
             (Ok(Some(false)), None) => Some(Err(proxy_failed_its_step())),
             (Ok(None), None) if is_proxy => Some(Ok(())),
             // In place: the outcome is kept until this thread is past it.
-            (Ok(None), None) => Some(match self.upper().find(seq).filter(|k| k.by == proxy) {
+            (Ok(None), None) => Some(match self.kept().find(seq).filter(|k| k.by == proxy) {
                 Some(kept) => kept.outcome.clone().map_err(|_| proxy_failed_its_step()),
                 None => Err(Error::UpperLevel("the proxy's outcome was not kept".into())),
             }),
@@ -488,11 +497,12 @@ impl<'t> NodeComm<'_, 't> {
                 // not, every thread goes on to the next proxy, this one too
                 // (even if that one has run the step already: the others
                 // meet it in its broadcast).
-                let upper = self.upper();
-                if let Some(kept) = upper.find(seq).filter(|k| k.by == proxy) {
+                // A step of a proxy taken for failed while late may still be
+                // running: wait for it (the level's lock) before looking.
+                drop(self.level());
+                if let Some(kept) = self.kept().find(seq).filter(|k| k.by == proxy) {
                     return Some(kept.read(items));
                 }
-                drop(upper);
                 self.proxy = (proxy + 1) % self.locals;
                 None
             }
@@ -516,7 +526,7 @@ impl<'t> NodeComm<'_, 't> {
                 break;
             }
         }
-        self.progress[self.local.rank() as usize].store(self.seq, Ordering::Release);
+        self.upper.progress[self.local.rank() as usize].store(self.seq, Ordering::Release);
         outcome
     }
 
@@ -525,7 +535,7 @@ impl<'t> NodeComm<'_, 't> {
     fn live_progress(&self) -> u64 {
         (0..self.locals)
             .filter(|&r| !self.local.is_failed(r))
-            .map(|r| self.progress[r as usize].load(Ordering::Acquire))
+            .map(|r| self.upper.progress[r as usize].load(Ordering::Acquire))
             .min()
             .unwrap_or(0)
     }
@@ -692,7 +702,7 @@ impl Collectives for NodeComm<'_, '_> {
     /// The process level's budget (failures of whole processes); each
     /// process's threads have their own ([`Comm::fault_budget`]).
     fn fault_budget(&self) -> u32 {
-        match &self.upper().state {
+        match &self.level().0 {
             State::Ours(up) => up.fault_budget(),
             _ => 0,
         }

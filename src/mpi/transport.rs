@@ -9,9 +9,13 @@
 //!   past it the driver keeps the message in its outbox). Sends to a peer
 //!   found failed are abandoned: never waited for, their buffers never
 //!   freed (MPI may still read them), at most [`MAX_IN_FLIGHT`] per peer.
-//! * **Receives are probe-driven** (`MPI_Improbe` and `MPI_Mrecv` into one
-//!   reused buffer); no MPI collective and no blocking call is ever made on
-//!   a peer that may be dead.
+//! * **Receives are probe-driven** (`MPI_Improbe`, then `MPI_Imrecv` into
+//!   one reused buffer, or for a detached value into a segment), tested
+//!   until complete: a message above MPI's eager size completes only with
+//!   its sender's help, so a blocking receive would wait on a peer that may
+//!   be dead; a receive from a peer found failed is abandoned. No MPI
+//!   collective and no blocking call is ever made on a peer that may be
+//!   dead.
 //! * **One tag, one frame kind byte**: protocol messages and the
 //!   transport's notices travel in one FIFO per pair of ranks (MPI's
 //!   non-overtaking rule), so a notice that a rank left or failed never
@@ -23,10 +27,12 @@
 //!   until a detector says so. Corrected broadcast needs no notice.
 //! * **Time**: nanoseconds since the transport was made.
 //!
-//! Not `Send` in substance: MPI is initialized for the main thread only
-//! (`MPI_THREAD_FUNNELED` at most), and the communicator that owns this
-//! transport ([`super::MpiComm`]) is not `Send`, so the transport never
-//! leaves the thread that made it (see the `SAFETY` note on its `Send`).
+//! Not `Send` in substance: the communicator that owns this transport
+//! ([`super::MpiComm`]) is not `Send`, so the transport is used by one
+//! thread at a time: the one that made it, or (in the hierarchy,
+//! [`super::hier`]) the proxy thread of the moment, under a mutex, with MPI
+//! at `Threading::Serialized` or `Multiple` (see the `SAFETY` note on its
+//! `Send`).
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -69,6 +75,29 @@ enum Reads {
     /// A detached value (`wire::encode_parts`): its segment, held (never
     /// read: holding it keeps the pool from writing it).
     Value { _held: Data },
+}
+
+/// A receive in progress: `MPI_Imrecv` of a probed message, tested until
+/// it completes. A message above MPI's eager size completes only with its
+/// sender's help (a rendezvous), so a blocking `MPI_Mrecv` would wait on a
+/// peer that may be dead; this one is abandoned once the peer is failed.
+struct Receiving {
+    from: Rank,
+    request: Request<'static, [u8], StaticScope>,
+    into: Landing,
+}
+
+/// Where a receive lands.
+enum Landing {
+    /// A frame: the inbox's parts (a `Vec` taken apart), lent to MPI.
+    Frame {
+        ptr: *mut u8,
+        len: usize,
+        cap: usize,
+    },
+    /// A detached value: a segment nobody else holds until it is whole,
+    /// and the frame that awaits it.
+    Value { value: Data, header: Vec<u8> },
 }
 
 /// Sends in progress and spare buffers.
@@ -161,8 +190,10 @@ pub struct MpiTransport {
     procs: u32,
     started: Instant,
     out: RefCell<Outgoing>,
-    /// The reused receive buffer.
+    /// The reused receive buffer (empty while a receive holds it).
     inbox: Vec<u8>,
+    /// The receive in progress, if one is.
+    receiving: Option<Receiving>,
     /// Per peer: a frame whose detached value is its next message.
     awaiting: Vec<Option<Vec<u8>>>,
     /// Segments of values too large to travel inline, once received.
@@ -197,12 +228,14 @@ pub struct MpiTransport {
 }
 
 // SAFETY: an `MpiTransport` holds MPI handles and raw pointers to buffers
-// MPI reads, neither of which may be used from two threads. It is created by
-// and owned by an `MpiComm`, which is `!Send` (it holds a raw-pointer
-// marker), so it never leaves the thread that initialized MPI. The driver
-// asks `T: Send` only so that thread engines can lend a call to other
-// threads (`Transport::block_call`), which this transport never does (it
-// keeps the default).
+// MPI reads or writes, none of which may be used from two threads at once.
+// It is owned by an `MpiComm`, which is `!Send` (it holds a raw-pointer
+// marker): it stays on the thread that made it, unless the hierarchy moves
+// it, inside a `Mutex` whose holder alone uses it, with MPI initialized at
+// `Threading::Serialized` or `Multiple` (`hier::Process`). The driver asks
+// `T: Send` only so that thread engines can lend a call to other threads
+// (`Transport::block_call`), which this transport never does (it keeps the
+// default).
 unsafe impl Send for MpiTransport {}
 
 impl MpiTransport {
@@ -233,6 +266,7 @@ impl MpiTransport {
                 unframeable: 0,
             }),
             inbox: Vec::new(),
+            receiving: None,
             awaiting: vec![None; procs as usize],
             segments,
             failed: RefCell::new(vec![false; procs as usize]),
@@ -300,6 +334,60 @@ impl MpiTransport {
         });
     }
 
+    /// A completed receive from `from`: the message it makes whole, if it
+    /// is one (a notice is taken here, a frame that awaits its detached
+    /// value is kept until it comes).
+    fn landed(&mut self, from: Rank, into: Landing) -> Option<(Rank, Msg<Packet>)> {
+        let frame = match into {
+            Landing::Frame { ptr, len, cap } => {
+                // SAFETY: the parts of the `Vec` taken apart in `try_recv`,
+                // whose receive has completed: MPI no longer touches them.
+                let inbox = unsafe { Vec::from_raw_parts(ptr, len, cap) };
+                let decoded = wire::decode_parts(&inbox, &self.segments, None);
+                if let Some(Decoded::Awaits(_)) = decoded {
+                    if let Some(slot) = self.awaiting.get_mut(from as usize) {
+                        *slot = Some(inbox);
+                    }
+                    return None;
+                }
+                self.inbox = inbox;
+                decoded
+            }
+            Landing::Value { value, header } => {
+                wire::decode_parts(&header, &self.segments, Some(value))
+            }
+        };
+        match frame {
+            Some(Decoded::Frame(Frame::Msg(msg))) => return Some((from, msg)),
+            Some(Decoded::Frame(Frame::Failed(r))) => {
+                self.mark_failed(r);
+            }
+            Some(Decoded::Frame(Frame::Left)) => {
+                if let Some(l) = self.left.get_mut(from as usize) {
+                    *l = true;
+                }
+            }
+            Some(Decoded::Frame(Frame::Beat {
+                entered,
+                returned,
+                beat,
+            })) => {
+                if let Some(v) = self.views.get_mut(from as usize) {
+                    // Frames of one sender arrive in order: the last is the
+                    // newest.
+                    *v = PeerView {
+                        entered,
+                        returned,
+                        beat,
+                        left: false,
+                    };
+                }
+            }
+            Some(Decoded::Awaits(_)) | None => self.malformed += 1,
+        }
+        None
+    }
+
     /// Whether a message is waiting.
     fn probe(&self) -> bool {
         self.comm
@@ -328,6 +416,8 @@ impl Drop for MpiTransport {
         for to in 0..out.pending.len() {
             out.reap(to);
         }
+        // A receive in progress: MPI may still write its memory.
+        std::mem::forget(self.receiving.take());
         // Both whole: a held segment must not go back to the pool either.
         for f in out.pending.iter_mut().flat_map(|q| q.drain(..)) {
             std::mem::forget(f);
@@ -381,68 +471,73 @@ impl Transport for MpiTransport {
 
     fn try_recv(&mut self) -> Option<(Rank, Msg<Packet>)> {
         loop {
+            if let Some(receiving) = self.receiving.take() {
+                match receiving.request.test() {
+                    Ok(_) => match self.landed(receiving.from, receiving.into) {
+                        Some(msg) => return Some(msg),
+                        None => continue,
+                    },
+                    Err(request) => {
+                        let receiving = Receiving {
+                            request,
+                            ..receiving
+                        };
+                        if self.is_failed(receiving.from) {
+                            // Never completed, never dropped (rsmpi panics
+                            // on a dropped request, and MPI may still write
+                            // the memory): one leak per failed sender.
+                            std::mem::forget(receiving);
+                            continue;
+                        }
+                        self.receiving = Some(receiving);
+                        return None;
+                    }
+                }
+            }
             let (message, status): (_, Status) = self
                 .comm
                 .any_process()
                 .immediate_matched_probe_with_tag(TAG)?;
             let from = status.source_rank() as Rank;
             let len = status.count(u8::equivalent_datatype()) as usize;
-            let frame = match self.awaiting.get_mut(from as usize).and_then(Option::take) {
-                // The detached value of `from`'s last frame: straight into
-                // a segment.
-                Some(header) if len > INLINE_BYTES => {
-                    let value = Data::filled(len, &self.segments, |bytes| {
-                        message.matched_receive_into(bytes);
-                    });
-                    let frame = wire::decode_parts(&header, &self.segments, Some(value));
-                    self.inbox = header;
-                    frame
-                }
-                _ => {
-                    self.inbox.resize(len, 0);
-                    message.matched_receive_into(&mut self.inbox[..]);
-                    wire::decode_parts(&self.inbox, &self.segments, None)
-                }
-            };
-            let frame = match frame {
-                Some(Decoded::Frame(frame)) => Some(frame),
-                Some(Decoded::Awaits(_)) => {
-                    let header = std::mem::take(&mut self.inbox);
-                    if let Some(slot) = self.awaiting.get_mut(from as usize) {
-                        *slot = Some(header);
+            let (buf, into): (&'static mut [u8], Landing) =
+                match self.awaiting.get_mut(from as usize).and_then(Option::take) {
+                    // The detached value of `from`'s last frame: straight
+                    // into a segment.
+                    Some(header) if len > INLINE_BYTES => {
+                        let mut at = std::ptr::null_mut();
+                        let value = Data::filled(len, &self.segments, |bytes| {
+                            at = bytes.as_mut_ptr();
+                        });
+                        // SAFETY: `at` points to the segment's `len` bytes,
+                        // on the heap behind the segment's `Arc`, which
+                        // `value` keeps alive (in the `Receiving`, or
+                        // forever if abandoned). Nobody reads them before
+                        // the receive completes: `value` is handed out only
+                        // then, and the pool never writes a held block.
+                        let buf = unsafe { std::slice::from_raw_parts_mut(at, len) };
+                        (buf, Landing::Value { value, header })
                     }
-                    continue;
-                }
-                None => None,
-            };
-            match frame {
-                Some(Frame::Msg(msg)) => return Some((from, msg)),
-                Some(Frame::Failed(r)) => {
-                    self.mark_failed(r);
-                }
-                Some(Frame::Left) => {
-                    if let Some(l) = self.left.get_mut(from as usize) {
-                        *l = true;
+                    _ => {
+                        let mut inbox =
+                            std::mem::ManuallyDrop::new(std::mem::take(&mut self.inbox));
+                        inbox.resize(len, 0);
+                        let (ptr, cap) = (inbox.as_mut_ptr(), inbox.capacity());
+                        // SAFETY: the inbox was taken apart just now and is
+                        // put together again only in `landed`, after the
+                        // request completed (or never, if abandoned): its
+                        // `len` initialized bytes have no other user
+                        // meanwhile.
+                        let buf = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
+                        (buf, Landing::Frame { ptr, len, cap })
                     }
-                }
-                Some(Frame::Beat {
-                    entered,
-                    returned,
-                    beat,
-                }) => {
-                    if let Some(v) = self.views.get_mut(from as usize) {
-                        // Frames of one sender arrive in order: the last
-                        // is the newest.
-                        *v = PeerView {
-                            entered,
-                            returned,
-                            beat,
-                            left: false,
-                        };
-                    }
-                }
-                None => self.malformed += 1,
-            }
+                };
+            let request = message.immediate_matched_receive_into(StaticScope, buf);
+            self.receiving = Some(Receiving {
+                from,
+                request,
+                into,
+            });
         }
     }
 

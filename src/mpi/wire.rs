@@ -60,10 +60,13 @@ const DATA_MISMATCH: u8 = 1;
 const DATA_DETACHED: u8 = 2;
 
 /// Values this large travel detached from their frame (see the module
-/// doc). Below it, copying the bytes into the frame and out again costs
-/// less than a second MPI message (about 1 µs here; 16 KiB copies at
-/// 20-40 GB/s in about as long).
-pub const DETACH_MIN_BYTES: usize = 16 * 1024;
+/// doc). The crossover measured on this machine (2 processes, an f64 sum
+/// allreduce, `examples/mpi_timing` built detached and framed, interleaved
+/// in one run, docs/benchmarks.md): framed is faster at
+/// 16 and 64 KiB (4.95 against 5.3 µs, 12.0 against 13.2 µs), even at
+/// 128 KiB, detached faster from 256 KiB (37 against 43 µs) and at 1 MiB
+/// (150 against 186 µs).
+pub const DETACH_MIN_BYTES: usize = 128 * 1024;
 
 /// What a frame's bytes are.
 #[derive(Clone, Debug, PartialEq)]
