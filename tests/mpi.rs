@@ -11,7 +11,9 @@ use serde_json::Value;
 /// failed processes tolerated by the launcher; returns each process's
 /// outcome, by rank.
 fn mpirun(procs: u32, args: &[&str]) -> Vec<Value> {
-    let out = Command::new("mpirun")
+    // A hang is a failure (exit status 124), not a stuck CI.
+    let out = Command::new("timeout")
+        .args(["--kill-after=5", "120", "mpirun"])
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .args(["--oversubscribe", "--bind-to", "none"])
