@@ -10,7 +10,9 @@
 //! multiple of 8: f64 elements); F the fault budget between processes.
 //! THREADS (default 1): more than 1 runs a node team of that many threads
 //! per process (`corrected::mpi::NodeTeam`, our protocols at both levels),
-//! every thread timing its loop. Needs `--features mpi`.
+//! every thread timing its loop. `ALLREDUCE=auto|tree|star` in the
+//! environment (passed on with `mpirun -x ALLREDUCE`) picks the allreduce
+//! between processes. Needs `--features mpi`.
 
 use std::time::Duration;
 

@@ -297,19 +297,22 @@ impl History {
 ///
 /// **The proxy fails over.** Every node operation is a local step (to the
 /// proxy), the proxy's step in the process level, and a local broadcast of
-/// its outcome from the proxy. The proxy keeps that outcome in the
-/// process's shared [`Upper`] before it broadcasts, until every live
-/// thread has finished the operation (a thread may lag many operations
-/// behind the others: a broadcast does not wait for every rank). A thread whose
+/// its outcome from the proxy. The proxy keeps that outcome in memory its
+/// process's threads share before it broadcasts, until every live thread
+/// has finished the operation (a thread may lag many operations behind the
+/// others: a broadcast does not wait for every rank). A thread whose
 /// broadcast fails because the proxy failed (the thread team's failure
 /// registry, shared by the process's threads, says so) takes the kept
-/// outcome if the proxy's step got that far; if it did not, the proxy
+/// outcome if the proxy's step got that far. If it did not, the proxy
 /// failed before its step (a thread dies at a send of a local step, never
 /// inside the process level), so no thread got a value, every live thread
 /// sees the same, and all repeat the operation with the next local rank as
-/// proxy, which takes over the process level as it was. So a proxy that
-/// dies costs its process nothing at the process level, and its threads
-/// the repeat of one operation.
+/// proxy, which takes over the process level as it was. A proxy that the
+/// thread team's detector took for failed while it was only late cannot
+/// run a step the others have given up on: it checks under the process
+/// level's lock, which a thread takes before it decides. So a proxy that
+/// dies costs its process nothing at the process level, and its threads the
+/// repeat of one operation (docs/mpi.md).
 pub struct NodeComm<'c, 't> {
     local: &'c mut Comm<'t>,
     upper: &'c Upper,
