@@ -13,7 +13,9 @@
 //!   one reused buffer, or for a detached value into a segment), tested
 //!   until complete: a message above MPI's eager size completes only with
 //!   its sender's help, so a blocking receive would wait on a peer that may
-//!   be dead; a receive from a peer found failed is abandoned. No MPI
+//!   be dead. Receives in progress are kept per peer, in MPI's matching
+//!   order, so a slow or dead sender holds up only its own messages; a
+//!   receive from a peer found failed is abandoned. No MPI
 //!   collective and no blocking call is ever made on a peer that may be
 //!   dead.
 //! * **One tag, one frame kind byte**: protocol messages and the
@@ -89,7 +91,6 @@ enum Reads {
 /// sender's help (a rendezvous), so a blocking `MPI_Mrecv` would wait on a
 /// peer that may be dead; this one is abandoned once the peer is failed.
 struct Receiving {
-    from: Rank,
     request: Request<'static, [u8], StaticScope>,
     into: Landing,
 }
@@ -199,8 +200,13 @@ pub struct MpiTransport {
     out: RefCell<Outgoing>,
     /// The reused receive buffer (empty while a receive holds it).
     inbox: Vec<u8>,
-    /// The receive in progress, if one is.
-    receiving: Option<Receiving>,
+    /// Per peer: its receives in progress, in the order MPI matched them
+    /// (its messages' order). A slow or dead sender holds up only its own.
+    receiving: Vec<VecDeque<Receiving>>,
+    /// Receives in progress, over all peers.
+    receives: usize,
+    /// Buffers for receives beyond the one inbox.
+    spare_inboxes: Vec<Vec<u8>>,
     /// Per peer: a frame whose detached value is its next message.
     awaiting: Vec<Option<Vec<u8>>>,
     /// Segments of values too large to travel inline, once received.
@@ -273,7 +279,9 @@ impl MpiTransport {
                 unframeable: 0,
             }),
             inbox: Vec::new(),
-            receiving: None,
+            receiving: (0..procs).map(|_| VecDeque::new()).collect(),
+            receives: 0,
+            spare_inboxes: Vec::new(),
             awaiting: vec![None; procs as usize],
             segments,
             failed: RefCell::new(vec![false; procs as usize]),
@@ -341,6 +349,39 @@ impl MpiTransport {
         });
     }
 
+    /// The first message that receives in progress have completed, each
+    /// peer's in order; receives from a peer found failed are abandoned.
+    fn completed(&mut self) -> Option<(Rank, Msg<Packet>)> {
+        for peer in 0..self.receiving.len() {
+            while let Some(front) = self.receiving[peer].pop_front() {
+                match front.request.test() {
+                    Ok(_) => {
+                        self.receives -= 1;
+                        if let Some(msg) = self.landed(peer as Rank, front.into) {
+                            return Some(msg);
+                        }
+                    }
+                    Err(request) => {
+                        self.receiving[peer].push_front(Receiving { request, ..front });
+                        if self.is_failed(peer as Rank) {
+                            // Never completed, never dropped (rsmpi panics
+                            // on a dropped request, and MPI may still write
+                            // the memory): a leak bounded by what the
+                            // failed sender had started.
+                            self.receives -= self.receiving[peer].len();
+                            for r in self.receiving[peer].drain(..) {
+                                std::mem::forget(r);
+                            }
+                            self.awaiting[peer] = None;
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+        None
+    }
+
     /// A completed receive from `from`: the message it makes whole, if it
     /// is one (a notice is taken here, a frame that awaits its detached
     /// value is kept until it comes).
@@ -349,8 +390,17 @@ impl MpiTransport {
             Landing::Frame { ptr, len, cap } => {
                 // SAFETY: the parts of the `Vec` taken apart in `try_recv`,
                 // whose receive has completed: MPI no longer touches them.
-                let inbox = unsafe { Vec::from_raw_parts(ptr, len, cap) };
-                return self.landed_frame(from, inbox);
+                let bytes = unsafe { Vec::from_raw_parts(ptr, len, cap) };
+                let header = self.awaiting.get_mut(from as usize).and_then(Option::take);
+                let Some(header) = header.filter(|_| len > INLINE_BYTES) else {
+                    return self.landed_frame(from, bytes);
+                };
+                // A detached value matched before its frame had landed (an
+                // earlier receive from `from` was still in progress): it
+                // came as bytes; one copy into a segment.
+                let value = Data::filled(len, &self.segments, |b| b.copy_from_slice(&bytes));
+                self.spare_inboxes.push(bytes);
+                wire::decode_parts(&header, &self.segments, Some(value))
             }
             Landing::Value { value, header } => {
                 wire::decode_parts(&header, &self.segments, Some(value))
@@ -369,7 +419,11 @@ impl MpiTransport {
             }
             return None;
         }
-        self.inbox = inbox;
+        if self.inbox.capacity() == 0 {
+            self.inbox = inbox;
+        } else {
+            self.spare_inboxes.push(inbox);
+        }
         self.take_frame(from, decoded)
     }
 
@@ -435,8 +489,10 @@ impl Drop for MpiTransport {
         for to in 0..out.pending.len() {
             out.reap(to);
         }
-        // A receive in progress: MPI may still write its memory.
-        std::mem::forget(self.receiving.take());
+        // Receives in progress: MPI may still write their memory.
+        for r in self.receiving.iter_mut().flat_map(|q| q.drain(..)) {
+            std::mem::forget(r);
+        }
         // Both whole: a held segment must not go back to the pool either.
         for f in out.pending.iter_mut().flat_map(|q| q.drain(..)) {
             std::mem::forget(f);
@@ -490,27 +546,9 @@ impl Transport for MpiTransport {
 
     fn try_recv(&mut self) -> Option<(Rank, Msg<Packet>)> {
         loop {
-            if let Some(receiving) = self.receiving.take() {
-                match receiving.request.test() {
-                    Ok(_) => match self.landed(receiving.from, receiving.into) {
-                        Some(msg) => return Some(msg),
-                        None => continue,
-                    },
-                    Err(request) => {
-                        let receiving = Receiving {
-                            request,
-                            ..receiving
-                        };
-                        if self.is_failed(receiving.from) {
-                            // Never completed, never dropped (rsmpi panics
-                            // on a dropped request, and MPI may still write
-                            // the memory): one leak per failed sender.
-                            std::mem::forget(receiving);
-                            continue;
-                        }
-                        self.receiving = Some(receiving);
-                        return None;
-                    }
+            if self.receives > 0 {
+                if let Some(msg) = self.completed() {
+                    return Some(msg);
                 }
             }
             let (message, status): (_, Status) = self
@@ -519,24 +557,26 @@ impl Transport for MpiTransport {
                 .immediate_matched_probe_with_tag(TAG)?;
             let from = status.source_rank() as Rank;
             let len = status.count(u8::equivalent_datatype()) as usize;
-            if len <= SURELY_EAGER_BYTES && self.awaiting[from as usize].is_none() {
+            let peer = from as usize;
+            let in_order = self.receiving[peer].is_empty();
+            if in_order && len <= SURELY_EAGER_BYTES && self.awaiting[peer].is_none() {
                 // Whole here once matched: a blocking receive waits on
                 // nobody (and costs less than a nonblocking one and its
                 // test, about 80 ns of a 450 ns allreduce).
-                self.inbox.resize(len, 0);
-                message.matched_receive_into(&mut self.inbox[..]);
-                let inbox = std::mem::take(&mut self.inbox);
-                let landed = self.landed_frame(from, inbox);
-                match landed {
+                let mut inbox = std::mem::take(&mut self.inbox);
+                inbox.resize(len, 0);
+                message.matched_receive_into(&mut inbox[..]);
+                match self.landed_frame(from, inbox) {
                     Some(msg) => return Some(msg),
                     None => continue,
                 }
             }
+            let detached = in_order && len > INLINE_BYTES;
             let (buf, into): (&'static mut [u8], Landing) =
-                match self.awaiting.get_mut(from as usize).and_then(Option::take) {
+                match self.awaiting[peer].take_if(|_| detached) {
                     // The detached value of `from`'s last frame: straight
                     // into a segment.
-                    Some(header) if len > INLINE_BYTES => {
+                    Some(header) => {
                         let mut at = std::ptr::null_mut();
                         let value = Data::filled(len, &self.segments, |bytes| {
                             at = bytes.as_mut_ptr();
@@ -550,13 +590,16 @@ impl Transport for MpiTransport {
                         let buf = unsafe { std::slice::from_raw_parts_mut(at, len) };
                         (buf, Landing::Value { value, header })
                     }
-                    _ => {
-                        let mut inbox =
-                            std::mem::ManuallyDrop::new(std::mem::take(&mut self.inbox));
+                    None => {
+                        let spare = match self.inbox.capacity() {
+                            0 => self.spare_inboxes.pop().unwrap_or_default(),
+                            _ => std::mem::take(&mut self.inbox),
+                        };
+                        let mut inbox = std::mem::ManuallyDrop::new(spare);
                         inbox.resize(len, 0);
                         let (ptr, cap) = (inbox.as_mut_ptr(), inbox.capacity());
-                        // SAFETY: the inbox was taken apart just now and is
-                        // put together again only in `landed`, after the
+                        // SAFETY: the buffer was taken apart just now and
+                        // is put together again only in `landed`, after the
                         // request completed (or never, if abandoned): its
                         // `len` initialized bytes have no other user
                         // meanwhile.
@@ -565,11 +608,8 @@ impl Transport for MpiTransport {
                     }
                 };
             let request = message.immediate_matched_receive_into(StaticScope, buf);
-            self.receiving = Some(Receiving {
-                from,
-                request,
-                into,
-            });
+            self.receiving[peer].push_back(Receiving { request, into });
+            self.receives += 1;
         }
     }
 
