@@ -363,6 +363,11 @@ impl<'t> NodeComm<'_, 't> {
         self.proxy
     }
 
+    /// Whether this thread is its process's proxy now.
+    fn is_proxy(&self) -> bool {
+        self.local.rank() == self.proxy
+    }
+
     /// The process level; a thread that panicked holding it left it in the
     /// middle of a step, so the process leaves the process level.
     fn level(&self) -> MutexGuard<'_, Process> {
@@ -398,7 +403,7 @@ impl<'t> NodeComm<'_, 't> {
         buf: &mut [T],
         step: impl FnOnce(Level<'_>, &mut [T]) -> Result<(), Error>,
     ) -> Option<Result<(), Error>> {
-        if self.local.rank() != self.proxy {
+        if !self.is_proxy() {
             return None;
         }
         if let Err(e) = &local {
@@ -487,7 +492,7 @@ impl<'t> NodeComm<'_, 't> {
             (Ok(None), None) if is_proxy => Some(Ok(())),
             // In place: the outcome is kept until this thread is past it.
             (Ok(None), None) => Some(match self.kept().find(seq).filter(|k| k.by == proxy) {
-                Some(kept) => kept.outcome.clone().map_err(|_| proxy_failed_its_step()),
+                Some(kept) => kept.read::<u8>(&mut []),
                 None => Err(Error::UpperLevel("the proxy's outcome was not kept".into())),
             }),
             (Err(_), Some(e)) => Some(Err(e)),
@@ -616,7 +621,7 @@ impl Collectives for NodeComm<'_, '_> {
         let (mut partial, mut scratch) = (Vec::new(), Vec::new());
         let n = send.items().len();
         self.node_op(|node| {
-            let is_proxy = node.local.rank() == node.proxy;
+            let is_proxy = node.is_proxy();
             if is_proxy {
                 partial.resize(n, Zeroable::zeroed());
             }
@@ -673,7 +678,7 @@ impl Collectives for NodeComm<'_, '_> {
         let n = send.items().len();
         let result = recv.items_mut();
         self.node_op(|node| {
-            if node.local.rank() == node.proxy {
+            if node.is_proxy() {
                 partial.resize(n, Zeroable::zeroed());
             }
             let local = node

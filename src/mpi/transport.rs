@@ -97,7 +97,7 @@ struct Receiving {
 
 /// Where a receive lands.
 enum Landing {
-    /// A frame: the inbox's parts (a `Vec` taken apart), lent to MPI.
+    /// A frame: a receive buffer's parts (a `Vec` taken apart), lent to MPI.
     Frame {
         ptr: *mut u8,
         len: usize,
@@ -198,15 +198,14 @@ pub struct MpiTransport {
     procs: u32,
     started: Instant,
     out: RefCell<Outgoing>,
-    /// The reused receive buffer (empty while a receive holds it).
-    inbox: Vec<u8>,
     /// Per peer: its receives in progress, in the order MPI matched them
     /// (its messages' order). A slow or dead sender holds up only its own.
     receiving: Vec<VecDeque<Receiving>>,
     /// Receives in progress, over all peers.
     receives: usize,
-    /// Buffers for receives beyond the one inbox.
-    spare_inboxes: Vec<Vec<u8>>,
+    /// Receive buffers not in use, for reuse (one, unless receives from
+    /// several peers are in progress).
+    inboxes: Vec<Vec<u8>>,
     /// Per peer: a frame whose detached value is its next message.
     awaiting: Vec<Option<Vec<u8>>>,
     /// Segments of values too large to travel inline, once received.
@@ -278,10 +277,9 @@ impl MpiTransport {
                 full_since: vec![None; procs as usize],
                 unframeable: 0,
             }),
-            inbox: Vec::new(),
             receiving: (0..procs).map(|_| VecDeque::new()).collect(),
             receives: 0,
-            spare_inboxes: Vec::new(),
+            inboxes: Vec::new(),
             awaiting: vec![None; procs as usize],
             segments,
             failed: RefCell::new(vec![false; procs as usize]),
@@ -399,18 +397,20 @@ impl MpiTransport {
                 // earlier receive from `from` was still in progress): it
                 // came as bytes; one copy into a segment.
                 let value = Data::filled(len, &self.segments, |b| b.copy_from_slice(&bytes));
-                self.spare_inboxes.push(bytes);
+                self.inboxes.push(bytes);
                 wire::decode_parts(&header, &self.segments, Some(value))
             }
             Landing::Value { value, header } => {
-                wire::decode_parts(&header, &self.segments, Some(value))
+                let frame = wire::decode_parts(&header, &self.segments, Some(value));
+                self.inboxes.push(header);
+                frame
             }
         };
         self.take_frame(from, frame)
     }
 
-    /// The frame received from `from` into `inbox` (which becomes the
-    /// inbox again, unless the frame awaits its detached value).
+    /// The frame received from `from` into `inbox` (which goes back to the
+    /// spare ones, unless the frame awaits its detached value).
     fn landed_frame(&mut self, from: Rank, inbox: Vec<u8>) -> Option<(Rank, Msg<Packet>)> {
         let decoded = wire::decode_parts(&inbox, &self.segments, None);
         if let Some(Decoded::Awaits(_)) = decoded {
@@ -419,11 +419,7 @@ impl MpiTransport {
             }
             return None;
         }
-        if self.inbox.capacity() == 0 {
-            self.inbox = inbox;
-        } else {
-            self.spare_inboxes.push(inbox);
-        }
+        self.inboxes.push(inbox);
         self.take_frame(from, decoded)
     }
 
@@ -563,7 +559,7 @@ impl Transport for MpiTransport {
                 // Whole here once matched: a blocking receive waits on
                 // nobody (and costs less than a nonblocking one and its
                 // test, about 80 ns of a 450 ns allreduce).
-                let mut inbox = std::mem::take(&mut self.inbox);
+                let mut inbox = self.inboxes.pop().unwrap_or_default();
                 inbox.resize(len, 0);
                 message.matched_receive_into(&mut inbox[..]);
                 match self.landed_frame(from, inbox) {
@@ -591,10 +587,7 @@ impl Transport for MpiTransport {
                         (buf, Landing::Value { value, header })
                     }
                     None => {
-                        let spare = match self.inbox.capacity() {
-                            0 => self.spare_inboxes.pop().unwrap_or_default(),
-                            _ => std::mem::take(&mut self.inbox),
-                        };
+                        let spare = self.inboxes.pop().unwrap_or_default();
                         let mut inbox = std::mem::ManuallyDrop::new(spare);
                         inbox.resize(len, 0);
                         let (ptr, cap) = (inbox.as_mut_ptr(), inbox.capacity());
