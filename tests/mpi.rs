@@ -45,6 +45,18 @@ fn field(o: &Value, name: &str) -> u64 {
     o[name].as_u64().unwrap_or_else(|| panic!("{name} in {o}"))
 }
 
+/// Every live process's results, iteration by iteration, are the same
+/// (`firsts`: each allreduce's first element; 0 for a failed call).
+fn assert_same_results(outcomes: &[Value], context: &str) {
+    let firsts = |o: &Value| o["firsts"].as_array().cloned().unwrap_or_default();
+    let Some(first) = outcomes.first() else {
+        return;
+    };
+    for o in outcomes {
+        assert_eq!(firsts(o), firsts(first), "{context}: {o} against {first}");
+    }
+}
+
 fn errors(o: &Value) -> u64 {
     o["errors"]
         .as_object()
@@ -151,6 +163,125 @@ fn allreduce_survives_an_announced_failure_within_the_budget() {
         let expected = if field(o, "rank") == 3 { 50 } else { 200 };
         assert_eq!(field(o, "ok"), expected, "{o}");
         assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{o}");
+    }
+}
+
+/// A large allreduce goes by blocks (`protocol::scatter`): a rank dying
+/// after each of its sends of the blocks' exchange (its input blocks, then
+/// its reduced block; past the last, at the call's end) never leaves the
+/// survivors with a result whose blocks disagree on whose inputs they hold
+/// (`corrected mpi` checks that every element is the same sum of the
+/// inputs' bits, holding every live rank's). Until the dying rank has sent
+/// everything, some survivor lacks a block, and every survivor falls back
+/// to the eager allreduce, once: the agreed verdict leaves the dead rank
+/// out of the next allreduces.
+#[test]
+fn an_allreduce_by_blocks_survives_a_death_at_every_send() {
+    // 40 000 words: 320 KB, above `BLOCKS_MIN_BYTES`. Victim 0 is the
+    // root of the verdict's allreduce.
+    for (procs, victim, sends) in [(4u32, 2u32, 1..=7), (5, 0, 1..=9)] {
+        let blocks_sends = 2 * (procs - 1);
+        for n in sends {
+            let kill = format!("{victim}:1:{n}");
+            let outcomes = mpirun(
+                procs,
+                &[
+                    "--op",
+                    "allreduce",
+                    "--iters",
+                    "4",
+                    "--len",
+                    "40000",
+                    "--f",
+                    "1",
+                    "--die-after-sends",
+                    &kill,
+                ],
+            );
+            assert_eq!(outcomes.len(), procs as usize, "{kill}: {outcomes:?}");
+            let survivors: Vec<Value> = outcomes
+                .iter()
+                .filter(|o| field(o, "rank") != u64::from(victim))
+                .cloned()
+                .collect();
+            assert_same_results(&survivors, &kill);
+            for o in &outcomes {
+                if field(o, "rank") == u64::from(victim) {
+                    assert_eq!(field(o, "ok"), 1, "{kill}: {o}");
+                    continue;
+                }
+                assert_eq!(field(o, "ok"), 4, "{kill}: {o}");
+                assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{kill}: {o}");
+                let fallbacks = field(o, "fallbacks");
+                if n < blocks_sends {
+                    assert_eq!(fallbacks, 1, "{kill}: a block is missing: {o}");
+                } else {
+                    assert!(fallbacks <= 1, "{kill}: {o}");
+                }
+            }
+        }
+    }
+}
+
+/// A process SIGKILLed in a loop of large allreduces: the heartbeat
+/// detector finds it while the others wait for its blocks, and no survivor
+/// ever gets a torn or wrong result.
+#[test]
+fn an_allreduce_by_blocks_survives_a_sigkilled_process() {
+    let outcomes = mpirun(
+        4,
+        &[
+            "--op",
+            "allreduce",
+            "--iters",
+            "60",
+            "--len",
+            "40000",
+            "--sigkill",
+            "1:20",
+            "--timeout",
+            "3",
+        ],
+    );
+    assert_eq!(outcomes.len(), 3, "{outcomes:?}");
+    for o in &outcomes {
+        assert_eq!(field(o, "wrong"), 0, "{o}");
+        assert!(errors(o) <= 1, "at most the operation of the death: {o}");
+        assert_eq!(field(o, "ok") + errors(o), 60, "{o}");
+        if errors(o) == 0 {
+            let others = outcomes.iter().filter(|p| errors(p) == 0);
+            assert_same_results(&others.cloned().collect::<Vec<_>>(), "sigkill 1:20");
+        }
+        assert!(field(o, "fallbacks") <= 2, "{o}");
+    }
+}
+
+/// Inputs of different lengths are an error on every rank, every time, and
+/// never a hang: both above `BLOCKS_MIN_BYTES` (the verdict's lengths
+/// differ: `LengthMismatch`), and on both sides of it (one rank by blocks,
+/// another eager: `Mismatch`, and the next calls still line up).
+#[test]
+fn an_allreduce_by_blocks_reports_lengths_that_differ() {
+    for (len_at, kind) in [("1:40001", "LengthMismatch"), ("1:100", "Mismatch")] {
+        let outcomes = mpirun(
+            3,
+            &[
+                "--op",
+                "allreduce",
+                "--iters",
+                "3",
+                "--len",
+                "40000",
+                "--len-at",
+                len_at,
+                "--timeout",
+                "5",
+            ],
+        );
+        assert_eq!(outcomes.len(), 3, "{outcomes:?}");
+        for o in &outcomes {
+            assert_eq!(o["errors"], serde_json::json!({ kind: 3 }), "{len_at}: {o}");
+        }
     }
 }
 

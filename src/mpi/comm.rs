@@ -13,10 +13,13 @@ use crate::driver::{Driver, DriverConfig, Transport};
 use crate::error::{ConfigError, Error};
 use crate::mpi::transport::MpiTransport;
 use crate::op::Operation;
+use crate::protocol::allreduce::AllreduceAlgorithm;
 use crate::protocol::allreduce::{Allreduce, AllreduceOutput};
 use crate::protocol::bcast::Bcast;
 use crate::protocol::pair::PairAllreduce;
 use crate::protocol::reduce::{Contribution, Reduce, ReduceOutput};
+use crate::protocol::scatter::BLOCKS_MIN_BYTES;
+use crate::protocol::scatter::{Decision, ScatterAllreduce, ScatterOutput, Verdict};
 use crate::runtime::data::Data;
 use crate::runtime::segment::SegmentPool;
 use crate::runtime::{data_op, BroadcastAlgorithm, Fault, FaultSchedule, Plans, TeamBuilder};
@@ -44,6 +47,17 @@ pub struct MpiComm {
     /// and a process makes one communicator or a few (a few KiB each).
     plans: &'static Plans,
     faults: FaultSchedule,
+    /// Calls made so far: what emulated faults are numbered by (a large
+    /// allreduce takes two operations or three, [`BLOCKS_MIN_BYTES`]).
+    calls: OpId,
+    /// Whether a large allreduce goes by blocks (the algorithm is
+    /// [`AllreduceAlgorithm::Auto`]).
+    by_blocks: bool,
+    /// Large allreduces that fell back from blocks to the eager algorithm.
+    fallbacks: u64,
+    /// Ranks every live rank agreed had failed, at the last allreduce by
+    /// blocks: the next one leaves them out.
+    agreed_failed: Vec<Rank>,
     /// Segments of values too large to travel inline (the transport's too).
     segments: Arc<SegmentPool>,
     _one_thread: PhantomData<*const ()>,
@@ -92,6 +106,10 @@ impl MpiComm {
             driver,
             plans,
             faults: config.fault_schedule().clone(),
+            calls: 0,
+            fallbacks: 0,
+            agreed_failed: Vec::new(),
+            by_blocks: config.allreduce_choice() == AllreduceAlgorithm::Auto,
             segments,
             _one_thread: PhantomData,
         })
@@ -107,6 +125,13 @@ impl MpiComm {
         self.driver.size()
     }
 
+    /// Large allreduces so far whose blocks did not reach every live rank
+    /// (a rank failed during the exchange), so that every live rank fell
+    /// back to the eager allreduce ([`crate::protocol::scatter`]).
+    pub fn fallbacks(&self) -> u64 {
+        self.fallbacks
+    }
+
     /// Frames received that could not be read, and messages that could not
     /// be framed: both 0 unless something is wrong.
     pub fn bad_frames(&self) -> (u64, u64) {
@@ -119,7 +144,19 @@ impl MpiComm {
         input: Data,
         combine: &(dyn Fn(&mut Data, &Data) + Sync),
     ) -> Result<(OpId, Data), Error> {
-        let id = self.begin_op()?;
+        let id = self.begin_call()?;
+        self.allreduce_op(id, kind, input, combine)
+    }
+
+    /// Allreduce (or barrier) `id`, entered already: the pair exchange for
+    /// two processes, else the rooted algorithm of the plan.
+    fn allreduce_op(
+        &mut self,
+        id: OpId,
+        kind: Collective,
+        input: Data,
+        combine: &(dyn Fn(&mut Data, &Data) + Sync),
+    ) -> Result<(OpId, Data), Error> {
         let started = self.driver.call_started();
         let me = self.rank();
         let output = if self.plans.allreduce.is_pair() {
@@ -143,12 +180,134 @@ impl MpiComm {
         }
     }
 
-    /// Numbers the next operation and applies this rank's emulated fault
-    /// (as on threads: dead before it, dead after n sends, hung, stalled).
-    fn begin_op(&mut self) -> Result<OpId, Error> {
+    /// An allreduce of `send` by blocks ([`crate::protocol::scatter`]):
+    /// the blocks are exchanged and reduced (one operation), the ranks
+    /// agree on whether every live rank has every block (a second one, an
+    /// allreduce of a [`Verdict`]), and either deliver the blocks or all
+    /// fall back to the eager allreduce of their inputs (a third). Every
+    /// element of the result is the reduction over one and the same set
+    /// of inputs, on every live rank.
+    fn all_reduce_by_blocks<T: bytemuck::Pod>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+        op: &impl Operation<T>,
+    ) -> Result<(), Error> {
+        let first = self.driver.next_op();
+        let result = self.by_blocks(send, recv, op);
+        // The call takes its three operation numbers whichever way it
+        // ended, so that a rank that left it early (an error) numbers its
+        // next call as the others do; except when its first operation met
+        // another call (a mismatch): every rank of this operation then
+        // ends it with that error, the others' calls take one number each
+        // (an allreduce of a value on the other side of
+        // `BLOCKS_MIN_BYTES`, or another collective), and so does this one.
+        let mismatched = matches!(result, Err(Error::Mismatch { op, .. }) if op == first);
+        while !mismatched && self.driver.next_op() < first + 3 {
+            let Ok(op) = self.driver.enter() else { break };
+            self.driver.returned(op);
+        }
+        result
+    }
+
+    /// [`MpiComm::all_reduce_by_blocks`]'s operations: the blocks, the
+    /// verdict, the fall-back if needed.
+    fn by_blocks<T: bytemuck::Pod>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+        op: &impl Operation<T>,
+    ) -> Result<(), Error> {
+        let (me, procs) = (self.rank(), self.size());
+        let members: Vec<Rank> = (0..procs)
+            .filter(|r| !self.agreed_failed.contains(r))
+            .collect();
+        let pool = Arc::clone(&self.segments);
+        let combine = data_op(op, &pool);
+        let bounds = |j: usize| j * send.len() / members.len();
+        let blocks = (0..members.len())
+            .map(|j| Data::encode(&send[bounds(j)..bounds(j + 1)], &pool))
+            .collect();
+        let id = self.begin_call()?;
+        if !members.contains(&me) {
+            // The others agreed this rank had failed: by decree it has.
+            self.driver.die();
+            return Err(self.abandon(id, Error::Failed(me)));
+        }
+        let started = self.driver.call_started();
+        let core = ScatterAllreduce::new(me, id, members.clone(), blocks, &combine);
+        let mut core = core.map_err(|e| self.abandon(id, e))?;
+        let exchanged = match self.driver.drive(id, started, &mut core) {
+            Ok(out) => out,
+            Err(Error::Mismatch { op, mine, theirs }) => {
+                return Err(Error::Mismatch {
+                    op,
+                    mine: format!("{mine} of {} bytes, by blocks", std::mem::size_of_val(send)),
+                    theirs: format!("{theirs} (if both are allreduces, their lengths differ)"),
+                })
+            }
+            Err(e) => return Err(e),
+        };
+        // Not kept: its call returns once its sends are made, and then it
+        // is finished.
+        debug_assert!(crate::protocol::Protocol::is_finished(&core));
+        let len = std::mem::size_of_val(send) as u64;
+        let known = self.driver.failed_members();
+        let left_out = std::mem::take(&mut self.agreed_failed);
+        let verdict = Verdict::new(exchanged.is_complete(), len, procs, &known, &left_out);
+        let agree_id = self.driver.enter()?;
+        let unreadable = || Verdict::new(false, len, procs, &known, &left_out);
+        let read = |d: &Data| verdict_of(d, procs).unwrap_or_else(unreadable);
+        let (_, agreed) = self.allreduce_op(
+            agree_id,
+            Collective::Allreduce,
+            Data::encode(&verdict.to_words(), &pool),
+            &|acc: &mut Data, other: &Data| {
+                let mut v = read(acc);
+                v.combine(&read(other));
+                *acc = Data::encode(&v.to_words(), &pool);
+            },
+        )?;
+        let agreed = read(&agreed);
+        self.agreed_failed = (0..procs).filter(|&r| agreed.has_failed(r)).collect();
+        match agreed.decision() {
+            Decision::Deliver => {
+                let ScatterOutput::Complete(blocks) = exchanged else {
+                    unreachable!("every live rank has every block, this one included")
+                };
+                for (j, block) in blocks.iter().enumerate() {
+                    block.decode_into(&mut recv[bounds(j)..bounds(j + 1)], id, None)?;
+                }
+                Ok(())
+            }
+            Decision::LengthsDiffer(shortest, longest) => {
+                let size = std::mem::size_of::<T>().max(1) as u64;
+                let theirs = if shortest == len { longest } else { shortest };
+                Err(Error::LengthMismatch {
+                    op: id,
+                    mine: send.len(),
+                    theirs: (theirs / size) as usize,
+                })
+            }
+            Decision::FallBack => {
+                self.fallbacks += 1;
+                let input = Data::encode(send, &pool);
+                let fallback_id = self.driver.enter()?;
+                let (id, value) =
+                    self.allreduce_op(fallback_id, Collective::Allreduce, input, &combine)?;
+                value.decode_into(recv, id, Some(send.len()))
+            }
+        }
+    }
+
+    /// Numbers the first operation of a call and applies this rank's
+    /// emulated fault for the call (as on threads: dead before it, dead
+    /// after n sends, hung, stalled).
+    fn begin_call(&mut self) -> Result<OpId, Error> {
         self.driver.check_alive()?;
         let me = self.driver.transport().rank();
-        let fault = self.faults.lookup(me, self.driver.next_op());
+        let fault = self.faults.lookup(me, self.calls);
+        self.calls += 1;
         if let Some(Fault::Dead | Fault::DieAfterSends(0)) = fault {
             self.driver.die();
             return Err(Error::Failed(me));
@@ -241,7 +400,7 @@ impl Collectives for MpiComm {
         self.check_root(root)?;
         let me = self.rank();
         let value = (root == me).then(|| Data::encode(buf.items(), &self.segments));
-        let op = self.begin_op()?;
+        let op = self.begin_call()?;
         let started = self.driver.call_started();
         let plans = self.plans;
         let mut core =
@@ -277,7 +436,7 @@ impl Collectives for MpiComm {
         let pool = Arc::clone(&self.segments);
         let input = Contribution::input(Data::encode(send.items(), &pool));
         let combine = data_op(&op, &pool);
-        let id = self.begin_op()?;
+        let id = self.begin_call()?;
         let started = self.driver.call_started();
         let me = self.rank();
         let plan = &self.plans.reduce;
@@ -311,6 +470,10 @@ impl Collectives for MpiComm {
         R: BufferMut<Item = S::Item> + ?Sized,
     {
         op.check()?;
+        let bytes = std::mem::size_of_val(send.items());
+        if self.by_blocks && bytes >= BLOCKS_MIN_BYTES && self.size() > 1 {
+            return self.all_reduce_by_blocks(send.items(), recv.items_mut(), &op);
+        }
         let pool = Arc::clone(&self.segments);
         let input = Data::encode(send.items(), &pool);
         let combine = data_op(&op, &pool);
@@ -349,6 +512,14 @@ impl Collectives for MpiComm {
     fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
         Err(no_perfect_detector("shrinking over MPI"))
     }
+}
+
+/// The verdict `data` carries, in a team of `procs`; `None` if unreadable
+/// (no rank sends such a one).
+fn verdict_of(data: &Data, procs: u32) -> Option<Verdict> {
+    let mut words = vec![0u64; Verdict::words(procs)];
+    data.decode_into(&mut words, 0, None).ok()?;
+    Verdict::from_words(&words, procs)
 }
 
 /// The error of `what` (agreement, shrinking), which needs a perfect failure

@@ -96,11 +96,17 @@ pub enum Tag {
     /// FTCO's KEEPALIVE (Section 3): a node waiting for DATA past its
     /// expected arrival asks a suspected node whether it lives.
     KeepAlive = 9,
+    /// An allreduce by blocks ([`crate::protocol::scatter`]): a rank's
+    /// input block to the block's owner.
+    Scatter = 10,
+    /// An allreduce by blocks: an owner's reduced block (or none: it
+    /// cannot be computed) to every other rank.
+    Gather = 11,
 }
 
 impl Tag {
     /// Number of tags, for per-tag counters.
-    pub const COUNT: usize = 10;
+    pub const COUNT: usize = 12;
 
     /// Every tag, in the order of its number.
     pub const ALL: [Tag; Tag::COUNT] = [
@@ -114,6 +120,8 @@ impl Tag {
         Tag::Gossip,
         Tag::Ack,
         Tag::KeepAlive,
+        Tag::Scatter,
+        Tag::Gather,
     ];
 
     /// True for messages of a broadcast's ring correction phase.
@@ -211,6 +219,12 @@ impl<P> Msg<P> {
     }
 
     pub fn describe(&self) -> String {
+        if matches!(self.tag, Tag::Scatter | Tag::Gather) {
+            return format!(
+                "allreduce by blocks (a value of {} KiB or more, between processes)",
+                crate::protocol::scatter::BLOCKS_MIN_BYTES / 1024
+            );
+        }
         match self.kind {
             Collective::Broadcast => format!("broadcast from {}", self.root),
             Collective::Reduce => format!("reduce to {}", self.root),

@@ -30,6 +30,7 @@ pub mod op_clock;
 pub mod pair;
 pub mod random;
 pub mod reduce;
+pub mod scatter;
 pub mod script;
 pub mod timer;
 

@@ -328,6 +328,12 @@ impl TeamBuilder {
         &self.faults
     }
 
+    /// The allreduce algorithm set (`Auto` unresolved).
+    #[cfg(feature = "mpi")]
+    pub(crate) fn allreduce_choice(&self) -> AllreduceAlgorithm {
+        self.allreduce
+    }
+
     /// The broadcast algorithm set.
     #[cfg(feature = "mpi")]
     pub(crate) fn broadcast_algorithm(&self) -> BroadcastAlgorithm {

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use corrected::mpi::{MpiComm, NodeTeam, ProcessLevel};
 use corrected::prelude::*;
+use corrected::runtime::Fault;
 use corrected::types::{OpId, Rank};
 
 use crate::error::CliError;
@@ -37,6 +38,17 @@ pub struct MpiArgs {
     /// announced to the others (as a failure detector would); repeatable.
     #[arg(long, value_parser = crate::parse_rank_pair::<u32>)]
     die_at: Vec<(Rank, u32)>,
+    /// RANK:ITER:SENDS: that rank (one rank per process only) dies right
+    /// after its SENDS-th send of iteration ITER (at its end if it sends
+    /// fewer), emulated and announced; repeatable. Kill points inside an
+    /// operation: a large allreduce's first SENDS sends are its blocks
+    /// (docs/mpi.md).
+    #[arg(long, value_parser = parse_kill_point)]
+    die_after_sends: Vec<(Rank, u32, u32)>,
+    /// RANK:LEN: that rank's values have LEN elements instead of --len
+    /// (a length mismatch, which every rank must report, not hang on).
+    #[arg(long, value_parser = crate::parse_rank_pair::<usize>)]
+    len_at: Option<(Rank, usize)>,
     /// Fault budget f of allreduce.
     #[arg(long)]
     f: Option<u32>,
@@ -79,6 +91,25 @@ struct Outcome {
     mean_us: f64,
     /// Frames that could not be read or written (must be 0).
     bad_frames: (u64, u64),
+    /// The first element of each allreduce's result, by iteration (the
+    /// first 100; 0 where the call failed): every live rank's must agree.
+    firsts: Vec<u64>,
+    /// Large allreduces that fell back from blocks to the eager algorithm
+    /// (one rank per process only; docs/mpi.md).
+    fallbacks: u64,
+}
+
+/// Parses `RANK:ITER:SENDS`.
+fn parse_kill_point(text: &str) -> Result<(Rank, u32, u32), String> {
+    let (point, sends) = text.rsplit_once(':').ok_or(format!(
+        "expected RANK:ITER:SENDS, e.g. 2:1:3; got '{text}'"
+    ))?;
+    let (rank, iter) = crate::parse_rank_pair::<u32>(point)?;
+    let sends = sends
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad number of sends in '{text}'"))?;
+    Ok((rank, iter, sends))
 }
 
 /// Runs the loop on this process (on each of its threads with
@@ -106,6 +137,14 @@ pub fn run(args: MpiArgs) -> Result<ExitCode, CliError> {
             hint: "pass --threads 4".into(),
         });
     }
+    if args.threads > 1 && !args.die_after_sends.is_empty() {
+        return Err(CliError::OutOfRange {
+            option: "--die-after-sends",
+            value: format!("{:?}", args.die_after_sends),
+            why: "kill points inside an operation are for one rank per process".into(),
+            hint: "drop --threads, or use --die-at".into(),
+        });
+    }
     let threading = if args.threads > 1 {
         mpi::environment::Threading::Serialized
     } else {
@@ -123,6 +162,9 @@ pub fn run(args: MpiArgs) -> Result<ExitCode, CliError> {
         for &(rank, iter) in &args.die_at {
             faults = faults.kill(rank, iter as OpId);
         }
+        for &(rank, iter, sends) in &args.die_after_sends {
+            faults = faults.at(rank, iter as OpId, Fault::DieAfterSends(sends));
+        }
         let mut builder = Team::builder().op_timeout(timeout).faults(faults);
         if let Some(f) = args.f {
             builder = builder.fault_budget(f);
@@ -130,6 +172,7 @@ pub fn run(args: MpiArgs) -> Result<ExitCode, CliError> {
         let mut comm = MpiComm::new(&universe.world(), &builder).map_err(Error::from)?;
         let mut outcome = checked_loop(&mut comm, &args);
         outcome.bad_frames = comm.bad_frames();
+        outcome.fallbacks = comm.fallbacks();
         // Serve late messages until the others are done (or the wait passes).
         drop(comm);
         vec![outcome]
@@ -195,6 +238,8 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
         first_error: None,
         mean_us: 0.0,
         bad_frames: (0, 0),
+        firsts: Vec::new(),
+        fallbacks: 0,
     };
     // The ranks failed by `iter`: --die-at's, and every thread of the
     // process --sigkill names.
@@ -204,6 +249,12 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
             .iter()
             .filter(|&&(_, at)| at <= iter)
             .map(|&(r, _)| r)
+            .chain(
+                args.die_after_sends
+                    .iter()
+                    .filter(|&&(_, at, _)| at <= iter)
+                    .map(|&(r, _, _)| r),
+            )
             .collect();
         if let Some((p, at)) = args.sigkill.filter(|&(_, at)| at <= iter) {
             let _ = at;
@@ -212,7 +263,11 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
         gone
     };
     let started = Instant::now();
-    let mut buf = vec![0u64; args.len];
+    let len = match args.len_at {
+        Some((rank, len)) if rank == me => len,
+        _ => args.len,
+    };
+    let mut buf = vec![0u64; len];
     for iter in 0..args.iters {
         if args.sigkill == Some((me / threads, iter)) {
             let _ = std::process::Command::new("kill")
@@ -225,7 +280,7 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
             comm.broadcast_into(0, &mut buf[..])
                 .map(|()| buf.iter().all(|&x| x == value))
         } else {
-            let mine = vec![1u64 << me.min(63); args.len];
+            let mine = vec![1u64 << me.min(63); len];
             // Every live rank's bit, and a failed rank's or not.
             let holds_every_live_rank = |buf: &[u64]| {
                 let all: u64 = (0..size.min(64)).map(|r| 1u64 << r).sum();
@@ -258,6 +313,13 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
                 reduced.map(|()| holds_every_live_rank(&buf))
             }
         };
+        if args.op == "allreduce" && iter < 100 {
+            let first = match result {
+                Ok(_) => buf.first().copied().unwrap_or(0),
+                Err(_) => 0,
+            };
+            outcome.firsts.push(first);
+        }
         match result {
             Ok(true) => outcome.ok += 1,
             Ok(false) => {
