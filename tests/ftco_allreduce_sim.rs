@@ -407,3 +407,129 @@ fn several_failures_at_random_times() {
         }
     }
 }
+
+/// The multi-root k-nomial tree (Section 5.2.1), fault-free, K = 2..5, P =
+/// 1..=40, 100, 1000, L = 2, o = 1 and L = 10, o = 1: the allreduce ends
+/// when the plan's fault-free schedule says ([`FtcoPlan::allreduce_time`]:
+/// each root's own tree reduced, the partials exchanged, the result down;
+/// an upper bound where P = K + 1),
+/// never later than on the K-nomial tree of the same K and strictly
+/// earlier from P = 2K on (the clique saves the top hop); messages
+/// exactly: R(R - 1) partials between the R = min(K, P) roots plus one
+/// DATA up and down and two ACKs per other node, no KEEPALIVE; every rank
+/// counted once. The reduce on `multiroot:K` is the K-nomial reduce.
+///
+/// [`FtcoPlan::allreduce_time`]: corrected::protocol::ftco::FtcoPlan::allreduce_time
+#[test]
+fn multiroot_fault_free_latency_and_messages() {
+    for logp in [paper(), LogP::new(10, 1).unwrap()] {
+        for k in 2..=5u32 {
+            for procs in (1..=40).chain([100, 1000]) {
+                let what = format!("multiroot:{k} P = {procs} {logp:?}");
+                let multi = TreeSpec::interleaved(Shape::MultiRoot(k));
+                let single = TreeSpec::interleaved(Shape::KNomial(k));
+                let run_of = |kind, spec| {
+                    let sc =
+                        FtcoReduceScenario::new(kind, spec, procs, logp, None, FaultPlan::none())
+                            .unwrap();
+                    let mut sim = FtcoReduceSim::new(&sc);
+                    let run = sim.run(0);
+                    let all = sim.result().unwrap();
+                    let once = (0..procs.min(Tally::EXACT)).all(|r| all.count(r) == 1);
+                    assert!(once && run.result_consistent, "{what} {spec}: {run:?}");
+                    assert_eq!(run.violations + run.timeouts, 0, "{what} {spec}: {run:?}");
+                    (
+                        run,
+                        sim.last_trace().sends_by_tag,
+                        sc.plan().allreduce_time(),
+                    )
+                };
+                let (run, by_tag, planned) = run_of(Collective::Allreduce, multi);
+                let (knomial, _, _) = run_of(Collective::Allreduce, single);
+                // The plan counts the roots' partials as root 0's children's
+                // DATA on its receive port: later than the engine only where
+                // root 0's one child meets them (P = K + 1).
+                if procs == k + 1 {
+                    assert!(run.latency <= planned, "{what}");
+                } else {
+                    assert_eq!(run.latency, planned, "{what}");
+                }
+                assert!(run.latency <= knomial.latency, "{what}");
+                if procs >= 2 * k {
+                    assert!(run.latency < knomial.latency, "{what}");
+                }
+                let r = u64::from(k.min(procs));
+                let n = u64::from(procs) - r;
+                assert_eq!(by_tag[Tag::Upward as usize], n + r * (r - 1), "{what}");
+                assert_eq!(by_tag[Tag::Tree as usize], n, "{what}");
+                assert_eq!(by_tag[Tag::Ack as usize], 2 * n, "{what}");
+                assert_eq!(by_tag[Tag::KeepAlive as usize], 0, "{what}");
+                let (reduce, _, _) = run_of(Collective::Reduce, multi);
+                let (reduce_kn, _, _) = run_of(Collective::Reduce, single);
+                assert_eq!(
+                    (reduce.latency, reduce.messages),
+                    (reduce_kn.latency, reduce_kn.messages),
+                    "{what}"
+                );
+            }
+        }
+    }
+}
+
+/// Definition 3.2 on the multi-root tree (Section 5.2.1), whose roots
+/// never fail (Section 2's assumption, for each root): every dead set of
+/// 1-3 non-root nodes before the operation, and every non-root node dying
+/// right after each of its fault-free sends, `multiroot:3` and
+/// `multiroot:4`, P = 5..=17, reduce and allreduce. A failing root is
+/// refused.
+#[test]
+fn multiroot_every_dead_set_of_up_to_three_and_each_send_death() {
+    let specs = [
+        TreeSpec::interleaved(Shape::MultiRoot(3)),
+        TreeSpec::interleaved(Shape::MultiRoot(4)),
+    ];
+    let (mut sets, mut deaths) = (0u32, 0u32);
+    each_scenario(&specs, 5..=17, |sim, procs, what| {
+        let roots = match what.split_whitespace().nth(1) {
+            Some("multiroot:3") => 3,
+            _ => 4,
+        };
+        for set in subsets(procs - roots, 3)
+            .into_iter()
+            .filter(|s| !s.is_empty())
+        {
+            let dead: Vec<Rank> = set.iter().map(|r| r + roots).collect();
+            let what = format!("{what} dead {dead:?}");
+            let run = definition_3_2(sim, &dead_from_start(procs, &dead), &[], &what);
+            assert!(run.timeouts > 0, "{what}");
+            sets += 1;
+        }
+        let sends = fault_free_sends(sim, procs);
+        let never = vec![NEVER; procs as usize];
+        let spare: Vec<Rank> = (1..roots).collect();
+        for_each_send_death(procs, &sends, &spare, |budget, when| {
+            definition_3_2(sim, &never, budget, &format!("{what}: {when}"));
+            deaths += 1;
+        });
+    });
+    assert!(sets > 4000 && deaths > 500, "{sets} {deaths}");
+    let multi = specs[0];
+    for (kind, root) in [(Collective::Allreduce, 2), (Collective::Reduce, 0)] {
+        let dead = FaultPlan::dead([root]);
+        assert!(FtcoReduceScenario::new(kind, multi, 9, paper(), None, dead).is_err());
+    }
+    // A random dead set spares the roots of an allreduce.
+    let rate = FaultPlan::rate(0.3);
+    let sc =
+        FtcoReduceScenario::new(Collective::Allreduce, multi, 40, paper(), None, rate).unwrap();
+    let mut sim = FtcoReduceSim::new(&sc);
+    for seed in 0..50 {
+        let run = sim.run(seed);
+        assert_eq!(run.failed, 12, "seed {seed}");
+        assert!(sim.last_trace().death[..3].iter().all(|&d| d == NEVER));
+        assert!(
+            run.result_consistent && run.violations == 0,
+            "seed {seed}: {run:?}"
+        );
+    }
+}
