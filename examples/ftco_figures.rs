@@ -43,7 +43,15 @@ fn logp() -> LogP {
 }
 
 /// Figure 7's team sizes: 1K..64K.
-const SIZES: [u32; 7] = [1 << 10, 1 << 11, 1 << 12, 1 << 13, 1 << 14, 1 << 15, 1 << 16];
+const SIZES: [u32; 7] = [
+    1 << 10,
+    1 << 11,
+    1 << 12,
+    1 << 13,
+    1 << 14,
+    1 << 15,
+    1 << 16,
+];
 
 /// Inactive nodes of Figures 8-9.
 const INACTIVE: [u32; 3] = [1, 10, 100];
@@ -180,7 +188,9 @@ fn report() -> Res<()> {
             get("messages_penalty_per_inactive"),
             get("sims_per_second")
         );
-        let i = INACTIVE.iter().position(|&n| f64::from(n) == get("inactive"));
+        let i = INACTIVE
+            .iter()
+            .position(|&n| f64::from(n) == get("inactive"));
         if let Some(i) = i {
             let x = get("procs").log2();
             fig8[i].push((x, get("latency_penalty_per_inactive")));
@@ -219,7 +229,9 @@ fn main() -> Res<()> {
     };
     let parsed = |name: &str, default: u64| -> Res<u64> {
         match flag(name) {
-            Some(v) => Ok(v.parse().map_err(|_| format!("{name}: not a number: {v}"))?),
+            Some(v) => Ok(v
+                .parse()
+                .map_err(|_| format!("{name}: not a number: {v}"))?),
             None => Ok(default),
         }
     };
