@@ -75,7 +75,7 @@ fn best(shape: fn(u32) -> Shape, procs: u32, max_k: u32) -> Res<(u32, Tick)> {
     let mut out: Option<(u32, Tick)> = None;
     for k in 2..=max_k {
         let (lat, _) = fault_free(TreeSpec::interleaved(shape(k)), procs)?;
-        if out.is_none_or(|(_, l)| lat < l) {
+        if out.map_or(true, |(_, l)| lat < l) {
             out = Some((k, lat));
         }
     }
