@@ -407,3 +407,200 @@ fn several_failures_at_random_times() {
         }
     }
 }
+
+/// The multi-root k-nomial tree (Section 5.2.1), fault-free, K = 2..5, P =
+/// 1..=40, 100, 1000, L = 2, o = 1 and L = 10, o = 1: the allreduce ends
+/// when the plan's fault-free schedule says ([`FtcoPlan::allreduce_time`]:
+/// each root's own tree reduced, the partials exchanged, the result down;
+/// an upper bound where P = K + 1),
+/// never later than on the K-nomial tree of the same K and strictly
+/// earlier from P = 2K on (the clique saves the top hop); messages
+/// exactly: R(R - 1) partials between the R = min(K, P) roots plus one
+/// DATA up and down and two ACKs per other node, no KEEPALIVE; every rank
+/// counted once. The reduce on `multiroot:K` is the K-nomial reduce.
+///
+/// [`FtcoPlan::allreduce_time`]: corrected::protocol::ftco::FtcoPlan::allreduce_time
+#[test]
+fn multiroot_fault_free_latency_and_messages() {
+    for logp in [paper(), LogP::new(10, 1).unwrap()] {
+        for k in 2..=5u32 {
+            for procs in (1..=40).chain([100, 1000]) {
+                let what = format!("multiroot:{k} P = {procs} {logp:?}");
+                let multi = TreeSpec::interleaved(Shape::MultiRoot(k));
+                let single = TreeSpec::interleaved(Shape::KNomial(k));
+                let run_of = |kind, spec| {
+                    let sc =
+                        FtcoReduceScenario::new(kind, spec, procs, logp, None, FaultPlan::none())
+                            .unwrap();
+                    let mut sim = FtcoReduceSim::new(&sc);
+                    let run = sim.run(0);
+                    let all = sim.result().unwrap();
+                    let once = (0..procs.min(Tally::EXACT)).all(|r| all.count(r) == 1);
+                    assert!(once && run.result_consistent, "{what} {spec}: {run:?}");
+                    assert_eq!(run.violations + run.timeouts, 0, "{what} {spec}: {run:?}");
+                    (
+                        run,
+                        sim.last_trace().sends_by_tag,
+                        sc.plan().allreduce_time(),
+                    )
+                };
+                let (run, by_tag, planned) = run_of(Collective::Allreduce, multi);
+                let (knomial, _, _) = run_of(Collective::Allreduce, single);
+                // The plan counts the roots' partials as root 0's children's
+                // DATA on its receive port: later than the engine only where
+                // root 0's one child meets them (P = K + 1).
+                if procs == k + 1 {
+                    assert!(run.latency <= planned, "{what}");
+                } else {
+                    assert_eq!(run.latency, planned, "{what}");
+                }
+                assert!(run.latency <= knomial.latency, "{what}");
+                if procs >= 2 * k {
+                    assert!(run.latency < knomial.latency, "{what}");
+                }
+                let r = u64::from(k.min(procs));
+                let n = u64::from(procs) - r;
+                assert_eq!(by_tag[Tag::Upward as usize], n + r * (r - 1), "{what}");
+                assert_eq!(by_tag[Tag::Tree as usize], n, "{what}");
+                assert_eq!(by_tag[Tag::Ack as usize], 2 * n, "{what}");
+                assert_eq!(by_tag[Tag::KeepAlive as usize], 0, "{what}");
+                let (reduce, _, _) = run_of(Collective::Reduce, multi);
+                let (reduce_kn, _, _) = run_of(Collective::Reduce, single);
+                assert_eq!(
+                    (reduce.latency, reduce.messages),
+                    (reduce_kn.latency, reduce_kn.messages),
+                    "{what}"
+                );
+            }
+        }
+    }
+}
+
+/// Definition 3.2 on the multi-root tree (Section 5.2.1), whose roots
+/// never fail (Section 2's assumption, for each root): every dead set of
+/// 1-3 non-root nodes before the operation, and every non-root node dying
+/// right after each of its fault-free sends, `multiroot:3` and
+/// `multiroot:4`, P = 5..=17, reduce and allreduce. A failing root is
+/// refused.
+#[test]
+fn multiroot_every_dead_set_of_up_to_three_and_each_send_death() {
+    let specs = [
+        TreeSpec::interleaved(Shape::MultiRoot(3)),
+        TreeSpec::interleaved(Shape::MultiRoot(4)),
+    ];
+    let (mut sets, mut deaths) = (0u32, 0u32);
+    each_scenario(&specs, 5..=17, |sim, procs, what| {
+        let roots = match what.split_whitespace().nth(1) {
+            Some("multiroot:3") => 3,
+            _ => 4,
+        };
+        for set in subsets(procs - roots, 3)
+            .into_iter()
+            .filter(|s| !s.is_empty())
+        {
+            let dead: Vec<Rank> = set.iter().map(|r| r + roots).collect();
+            let what = format!("{what} dead {dead:?}");
+            let run = definition_3_2(sim, &dead_from_start(procs, &dead), &[], &what);
+            assert!(run.timeouts > 0, "{what}");
+            sets += 1;
+        }
+        let sends = fault_free_sends(sim, procs);
+        let never = vec![NEVER; procs as usize];
+        let spare: Vec<Rank> = (1..roots).collect();
+        for_each_send_death(procs, &sends, &spare, |budget, when| {
+            definition_3_2(sim, &never, budget, &format!("{what}: {when}"));
+            deaths += 1;
+        });
+    });
+    assert!(sets > 4000 && deaths > 500, "{sets} {deaths}");
+    let multi = specs[0];
+    for (kind, root) in [(Collective::Allreduce, 2), (Collective::Reduce, 0)] {
+        let dead = FaultPlan::dead([root]);
+        assert!(FtcoReduceScenario::new(kind, multi, 9, paper(), None, dead).is_err());
+    }
+    // A random dead set spares the roots of an allreduce.
+    let rate = FaultPlan::rate(0.3);
+    let sc =
+        FtcoReduceScenario::new(Collective::Allreduce, multi, 40, paper(), None, rate).unwrap();
+    let mut sim = FtcoReduceSim::new(&sc);
+    for seed in 0..50 {
+        let run = sim.run(seed);
+        assert_eq!(run.failed, 12, "seed {seed}");
+        assert!(sim.last_trace().death[..3].iter().all(|&d| d == NEVER));
+        assert!(
+            run.result_consistent && run.violations == 0,
+            "seed {seed}: {run:?}"
+        );
+    }
+}
+
+/// Table 1's pattern (Section 5.1): "the latency with FTCO is proportional
+/// to the number of serial faults: two parallel faults are approximately
+/// the same as a single fault". In the allreduce on the paper's team sizes
+/// P = 64, 128, 256, 384, 512, L = 10, o = 1, default timeout, on
+/// `knomial:4` and `multiroot:4`: one fault is root 0's child x with the
+/// largest subtree; two parallel faults are x and its next-largest sibling (disjoint subtrees: their timeouts run at once);
+/// two serial faults are x and its own largest child (the second is found
+/// only once the first is circumvented). The penalty is the latency less
+/// the fault-free one. Table 1 has 2 parallel within 1.1 % of 1 fault and
+/// 2 serial within 0.9 % of twice it, where a 2 s timeout dwarfs the rest
+/// (0.5-2.4 ms fault-free); here a timeout unit (24 ticks) is a fifth of
+/// the fault-free latency and a second fault costs receives and sends of
+/// its own (a few ticks), so we allow ten times Table 1's spread: 2
+/// parallel within 10 % of 1 fault, 2 serial 1.8-2.2 times it. Table 1's
+/// "3 mixed" (the 2 serial and x's sibling) costs what 2 serial do (its
+/// largest deviation 0.5 %; here within 10 %). Measured: parallel
+/// +1-6 %, serial 1.96-2.03x, mixed +0-2.2 % (`docs/reproduction.md`).
+#[test]
+fn table_1_parallel_faults_cost_one_serial_faults_two() {
+    let logp = LogP::new(10, 1).unwrap();
+    for spec in [
+        TreeSpec::interleaved(Shape::KNomial(4)),
+        TreeSpec::interleaved(Shape::MultiRoot(4)),
+    ] {
+        for procs in [64u32, 128, 256, 384, 512] {
+            let none = FaultPlan::none();
+            let sc = FtcoReduceScenario::new(Collective::Allreduce, spec, procs, logp, None, none)
+                .unwrap();
+            let mut sim = FtcoReduceSim::new(&sc);
+            let base = sim.run(0).latency;
+            let plan = sc.plan();
+            let tree = plan.tree();
+            // Root 0's own children (not its peer roots), largest first.
+            let by_size = |r: Rank| {
+                let mut kids: Vec<Rank> = tree.children(r).to_vec();
+                kids.retain(|&c| c >= plan.roots());
+                kids.sort_by_key(|&c| std::cmp::Reverse(plan.subtree_size(c)));
+                kids
+            };
+            let (x, sibling) = (by_size(0)[0], by_size(0)[1]);
+            let child = by_size(x)[0];
+            let what = format!("{spec} P = {procs}");
+            let mut penalty = |dead: &[Rank]| {
+                let run = definition_3_2(&mut sim, &dead_from_start(procs, dead), &[], &what);
+                run.latency as f64 - base as f64
+            };
+            let one = penalty(&[x]);
+            let parallel = penalty(&[x, sibling]);
+            let serial = penalty(&[x, child]);
+            let mixed = penalty(&[x, child, sibling]);
+            println!(
+                "{what}: fault-free {base}, 1: +{one}, 2 parallel: +{parallel}, \
+                 2 serial: +{serial}, 3 mixed: +{mixed}"
+            );
+            assert!(one > 0.0, "{what}");
+            assert!(
+                (parallel / one - 1.0).abs() <= 0.1,
+                "{what}: {one} {parallel}"
+            );
+            assert!(
+                (1.8..=2.2).contains(&(serial / one)),
+                "{what}: {one} {serial}"
+            );
+            assert!(
+                (mixed / serial - 1.0).abs() <= 0.1,
+                "{what}: {serial} {mixed}"
+            );
+        }
+    }
+}

@@ -93,8 +93,9 @@ impl FtcoReduceScenario {
     /// `kind` ([`Collective::Reduce`] or [`Collective::Allreduce`]) over the
     /// tree `spec` of `procs` nodes in `logp`, timeout unit `timeout` ticks
     /// (`None`: [`FtcoPlan::default_timeout`]), nodes failing by `faults`
-    /// (never the root, which the paper assumes immune). Errors on another
-    /// collective, bad parameters or a failing root.
+    /// (never the root, which the paper assumes immune, nor for an allreduce
+    /// on `multiroot:K` any of the K roots). Errors on another collective,
+    /// bad parameters or a failing root.
     pub fn new(
         kind: Collective,
         spec: TreeSpec,
@@ -113,8 +114,18 @@ impl FtcoReduceScenario {
             }
         };
         let plan = ftco_plan(spec, procs, logp, timeout, &faults)?;
-        if faults.die_at.iter().any(|&(r, _)| r == ROOT) {
-            return Err(ConfigError::DeadRoot(ROOT));
+        // The root never fails (Section 2); on the multi-root tree an
+        // allreduce's roots are all roots (Section 5.2.1), immune alike.
+        let roots = match kind {
+            FtcoCollective::Allreduce => plan.roots(),
+            FtcoCollective::Reduce => 1,
+        };
+        let fixed = faults
+            .dead
+            .iter()
+            .chain(faults.die_at.iter().map(|(r, _)| r));
+        if let Some(&r) = fixed.into_iter().find(|&&r| r < roots) {
+            return Err(ConfigError::DeadRoot(r));
         }
         Ok(FtcoReduceScenario {
             plan,
@@ -156,11 +167,37 @@ impl<'s> FtcoReduceSim<'s> {
         }
     }
 
-    /// One run, the dead set drawn from `seed`.
+    /// One run, the dead set drawn from `seed`. On the multi-root tree an
+    /// allreduce's roots never fail: a draw that fails one is drawn again
+    /// from a seed derived from `seed` (so the dead set is uniform among
+    /// those that spare the roots; it is then not the one other algorithms
+    /// draw from `seed`), up to 10^4 times, after which the roots are
+    /// spared by hand.
     pub fn run(&mut self, seed: u64) -> CollectiveRun {
         let procs = self.scenario.plan.procs();
-        let death = Runner::<SimFtcoReduce>::draw(&self.scenario.faults, procs, ROOT, seed);
+        let roots = self.roots();
+        let faults = &self.scenario.faults;
+        let mut death = Runner::<SimFtcoReduce>::draw(faults, procs, ROOT, seed);
+        let mut attempt = 0u64;
+        while death[1..roots as usize].iter().any(|&d| d != NEVER) {
+            attempt += 1;
+            if attempt > 10_000 {
+                death[..roots as usize].fill(NEVER);
+                break;
+            }
+            let again = seed ^ attempt.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            death = Runner::<SimFtcoReduce>::draw(faults, procs, ROOT, again);
+        }
         self.run_with(&death, &[])
+    }
+
+    /// The roots that never fail: those of the multi-root tree in an
+    /// allreduce (Section 5.2.1), else the root alone.
+    fn roots(&self) -> u32 {
+        match self.scenario.kind {
+            FtcoCollective::Allreduce => self.scenario.plan.roots(),
+            FtcoCollective::Reduce => 1,
+        }
     }
 
     /// One run with the given death times and send budgets (rank `r` dies

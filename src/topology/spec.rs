@@ -19,6 +19,12 @@ pub enum Shape {
     /// Interleaved k-nomial tree, k >= 2 (FTCO Section 5.2.1: k - 1 sends
     /// a round); k = 2 is binomial.
     KNomial(u32),
+    /// Multi-root k-nomial tree, k >= 2 (FTCO Section 5.2.1): k fully
+    /// connected roots, each the top of a k-nomial tree. As a
+    /// single-parent tree it is `KNomial(k)` (root 0 reaches the other
+    /// roots first); the FTCO allreduce uses the clique of roots
+    /// ([`multiroot`](crate::topology::multiroot)).
+    MultiRoot(u32),
 }
 
 /// How ranks are numbered within a shape.
@@ -34,7 +40,7 @@ pub enum Numbering {
 }
 
 /// A tree: shape and numbering. Parses from and prints as `binomial`,
-/// `lame:K`, `kary:K`, `knomial:K`, `optimal`, each optionally prefixed by
+/// `lame:K`, `kary:K`, `knomial:K`, `multiroot:K`, `optimal`, each optionally prefixed by
 /// `inorder-`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TreeSpec {
@@ -99,6 +105,7 @@ impl FromStr for TreeSpec {
             "lame" => Shape::Lame(param(1)?),
             "kary" => Shape::KAry(param(2)?),
             "knomial" => Shape::KNomial(param(2)?),
+            "multiroot" => Shape::MultiRoot(param(2)?),
             _ => return Err(bad("unknown tree")),
         };
         Ok(TreeSpec { shape, numbering })
@@ -116,6 +123,7 @@ impl fmt::Display for TreeSpec {
             Shape::Lame(k) => write!(f, "lame:{k}"),
             Shape::Optimal => f.write_str("optimal"),
             Shape::KNomial(k) => write!(f, "knomial:{k}"),
+            Shape::MultiRoot(k) => write!(f, "multiroot:{k}"),
         }
     }
 }

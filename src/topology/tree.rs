@@ -2,7 +2,7 @@
 
 use crate::error::ConfigError;
 use crate::topology::spec::{Numbering, Shape, TreeSpec};
-use crate::topology::{binomial, interleave, kary, knomial, timed::ReadySequence};
+use crate::topology::{binomial, interleave, kary, knomial, multiroot, timed::ReadySequence};
 use crate::types::{LogP, Rank, Tick};
 
 /// The largest team the topology module numbers (ranks are `u32`, and a few
@@ -26,7 +26,7 @@ pub struct Tree {
 pub fn interleaved_children(shape: Shape, rank: Rank, procs: u32, logp: LogP) -> Vec<Rank> {
     match shape {
         Shape::KAry(k) => kary::children(rank, k, procs).collect(),
-        Shape::KNomial(k) => knomial::children(rank, k, procs).collect(),
+        Shape::KNomial(k) | Shape::MultiRoot(k) => knomial::children(rank, k, procs).collect(),
         Shape::Binomial => binomial::children(rank, procs).collect(),
         Shape::Lame(k) => ReadySequence::lame(k, procs)
             .children(rank, procs)
@@ -48,7 +48,7 @@ fn optimal_table(procs: u32, logp: LogP) -> Tree {
 pub fn interleaved_parent(shape: Shape, rank: Rank, procs: u32, logp: LogP) -> Option<Rank> {
     match shape {
         Shape::KAry(k) => kary::parent(rank, k),
-        Shape::KNomial(k) => knomial::parent(rank, k),
+        Shape::KNomial(k) | Shape::MultiRoot(k) => knomial::parent(rank, k),
         Shape::Binomial => binomial::parent(rank),
         Shape::Lame(k) => ReadySequence::lame(k, procs).parent(rank),
         Shape::Optimal if logp.overhead > 1 => optimal_table(procs, logp).parent(rank),
@@ -75,8 +75,15 @@ impl Tree {
         };
         match spec.shape {
             Shape::KAry(k) if k < 2 => return Err(bad("k-ary trees need k >= 2")),
-            Shape::KNomial(k) if k < 2 => return Err(bad("k-nomial trees need k >= 2")),
+            Shape::KNomial(k) | Shape::MultiRoot(k) if k < 2 => {
+                return Err(bad("k-nomial trees need k >= 2"))
+            }
             Shape::Lame(0) => return Err(bad("Lamé trees need order k >= 1")),
+            Shape::MultiRoot(_) if spec.numbering == Numbering::InOrder => {
+                return Err(bad(
+                    "the multi-root tree's roots are ranks 0..K; only the interleaved numbering keeps them there",
+                ))
+            }
             _ => {}
         }
         LogP::new(logp.latency, logp.overhead)?;
@@ -88,7 +95,7 @@ impl Tree {
             Shape::Binomial => {
                 lists.extend((0..procs).map(|r| binomial::children(r, procs).collect()))
             }
-            Shape::KNomial(k) => {
+            Shape::KNomial(k) | Shape::MultiRoot(k) => {
                 lists.extend((0..procs).map(|r| knomial::children(r, k, procs).collect()))
             }
             Shape::Lame(_) | Shape::Optimal => {
@@ -179,6 +186,16 @@ impl Tree {
     /// The number of ranks.
     pub fn procs(&self) -> u32 {
         self.procs
+    }
+
+    /// How many fully connected roots the shape has (FTCO Section 5.2.1):
+    /// `min(K, P)` for `multiroot:K` (ranks `0..roots`, which this tree
+    /// holds as root 0's first children), 1 for every other shape.
+    pub fn roots(&self) -> u32 {
+        match self.spec.shape {
+            Shape::MultiRoot(k) => multiroot::roots(k, self.procs),
+            _ => 1,
+        }
     }
 
     /// The children of `rank`, in the order `rank` sends to them.

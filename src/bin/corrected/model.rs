@@ -13,7 +13,7 @@ use crate::limits::{out_of_range, ticks_at_most, MAX_LOGP_TICKS, MAX_WAIT_TICKS}
 /// Tree, correction and LogP model of a simulated broadcast.
 #[derive(Args, Debug)]
 pub struct BcastModelArgs {
-    /// Dissemination tree: binomial, lame:K, kary:K, knomial:K or optimal; prefix inorder- for depth-first numbering.
+    /// Dissemination tree: binomial, lame:K, kary:K, knomial:K, multiroot:K (FTCO 5.2.1; its roots exchange in an FTCO allreduce) or optimal; prefix inorder- for depth-first numbering.
     #[arg(long, default_value = "binomial")]
     pub tree: String,
     /// Correction: none, opportunistic:D, optimized:D, relaying:D, forwarding:D, checked, checked-sync or delayed:DELAY (DELAY in ticks, at most 10^12).

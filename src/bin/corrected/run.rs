@@ -50,7 +50,7 @@ pub struct RunArgs {
     /// above 0 and at most --timeout.
     #[arg(long, default_value_t = 1000.0)]
     failure_timeout_ms: f64,
-    /// Dissemination tree: binomial, lame:K, kary:K, knomial:K or optimal; prefix inorder- for depth-first numbering.
+    /// Dissemination tree: binomial, lame:K, kary:K, knomial:K, multiroot:K (FTCO 5.2.1; its roots exchange in an FTCO allreduce) or optimal; prefix inorder- for depth-first numbering.
     #[arg(long, default_value = "binomial")]
     tree: String,
     /// Correction: none, opportunistic:D, optimized:D, relaying:D, forwarding:D, checked, checked-sync or delayed:NANOS (NANOS + (ranks - 1) x --pace-us below --timeout);

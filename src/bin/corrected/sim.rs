@@ -853,16 +853,15 @@ fn run_ftco_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<Exit
     );
     let plan = sc.plan();
     // Fault-free: the plain tree's reduce (and broadcast), and one DATA and
-    // one ACK per tree edge and phase.
-    let (estimated_latency, per_edge) = if op == Op::Reduce {
-        (plan.reduce_time(), 2.0)
-    } else {
-        (
-            plan.reduce_time() + plan.tree().dissemination_time(logp),
-            4.0,
-        )
-    };
+    // one ACK per tree edge and phase; on R > 1 roots (multiroot:K), R - 1
+    // DATA from each root to its peers instead of the edges between them.
     let procs = f64::from(args.procs);
+    let (estimated_latency, messages) = if op == Op::Reduce {
+        (plan.reduce_time(), 2.0 * (procs - 1.0))
+    } else {
+        let r = f64::from(plan.roots());
+        (plan.allreduce_time(), 4.0 * (procs - r) + r * (r - 1.0))
+    };
     let timeout = plan.timeout();
     let head = serde_json::json!({
         "procs": args.procs,
@@ -878,7 +877,7 @@ fn run_ftco_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<Exit
         "seed": args.seed,
         "runs": args.runs,
         "estimated_latency": estimated_latency,
-        "estimated_messages_per_process": per_edge * (procs - 1.0) / procs,
+        "estimated_messages_per_process": messages / procs,
     });
     let title = format!(
         "P={} op={} ftco tree={} timeout={timeout} L={} o={} fault-rate={} runs={}\nestimated latency: {estimated_latency}",

@@ -63,8 +63,8 @@
 //! throughout"), so a node with the value may return once its DATA is
 //! acknowledged but never [finishes](Protocol::is_finished); an engine
 //! keeps it until it is pushed out. Trees: any [`TreeSpec`] (k-ary and
-//! binomial tested); the multi-root k-nomial trees of the paper's simulator
-//! are not built.
+//! binomial tested); on the multi-root k-nomial tree (`multiroot:K`,
+//! Section 5.2.1) a broadcast from root 0 is the K-nomial tree's.
 //!
 //! [`TreeSpec`]: crate::topology::TreeSpec
 //! [`Tree`]: crate::topology::Tree
@@ -134,10 +134,11 @@ pub struct Ftco<'p, P> {
     up: Option<Up>,
     keepalive_due: bool,
     gave_up: bool,
-    /// The root never fails (FTCO Section 2, an allreduce's down phase):
-    /// a walk that reaches it keeps asking it.
-    root_immune: bool,
-    /// Repeated KEEPALIVEs answered by ACK (with `root_immune`: each
+    /// Roots that never fail (FTCO Section 2, an allreduce's down phase;
+    /// virtual ranks `0..immune`, 0: none): a walk that reaches one keeps
+    /// asking it.
+    immune: u32,
+    /// Repeated KEEPALIVEs answered by ACK (with `immune` roots: each
     /// doubles the wait before the next).
     backoff: u32,
     timers: TimerTable<2>,
@@ -209,7 +210,7 @@ impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
             }),
             keepalive_due: false,
             gave_up: false,
-            root_immune: false,
+            immune: 0,
             backoff: 0,
             timers: TimerTable::new(),
             suspicions: Suspicions::default(),
@@ -222,13 +223,15 @@ impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
         core
     }
 
-    /// The same core, trusting the root never to fail (Section 2): a
-    /// KEEPALIVE walk that reaches the root keeps asking it, however late
+    /// The same core, trusting the `roots` roots (virtual ranks
+    /// `0..roots`: the root, or the multi-root tree's roots, Section 5.2.1)
+    /// never to fail (Section 2): a
+    /// KEEPALIVE walk that reaches a root keeps asking it, however late
     /// its answers, instead of giving up; a KEEPALIVE answered by an ACK is
     /// repeated after a wait that doubles each time (so that askers that
     /// never give up cannot swamp a node with a timeout far too short).
-    pub(super) fn with_immune_root(mut self) -> Self {
-        self.root_immune = true;
+    pub(super) fn with_immune_roots(mut self, roots: u32) -> Self {
+        self.immune = roots;
         self
     }
 
@@ -297,7 +300,7 @@ impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
                 continue;
             }
             let Some(up) = self.up else { continue };
-            if up.state == UpState::Patient || (self.root_immune && up.rank == 0) {
+            if up.state == UpState::Patient || up.rank < self.immune {
                 self.keepalive_due = true;
                 continue;
             }
@@ -368,7 +371,7 @@ impl<P: Clone + Send + 'static> Protocol for Ftco<'_, P> {
                 if let Some(up) = self.up.as_mut().filter(|u| u.rank == from) {
                     // It lives and waits too: ask again at the deadline.
                     up.state = UpState::Patient;
-                    if self.root_immune {
+                    if self.immune > 0 {
                         // Past the deadline, twice as long each time: with
                         // a timeout far below the network's, askers that
                         // never give up would swamp the node they ask.

@@ -74,6 +74,15 @@
 //! never give up would otherwise swamp the root's receive port faster than
 //! it drains, and the run would not end.
 //!
+//! **Several roots** (Section 5.2.1, the multi-root k-nomial tree,
+//! [`FtcoPlan::roots`] > 1; allreduce only). Each root reduces its own
+//! tree as above, sends its partial to every other root (DATA, no ACK: the
+//! roots never fail, each as the root of Section 2), combines the R
+//! partials in root order once it has them all, and sends the result down
+//! its own tree. A KEEPALIVE walk ends at the node's own root. A reduce
+//! on that tree is the K-nomial reduce to root 0
+//! ([`multiroot`](crate::topology::multiroot)).
+//!
 //! **Priorities** (Algorithm 2: DATA, then KEEPALIVE, then ACK, as an
 //! engine hands messages one at a time, they show in what a node sends):
 //! its DATA up, DATA answering a KEEPALIVE, the down phase's DATA, then

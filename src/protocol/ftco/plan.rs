@@ -3,7 +3,7 @@
 //! and the fault-free schedule the expected arrival times come from.
 
 use crate::error::ConfigError;
-use crate::topology::{Tree, TreeSpec};
+use crate::topology::{multiroot, Tree, TreeSpec};
 use crate::types::{LogP, Rank, Tick};
 
 /// What every node of one FTCO broadcast, reduce or allreduce shares: the
@@ -26,6 +26,13 @@ pub struct FtcoPlan {
     depth: Vec<u32>,
     /// Nodes in each node's subtree, itself included.
     size: Vec<u32>,
+    /// Fully connected roots of the tree (FTCO Section 5.2.1; 1 but for
+    /// `multiroot:K`): ranks `0..roots`.
+    roots: u32,
+    /// f_ETA of an allreduce's result (Section 4: "one [time] for the
+    /// subtree data and the other for the final result"): when each node
+    /// has it, fault-free.
+    result_eta: Vec<Tick>,
 }
 
 impl FtcoPlan {
@@ -70,6 +77,12 @@ impl FtcoPlan {
             }
             done[r as usize] = recv;
         }
+        let roots = tree.roots();
+        let result_eta = if roots > 1 {
+            multiroot_result_eta(&tree, logp, roots, &done, &up_eta)
+        } else {
+            eta.iter().map(|&t| done[0] + t).collect()
+        };
         Ok(FtcoPlan {
             tree,
             logp,
@@ -79,6 +92,8 @@ impl FtcoPlan {
             reduce_time: done[0],
             depth,
             size,
+            roots,
+            result_eta,
         })
     }
 
@@ -118,6 +133,28 @@ impl FtcoPlan {
         self.reduce_time
     }
 
+    /// How many fully connected roots the tree has (FTCO Section 5.2.1):
+    /// ranks `0..roots` (virtual), 1 but for `multiroot:K`. An allreduce
+    /// on several roots exchanges their partials all-to-all.
+    pub fn roots(&self) -> u32 {
+        self.roots
+    }
+
+    /// f_ETA of an allreduce's result at node `rank` (virtual; Section 4):
+    /// when it has the result in a fault-free allreduce. One root: the
+    /// reduce's completion plus the broadcast's arrival; several: each
+    /// root's own tree reduced, the partials exchanged, the result down
+    /// the root's own tree.
+    pub fn result_eta(&self, rank: Rank) -> Tick {
+        self.result_eta[rank as usize]
+    }
+
+    /// The fault-free allreduce's latency: when the last node has the
+    /// result (the largest [`FtcoPlan::result_eta`]).
+    pub fn allreduce_time(&self) -> Tick {
+        self.result_eta.iter().copied().max().unwrap_or(0)
+    }
+
     /// f_ETA of the up phase (Section 4): when node `rank`'s (virtual)
     /// DATA has been received by its parent in a fault-free reduce.
     pub fn up_eta(&self, rank: Rank) -> Tick {
@@ -153,4 +190,62 @@ impl FtcoPlan {
     pub(super) fn above(&self, rank: Rank, dist: u32) -> Option<(Rank, u32)> {
         self.tree.parent(rank).map(|p| (p, dist + 1))
     }
+}
+
+/// The fault-free schedule of an allreduce on the multi-root tree (FTCO
+/// Section 5.2.1), from the single-parent view's bottom-up `done` times:
+/// root `r` completes its own tree's partial (`own[r]`, root 0 without its
+/// peers' DATA), sends it to its `roots - 1` peers (one per o, in
+/// [`multiroot::peers`] order), receives theirs in arrival order (o each),
+/// and then sends the result down its own tree; a node has the result one
+/// hop after its parent's send, as in [`Tree::coloring_times`].
+fn multiroot_result_eta(
+    tree: &Tree,
+    logp: LogP,
+    roots: u32,
+    done: &[Tick],
+    up_eta: &[Tick],
+) -> Vec<Tick> {
+    let (o, l) = (logp.overhead, logp.latency);
+    // Root 0's own partial: its last non-root child's DATA received.
+    let mut own: Vec<Tick> = done[..roots as usize].to_vec();
+    own[0] = tree.children(0)[roots as usize - 1..]
+        .iter()
+        .map(|&c| up_eta[c as usize])
+        .max()
+        .unwrap_or(0);
+    let mut at = vec![0 as Tick; tree.procs() as usize];
+    let mut start = vec![0 as Tick; roots as usize];
+    for r in 0..roots {
+        let mut arrivals: Vec<Tick> = (0..roots)
+            .filter(|&q| q != r)
+            .map(|q| {
+                let i = multiroot::peers(q, roots).position(|p| p == r).unwrap_or(0);
+                own[q as usize] + (i as Tick + 1) * o + l
+            })
+            .collect();
+        arrivals.sort_unstable();
+        let have = arrivals
+            .into_iter()
+            .fold(own[r as usize], |recv, a| recv.max(a) + o);
+        at[r as usize] = have;
+        // Its own DATA to its peers goes first (Algorithm 2's priorities).
+        start[r as usize] = have.max(own[r as usize] + Tick::from(roots - 1) * o);
+    }
+    let (order, _) = tree.levels();
+    for &p in &order {
+        let kids = tree.children(p);
+        let (kids, from) = if p < roots {
+            (
+                &kids[if p == 0 { roots as usize - 1 } else { 0 }..],
+                start[p as usize],
+            )
+        } else {
+            (kids, at[p as usize])
+        };
+        for (j, &c) in kids.iter().enumerate() {
+            at[c as usize] = from + j as Tick * o + logp.hop();
+        }
+    }
+    at
 }

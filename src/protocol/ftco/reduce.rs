@@ -13,7 +13,7 @@ use crate::error::Error;
 use crate::protocol::reduce::Combine;
 use crate::protocol::timer::TimerTable;
 use crate::protocol::{Event, Header, Leave, Msg, Protocol, Tag, Transmit};
-use crate::topology::ring;
+use crate::topology::{multiroot, ring};
 use crate::types::{Collective, OpId, Rank, Tick};
 
 use super::cover::{Covers, Piece};
@@ -125,6 +125,13 @@ pub struct FtcoReduce<'p, P, O> {
     delivered: bool,
     now: Tick,
     suspicions: Suspicions,
+    /// Roots that never fail (virtual ranks `0..roots`): the multi-root
+    /// tree's in an allreduce (Section 5.2.1), else the root alone.
+    roots: u32,
+    /// A root of several: its peers' partials, by root.
+    peer_parts: Vec<Option<P>>,
+    /// A root of several: peers its own partial is still to go to.
+    to_peers: VecDeque<Rank>,
 }
 
 impl<'p, P, O> FtcoReduce<'p, P, O>
@@ -152,10 +159,15 @@ where
         let procs = plan.procs();
         crate::protocol::check_ranks(procs, [root, me])?;
         let me = ring::left(me, root, procs);
+        let roots = match kind {
+            Collective::Allreduce => plan.roots(),
+            _ => 1,
+        };
         let pending = plan
             .tree()
             .children(me)
             .iter()
+            .filter(|&&c| c >= roots)
             .map(|&c| Pending {
                 rank: c,
                 dist: 1,
@@ -188,7 +200,13 @@ where
             delivered: false,
             now: 0,
             suspicions: Suspicions::default(),
+            roots,
+            peer_parts: Vec::new(),
+            to_peers: VecDeque::new(),
         };
+        if roots > 1 && me < roots {
+            core.peer_parts = vec![None; roots as usize];
+        }
         core.progress();
         Ok(core)
     }
@@ -230,6 +248,44 @@ where
         ring::right(rank, self.root, self.plan.procs())
     }
 
+    /// True for a root that never fails (virtual rank): the root, or one
+    /// of the multi-root tree's roots in an allreduce.
+    fn immune(&self, rank: Rank) -> bool {
+        rank < self.roots
+    }
+
+    /// True when this node is one of several roots exchanging partials.
+    fn exchanges(&self) -> bool {
+        !self.peer_parts.is_empty()
+    }
+
+    /// A root of several with its own partial and every peer's: the result
+    /// is all the partials combined in root order (the same value, bit for
+    /// bit, on every root), and its down phase starts.
+    fn try_exchange(&mut self) {
+        if self.settled || !self.exchanges() {
+            return;
+        }
+        let Some((own, _)) = self.part.as_ref() else {
+            return;
+        };
+        if (0..self.roots).any(|q| q != self.me && self.peer_parts[q as usize].is_none()) {
+            return;
+        }
+        let part = |q: Rank| {
+            if q == self.me {
+                own
+            } else {
+                self.peer_parts[q as usize].as_ref().expect("checked above")
+            }
+        };
+        let mut result = part(0).clone();
+        for q in 1..self.roots {
+            self.combine.combine(&mut result, part(q));
+        }
+        self.settle(Some(result), None);
+    }
+
     fn msg(&self, tag: Tag, payload: FtcoData<P>) -> Msg<FtcoData<P>> {
         self.header().msg(tag, payload)
     }
@@ -261,6 +317,15 @@ where
     /// for "each value used only once").
     fn on_part(&mut self, w: Rank, value: P, own: P, mut missing: Vec<Rank>) {
         let plan = self.plan;
+        if self.exchanges() && w < self.roots {
+            // A peer root's partial (Section 5.2.1's clique): roots never
+            // fail, so nothing is acknowledged or watched.
+            if w != self.me && self.peer_parts[w as usize].is_none() {
+                self.peer_parts[w as usize] = Some(value);
+                self.try_exchange();
+            }
+            return;
+        }
         if w == self.me || !plan.is_below(w, self.me) {
             return;
         }
@@ -270,7 +335,7 @@ where
         if self.part.is_some() || self.settled {
             // Too late to fold in: acknowledge only what is in (the root
             // acknowledges everything: nothing above it could take it).
-            if self.me == 0 || self.covers.covers(plan, w) {
+            if self.immune(self.me) || self.covers.covers(plan, w) {
                 self.to_ack.push_back(w);
             }
             return;
@@ -308,6 +373,12 @@ where
         }
         let missing = self.covers.missing(self.plan, &self.suspects);
         self.part = Some((self.acc.clone(), missing));
+        if self.exchanges() {
+            self.to_peers = multiroot::peers(self.me, self.roots).collect();
+            self.try_exchange();
+            self.rearm();
+            return;
+        }
         match self.plan.above(self.me, 0) {
             Some((rank, dist)) => {
                 self.up = Some(UpWatch {
@@ -361,18 +432,18 @@ where
             siblings.iter().position(|&c| c == t).unwrap_or(0)
         };
         targets.sort_by_key(|&(t, dist)| (dist, place(t), t));
-        let patience = plan.reduce_time() + plan.eta[self.me as usize] + plan.timeout();
+        let patience = plan.result_eta(self.me) + plan.timeout();
         let down = Ftco::resume(
             plan,
             self.root,
             self.me,
             self.op_id,
-            if self.me == 0 { result } else { None },
+            if self.immune(self.me) { result } else { None },
             targets,
             up,
             patience,
         )
-        .with_immune_root();
+        .with_immune_roots(self.roots);
         self.down = Some(down);
     }
 
@@ -401,8 +472,8 @@ where
             if which == WATCH {
                 let Some(up) = self.up else { continue };
                 if up.deadline.is_some_and(|d| d <= now) {
-                    if up.rank == 0 {
-                        // The root never fails (Section 2): wait for it.
+                    if self.immune(up.rank) {
+                        // A root never fails (Section 2): wait for it.
                         self.up = Some(UpWatch {
                             deadline: Some(Tick::MAX),
                             ..up
@@ -441,6 +512,7 @@ where
 
     fn up_has_send(&self) -> bool {
         self.up.is_some_and(|u| u.deadline.is_none())
+            || !self.to_peers.is_empty()
             || !self.to_answer.is_empty()
             || !self.to_ack.is_empty()
             || !self.to_ack_alive.is_empty()
@@ -550,6 +622,12 @@ where
             }
         };
         // DATA first (Algorithm 2's priorities; Algorithm 3 before 4).
+        if let Some(q) = self.to_peers.pop_front() {
+            return Some(Transmit {
+                to: self.real(q),
+                msg: self.msg(Tag::Upward, part(self)),
+            });
+        }
         if let Some(up) = self.up.as_mut().filter(|u| u.deadline.is_none()) {
             let (rank, dist) = (up.rank, up.dist);
             up.deadline = Some(now + self.plan.f_timeout(self.me, rank, dist) + 1);
