@@ -74,6 +74,7 @@ fn broadcasts_and_allreduces_between_processes_give_every_rank_the_value() {
         ("bcast", 4, "20000"),
         ("allreduce", 3, "20000"),
         ("allreduce", 2, "40000"),
+        ("allreduce", 3, "70000"),
         ("reduce", 4, "20000"),
     ] {
         let outcomes = mpirun(procs, &["--op", op, "--iters", "300", "--len", len]);
@@ -177,7 +178,7 @@ fn allreduce_survives_an_announced_failure_within_the_budget() {
 /// out of the next allreduces.
 #[test]
 fn an_allreduce_by_blocks_survives_a_death_at_every_send() {
-    // 40 000 words: 320 KB, above `BLOCKS_MIN_BYTES`. Victim 0 is the
+    // 70 000 words: 560 KB, above `BLOCKS_MIN_BYTES`. Victim 0 is the
     // root of the verdict's allreduce.
     for (procs, victim, sends) in [(4u32, 2u32, 1..=7), (5, 0, 1..=9)] {
         let blocks_sends = 2 * (procs - 1);
@@ -191,7 +192,7 @@ fn an_allreduce_by_blocks_survives_a_death_at_every_send() {
                     "--iters",
                     "4",
                     "--len",
-                    "40000",
+                    "70000",
                     "--f",
                     "1",
                     "--die-after-sends",
@@ -236,7 +237,7 @@ fn an_allreduce_by_blocks_survives_a_sigkilled_process() {
             "--iters",
             "60",
             "--len",
-            "40000",
+            "70000",
             "--sigkill",
             "1:20",
             "--timeout",
@@ -262,7 +263,7 @@ fn an_allreduce_by_blocks_survives_a_sigkilled_process() {
 /// another eager: `Mismatch`, and the next calls still line up).
 #[test]
 fn an_allreduce_by_blocks_reports_lengths_that_differ() {
-    for (len_at, kind) in [("1:40001", "LengthMismatch"), ("1:100", "Mismatch")] {
+    for (len_at, kind) in [("1:70001", "LengthMismatch"), ("1:100", "Mismatch")] {
         let outcomes = mpirun(
             3,
             &[
@@ -271,7 +272,7 @@ fn an_allreduce_by_blocks_reports_lengths_that_differ() {
                 "--iters",
                 "3",
                 "--len",
-                "40000",
+                "70000",
                 "--len-at",
                 len_at,
                 "--timeout",

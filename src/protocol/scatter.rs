@@ -36,7 +36,7 @@ use crate::types::{Collective, OpId, Rank, Tick};
 /// Values from this many bytes are reduced by blocks between processes
 /// (the MPI engine's allreduce; smaller ones combine as they travel).
 /// Measured: see docs/benchmarks.md.
-pub const BLOCKS_MIN_BYTES: usize = 256 * 1024;
+pub const BLOCKS_MIN_BYTES: usize = 512 * 1024;
 
 /// What a rank has after the blocks were exchanged.
 #[derive(Clone, Debug, PartialEq)]
