@@ -236,3 +236,38 @@ fn a_rank_known_failed_is_not_heard() {
     let mut core = Bcast::<u64>::new(&plan, 0, 3, op1, None).unwrap();
     assert_eq!(driver.drive(op1, None, &mut core), Ok(11));
 }
+
+/// A root that failed inside the broadcast (it had entered the operation)
+/// may have reached ranks whose correction still brings the value: a rank
+/// waits `root_wait` for it, then ends its call with `RootFailed`. That
+/// wait is its own setting, not the failure timeout: a node team raises its
+/// threads' failure timeout by the process level's, and waiting that long
+/// for each broadcast a dead proxy left unsent stalled its threads for
+/// minutes.
+#[test]
+fn a_root_failed_inside_the_broadcast_is_waited_for_root_wait() {
+    use corrected::driver::PeerView;
+    let net = MemoryNet::<u64>::new(4, 1, 64);
+    let plan = plan(4);
+    let config = DriverConfig {
+        failure_timeout: 50_000_000,
+        root_wait: 5_000_000,
+        ..DriverConfig::default()
+    };
+    let mut driver = Driver::new(net.transport(3), config);
+    let op = driver.enter().unwrap();
+    let inside = PeerView {
+        entered: op + 1,
+        ..PeerView::START
+    };
+    net.set_peer(0, inside);
+    net.fail(0);
+    let mut core = Bcast::<u64>::new(&plan, 0, 3, op, None).unwrap();
+    let err = driver.drive(op, None, &mut core).unwrap_err();
+    assert_eq!(err, Error::RootFailed { op, root: 0 });
+    let waited = net.clock();
+    assert!(
+        (5_000_000..50_000_000).contains(&waited),
+        "waited {waited} ns: root_wait, not the failure timeout"
+    );
+}

@@ -70,6 +70,10 @@ pub struct DriverConfig {
     /// How long a core waits on one peer inside the same operation before
     /// the detector declares it failed.
     pub failure_timeout: Tick,
+    /// How long a call whose value can only come from a root that failed
+    /// inside the operation waits for the ranks the root reached to bring
+    /// it (their correction) before [`Error::RootFailed`].
+    pub root_wait: Tick,
     /// How long a call whose core says [`Leave::AfterGrace`] waits before
     /// it returns anyway.
     pub grace: Tick,
@@ -95,6 +99,7 @@ impl Default for DriverConfig {
         DriverConfig {
             op_timeout: nanos(Duration::from_secs(10)),
             failure_timeout: nanos(Duration::from_secs(1)),
+            root_wait: nanos(Duration::from_secs(1)),
             grace: nanos(Duration::from_millis(50)),
             max_sleep: nanos(Duration::from_millis(1)),
             linger: LINGER,
@@ -695,8 +700,9 @@ impl<'t, T: Transport> Driver<'t, T> {
     /// rank): whether to end the call with [`Error::RootFailed`]. A root that failed, or whose
     /// program ended, before it entered operation `op` never sent a value:
     /// at once. One that failed inside the operation may have reached some
-    /// ranks, whose correction may still bring the value: after the failure
-    /// timeout, counted from when this rank first saw it gone.
+    /// ranks, whose correction may still bring the value: after
+    /// [`DriverConfig::root_wait`], counted from when this rank first saw
+    /// it gone.
     fn root_gone(&self, root: Rank, op: OpId, now: Tick, lost_at: &mut Option<Tick>) -> bool {
         let failed = self.transport.is_failed(root);
         let view = self.transport.peer(root);
@@ -706,7 +712,7 @@ impl<'t, T: Transport> Driver<'t, T> {
             return false;
         }
         let lost = *lost_at.get_or_insert(now);
-        never_entered || now.saturating_sub(lost) >= self.config.failure_timeout
+        never_entered || now.saturating_sub(lost) >= self.config.root_wait
     }
 
     /// Whether the call may return, given the core's answer and, for

@@ -82,7 +82,8 @@ impl MpiComm {
         }
         let (op_timeout, failure_timeout) = config.timeouts();
         let segments = Arc::new(SegmentPool::new());
-        let transport = MpiTransport::new(world, Arc::clone(&segments), failure_timeout);
+        let transport =
+            MpiTransport::new(world, Arc::clone(&segments), failure_timeout, op_timeout);
         let procs = transport.procs();
         for r in config.fault_schedule().ranks() {
             if r >= procs {
@@ -99,6 +100,7 @@ impl MpiComm {
             DriverConfig {
                 op_timeout: crate::driver::nanos(op_timeout),
                 failure_timeout: crate::driver::nanos(failure_timeout),
+                root_wait: crate::driver::nanos(failure_timeout),
                 ..DriverConfig::default()
             },
         );

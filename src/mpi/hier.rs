@@ -123,9 +123,15 @@ impl NodeTeam {
         // the process level its heartbeat in the thread team stands still,
         // and a thread still waiting on a core the proxy kept (a correction
         // of the last local broadcast) would take it for hung.
+        // Not how long a thread waits for the value of a proxy known to
+        // have failed: that comes from the threads it reached, if at all,
+        // as fast as ever (with the raised timeout, a proxy that died with
+        // its last broadcasts unsent cost a raised failure timeout per
+        // broadcast: 12 s each, seen as a hang under load).
         let threads = threads
             .op_timeout(local_op + upper_wait)
             .failure_timeout(local_failure + upper_wait)
+            .root_wait(local_failure)
             .build()?;
         let world = SimpleCommunicator::world();
         let mine = threads.ranks();

@@ -221,6 +221,10 @@ pub struct MpiTransport {
     mine: Cell<PeerView>,
     /// What the others last told.
     views: Vec<PeerView>,
+    /// When each peer was last heard from (any frame), on this rank's
+    /// clock: a rank whose program has ended serves a peer that still
+    /// speaks (see `team_quiet`).
+    heard: Vec<Tick>,
     /// When a wait last saw a message come.
     last_message: Cell<Tick>,
     /// When this rank last sent a heartbeat.
@@ -236,6 +240,10 @@ pub struct MpiTransport {
     /// nothing tells it they failed; also how long a peer may leave
     /// [`MAX_IN_FLIGHT`] sends pending before it is taken for failed.
     leave_wait: Tick,
+    /// The same for a rank that still has sends of ours pending: its
+    /// operation timeout (it may be busy outside MPI, failing over a
+    /// thread level, and still need them).
+    owed_wait: Tick,
     stuck_after: Tick,
 }
 
@@ -257,11 +265,13 @@ impl MpiTransport {
     /// `failure_timeout` sets the heartbeat (four per timeout while this
     /// rank waits), how long a peer may leave [`MAX_IN_FLIGHT`] sends
     /// pending before it is taken for failed, and how long a rank whose
-    /// program has ended waits for the others to end too.
+    /// program has ended waits for silent others to end too (`op_timeout`
+    /// for one to which sends are still pending).
     pub fn new(
         world: &SimpleCommunicator,
         segments: Arc<SegmentPool>,
         failure_timeout: Duration,
+        op_timeout: Duration,
     ) -> Self {
         let comm = world.duplicate();
         let (rank, procs) = (comm.rank() as Rank, comm.size() as u32);
@@ -289,11 +299,13 @@ impl MpiTransport {
             leaving: Cell::new(None),
             mine: Cell::new(PeerView::START),
             views: vec![PeerView::START; procs as usize],
+            heard: vec![0; procs as usize],
             last_beat: Cell::new(0),
             last_message: Cell::new(0),
             beat_in_call: Cell::new(false),
             beat_every: crate::driver::nanos(failure_timeout) / 4,
             leave_wait: crate::driver::nanos(failure_timeout),
+            owed_wait: crate::driver::nanos(op_timeout.max(failure_timeout)),
             stuck_after: crate::driver::nanos(failure_timeout),
         }
     }
@@ -426,6 +438,10 @@ impl MpiTransport {
     /// A decoded frame from `from`: a message to hand out, or a notice
     /// taken here.
     fn take_frame(&mut self, from: Rank, frame: Option<Decoded>) -> Option<(Rank, Msg<Packet>)> {
+        let now = self.now();
+        if let Some(heard) = self.heard.get_mut(from as usize) {
+            *heard = now;
+        }
         match frame {
             Some(Decoded::Frame(Frame::Msg(msg))) => return Some((from, msg)),
             Some(Decoded::Frame(Frame::Failed(r))) => {
@@ -530,9 +546,15 @@ impl Transport for MpiTransport {
                 return Err(msg);
             }
             // The peer has left MAX_IN_FLIGHT messages pending for the
-            // failure timeout: failed (see the module doc). The message
-            // vanishes with it.
-            self.declare_failed(to);
+            // failure timeout: failed (see the module doc), unless its
+            // program has ended: then it takes no more messages, and is
+            // not failed (what it sent before it left is still heard; a
+            // process declared failed after it left made its peer drop
+            // the broadcasts it had sent, caught under load). Either way
+            // the message vanishes.
+            if !self.left[peer] {
+                self.declare_failed(to);
+            }
             return Ok(());
         }
         out.full_since[peer] = None;
@@ -698,13 +720,37 @@ impl Transport for MpiTransport {
 
     fn team_quiet(&self) -> bool {
         // Quiet once every other rank has ended its program or is known
-        // failed, and our sends to them are complete; a rank that died
-        // unannounced (SIGKILL) is waited for `leave_wait`, no longer.
+        // failed, and our sends to them are complete. Short of that, once
+        // `leave_wait` has passed since this rank's program ended and
+        // every rank still running has been silent that long: a rank that
+        // died unannounced (SIGKILL) or hangs is not waited for longer,
+        // but one that still speaks (it lags behind, waiting in a call
+        // and beating, or sending) is served, for it may still need late
+        // messages of the operations this rank finished (seen under load:
+        // a process that left after one failure timeout while another
+        // still needed its broadcasts), or, if it still has sends of ours
+        // pending, until it has been silent for its operation timeout
+        // (busy outside MPI, as a process whose proxy thread fails over).
         let now = self.now();
         let leaving = self.leaving.get().unwrap_or(now);
-        let failed = self.failed.borrow().clone();
-        let all_ended =
-            (0..self.procs as usize).all(|r| r == self.rank as usize || self.left[r] || failed[r]);
-        (all_ended && self.sends_done()) || now.saturating_sub(leaving) > self.leave_wait
+        let failed = self.failed.borrow();
+        let running = |r: usize| r != self.rank as usize && !self.left[r] && !failed[r];
+        if !(0..self.procs as usize).any(running) && self.sends_done() {
+            return true;
+        }
+        let mut out = self.out.borrow_mut();
+        let mut silent = |r: usize| {
+            out.reap(r);
+            let wait = if out.pending[r].is_empty() {
+                self.leave_wait
+            } else {
+                self.owed_wait
+            };
+            now.saturating_sub(self.heard[r].max(leaving)) > wait
+        };
+        now.saturating_sub(leaving) > self.leave_wait
+            && (0..self.procs as usize)
+                .filter(|&r| running(r))
+                .all(&mut silent)
     }
 }

@@ -58,6 +58,7 @@ impl<'t> Comm<'t> {
             DriverConfig {
                 op_timeout: crate::driver::nanos(shared.op_timeout()),
                 failure_timeout: crate::driver::nanos(shared.failure_timeout()),
+                root_wait: crate::driver::nanos(shared.root_wait()),
                 op_records: shared.config.op_records,
                 ..DriverConfig::default()
             },

@@ -64,6 +64,9 @@ pub struct TeamBuilder {
     scheme: FailureScheme,
     faults: FaultSchedule,
     failure_timeout: Duration,
+    /// How long a rank waits for a failed root's value to come by
+    /// correction (`None`: the failure timeout).
+    root_wait: Option<Duration>,
     op_timeout: Duration,
     correction_pace: Duration,
     lane_capacity: usize,
@@ -159,6 +162,7 @@ impl Default for TeamBuilder {
             scheme: FailureScheme::Bit,
             faults: FaultSchedule::none(),
             failure_timeout: Duration::from_secs(1),
+            root_wait: None,
             op_timeout: Duration::from_secs(10),
             correction_pace: DEFAULT_PACE,
             lane_capacity: 64,
@@ -326,6 +330,17 @@ impl TeamBuilder {
     #[cfg(feature = "mpi")]
     pub(crate) fn fault_schedule(&self) -> &FaultSchedule {
         &self.faults
+    }
+
+    /// How long a rank waits for the value of a root that failed inside a
+    /// broadcast to come by correction from the ranks it reached, before
+    /// `Error::RootFailed` (default: the failure timeout). A node team
+    /// raises its threads' failure timeout by the process level's and keeps
+    /// this one at the threads' own.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn root_wait(mut self, wait: Duration) -> Self {
+        self.root_wait = Some(wait);
+        self
     }
 
     /// The allreduce algorithm set (`Auto` unresolved).
@@ -670,6 +685,10 @@ impl Shared<'_> {
 
     pub(crate) fn failure_timeout(&self) -> Duration {
         self.config.failure_timeout
+    }
+
+    pub(crate) fn root_wait(&self) -> Duration {
+        self.config.root_wait.unwrap_or(self.config.failure_timeout)
     }
 
     /// Marks `rank` failed and wakes everyone so they learn it.
