@@ -51,6 +51,8 @@ use crate::runtime::{Comm, Team, TeamBuilder, TeamReport};
 use crate::types::Rank;
 
 /// What runs between the processes' proxies.
+// Made once per node team: the size of its configuration does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub enum ProcessLevel {
     /// Our fault-tolerant protocols over MPI point-to-point messages
