@@ -475,7 +475,7 @@ fn a_node_team_survives_its_proxy_thread_dying() {
 // one test binary for the feature).
 mod wire {
     use corrected::mpi::wire::{decode, decode_parts, encode, encode_parts, Decoded, Frame};
-    use corrected::protocol::gossip::Stamped;
+    use corrected::protocol::gossip::{FcgPayload, Known, Stamped, KNOWN_CAPACITY};
     use corrected::protocol::reduce::{Contribution, FailureInfo, FailureScheme};
     use corrected::protocol::{Msg, Tag};
     use corrected::runtime::data::Data;
@@ -503,6 +503,19 @@ mod wire {
             root: 5,
             tag,
             payload,
+        })
+    }
+
+    /// An FCG message: `items` as its value, its SOS flag, its known
+    /// g-nodes.
+    fn fcg(items: &[u8], sos: bool, known: &[u32], pool: &SegmentPool) -> Packet {
+        Packet::Fcg(Stamped {
+            sent: (1 << 33) + 5,
+            value: FcgPayload {
+                value: Data::encode(items, pool),
+                sos,
+                known: Known::from_slice(known).expect("distinct, at most the capacity"),
+            },
         })
     }
 
@@ -539,6 +552,14 @@ mod wire {
                 }),
             ));
         }
+        // FCG: every count of known g-nodes, SOS or not, every value form.
+        for (len, known) in [(0usize, 0usize), (1, 1), (56, 3), (1000, KNOWN_CAPACITY)] {
+            let items: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
+            let ids: Vec<u32> = (0..known as u32).map(|i| 3 * i + 1).collect();
+            for sos in [false, true] {
+                round_trip(msg(Tag::Rightward, fcg(&items, sos, &ids, &pool)));
+            }
+        }
         round_trip(msg(Tag::Abort, Packet::Value(Data::mismatch([8, 16]))));
         round_trip(msg(Tag::Ack, Packet::Optional(None)));
         round_trip(msg(Tag::Tree, Packet::Optional(Some(Data::EMPTY))));
@@ -560,6 +581,7 @@ mod wire {
                 decided: false,
             }),
             Packet::Optional(Some(value.clone())),
+            fcg(&items, true, &[4, 2], &pool),
         ] {
             let frame = msg(Tag::UpCorrection, payload);
             let mut header = Vec::new();
@@ -602,5 +624,47 @@ mod wire {
         bad_tag[6] = Tag::COUNT as u8;
         assert_eq!(decode(&bad_tag, &pool), None);
         assert_eq!(decode(&[7], &pool), None, "an unknown frame kind");
+    }
+
+    /// An FCG frame with an SOS flag other than 0 or 1, more known g-nodes
+    /// than an array holds, or one named twice is refused; and no change of
+    /// any one byte of a frame makes the decoder panic: it refuses, or reads
+    /// a frame that encodes back to exactly those bytes.
+    #[test]
+    fn bad_fcg_frames_are_refused_and_no_byte_makes_the_decoder_panic() {
+        let pool = SegmentPool::new();
+        let frame = msg(Tag::Leftward, fcg(&[9; 70], false, &[5, 6], &pool));
+        let mut bytes = Vec::new();
+        encode(&frame, &mut bytes).unwrap();
+        // Header (11 bytes), packet kind, stamp (8): then the SOS flag,
+        // the count of known g-nodes and the ids.
+        let (sos, count, first_id) = (20, 21, 22);
+        assert_eq!((bytes[11], bytes[sos], bytes[count]), (4, 0, 2));
+        let mut bad_sos = bytes.clone();
+        bad_sos[sos] = 2;
+        assert_eq!(decode(&bad_sos, &pool), None, "an SOS flag of 2");
+        let mut repeated = bytes.clone();
+        repeated[first_id + 4..first_id + 8].copy_from_slice(&5u32.to_le_bytes());
+        assert_eq!(decode(&repeated, &pool), None, "a g-node named twice");
+        // More ids than an array holds, each one distinct and whole.
+        let too_many = KNOWN_CAPACITY as u32 + 1;
+        let mut over = bytes[..count].to_vec();
+        over.push(too_many as u8);
+        for id in 0..too_many {
+            over.extend_from_slice(&id.to_le_bytes());
+        }
+        over.extend_from_slice(&bytes[first_id + 8..]);
+        assert_eq!(decode(&over, &pool), None, "{too_many} known g-nodes");
+        for i in 0..bytes.len() {
+            for b in 0..=255u8 {
+                let mut changed = bytes.clone();
+                changed[i] = b;
+                if let Some(read) = decode(&changed, &pool) {
+                    let mut again = Vec::new();
+                    encode(&read, &mut again).unwrap();
+                    assert_eq!(again, changed, "byte {i} set to {b}");
+                }
+            }
+        }
     }
 }
