@@ -703,8 +703,13 @@ impl Transport for MpiTransport {
         let now = self.now();
         let leaving = self.leaving.get().unwrap_or(now);
         let failed = self.failed.borrow().clone();
-        let all_ended =
-            (0..self.procs as usize).all(|r| r == self.rank as usize || self.left[r] || failed[r]);
+        // A failed rank (an emulated death) serves nobody, and the others,
+        // which know it failed, send it nothing more (not even their
+        // `Left`): it waits only for its own sends.
+        let me_failed = failed[self.rank as usize];
+        let all_ended = me_failed
+            || (0..self.procs as usize)
+                .all(|r| r == self.rank as usize || self.left[r] || failed[r]);
         (all_ended && self.sends_done()) || now.saturating_sub(leaving) > self.leave_wait
     }
 }
