@@ -137,15 +137,12 @@ const ALGORITHMS: [&[&str]; 7] = [
     &["--algorithm", "ack-tree"],
 ];
 
-fn with(algorithm: &[&str], args: &[&str]) -> Vec<String> {
-    let mut all: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    all.extend(algorithm.iter().map(|a| a.to_string()));
-    all
-}
-
-fn mpirun_with(procs: u32, algorithm: &[&str], args: &[&str]) -> Vec<Value> {
-    let all = with(algorithm, args);
-    mpirun(procs, &all.iter().map(String::as_str).collect::<Vec<_>>())
+/// [`mpirun`] of `corrected mpi` with `args` (words split at spaces) and
+/// `algorithm`'s options.
+fn mpirun_with(procs: u32, algorithm: &[&str], args: &str) -> Vec<Value> {
+    let mut all: Vec<&str> = args.split_whitespace().collect();
+    all.extend_from_slice(algorithm);
+    mpirun(procs, &all)
 }
 
 /// Gossip (GOS, OCG, CCG, FCG), BIG, FTCO and the ack tree between 3-5
@@ -158,12 +155,8 @@ fn every_broadcast_algorithm_delivers_between_processes() {
     for (i, algorithm) in ALGORITHMS.iter().enumerate() {
         let procs = 3 + (i as u32 % 3);
         for (len, iters) in [("1", 100u64), ("20000", 10)] {
-            let iters_s = iters.to_string();
-            let outcomes = mpirun_with(
-                procs,
-                algorithm,
-                &["--op", "bcast", "--iters", &iters_s, "--len", len],
-            );
+            let args = format!("--op bcast --iters {iters} --len {len}");
+            let outcomes = mpirun_with(procs, algorithm, &args);
             assert_eq!(
                 outcomes.len(),
                 procs as usize,
@@ -213,19 +206,7 @@ fn every_broadcast_algorithm_meets_an_announced_death_as_it_promises() {
     for algorithm in algorithms {
         let ack = algorithm[1] == "ack-tree";
         let (iters, timeout) = if ack { (23, "0.3") } else { (60, "10") };
-        let iters_s = iters.to_string();
-        let args = [
-            "--op",
-            "bcast",
-            "--iters",
-            &iters_s,
-            "--len",
-            "3",
-            "--die-at",
-            "2:20",
-            "--timeout",
-            timeout,
-        ];
+        let args = format!("--op bcast --iters {iters} --len 3 --die-at 2:20 --timeout {timeout}");
         let outcomes = mpirun_with(4, algorithm, &args);
         assert_eq!(outcomes.len(), 4, "{algorithm:?}: {outcomes:?}");
         for o in &outcomes {
@@ -262,16 +243,7 @@ fn every_broadcast_algorithm_meets_an_announced_death_as_it_promises() {
 fn fcg_and_ftco_survive_a_death_inside_a_broadcast() {
     for algorithm in [ALGORITHMS[3], ALGORITHMS[5]] {
         for kill in ["1:20:1", "3:20:3"] {
-            let args = [
-                "--op",
-                "bcast",
-                "--iters",
-                "40",
-                "--len",
-                "3",
-                "--die-after-sends",
-                kill,
-            ];
+            let args = format!("--op bcast --iters 40 --len 3 --die-after-sends {kill}");
             let outcomes = mpirun_with(4, algorithm, &args);
             assert_eq!(outcomes.len(), 4, "{algorithm:?}: {outcomes:?}");
             let victim = u64::from(kill.as_bytes()[0] - b'0');
@@ -289,11 +261,8 @@ fn fcg_and_ftco_survive_a_death_inside_a_broadcast() {
 /// process delivering every broadcast, the later ones included.
 #[test]
 fn a_sigkilled_process_does_not_stop_fcg_broadcasts() {
-    let outcomes = mpirun_with(
-        5,
-        ALGORITHMS[3],
-        &["--op", "bcast", "--iters", "600", "--sigkill", "3:200"],
-    );
+    let args = "--op bcast --iters 600 --sigkill 3:200";
+    let outcomes = mpirun_with(5, ALGORITHMS[3], args);
     assert_eq!(outcomes.len(), 4, "the survivors report: {outcomes:?}");
     for o in &outcomes {
         assert_ne!(field(o, "rank"), 3);
