@@ -15,14 +15,16 @@ use crate::mpi::transport::MpiTransport;
 use crate::op::Operation;
 use crate::protocol::allreduce::AllreduceAlgorithm;
 use crate::protocol::allreduce::{Allreduce, AllreduceOutput};
-use crate::protocol::bcast::Bcast;
+use crate::protocol::ftco::Ftco;
+use crate::protocol::op_clock::OpClock;
 use crate::protocol::pair::PairAllreduce;
 use crate::protocol::reduce::{Contribution, Reduce, ReduceOutput};
 use crate::protocol::scatter::BLOCKS_MIN_BYTES;
 use crate::protocol::scatter::{Decision, ScatterAllreduce, ScatterOutput, Verdict};
+use crate::runtime::broadcast::{drive_broadcast, root_failed, BcastObserver};
 use crate::runtime::data::Data;
 use crate::runtime::segment::SegmentPool;
-use crate::runtime::{data_op, BroadcastAlgorithm, Fault, FaultSchedule, Plans, TeamBuilder};
+use crate::runtime::{data_op, Fault, FaultSchedule, Plans, TeamBuilder};
 use crate::types::{Collective, OpId, Rank};
 
 /// One process's handle on a team of MPI processes, one rank each: the
@@ -60,26 +62,21 @@ pub struct MpiComm {
     agreed_failed: Vec<Rank>,
     /// Segments of values too large to travel inline (the transport's too).
     segments: Arc<SegmentPool>,
+    /// What the broadcasts so far counted.
+    counts: BroadcastCounts,
     _one_thread: PhantomData<*const ()>,
 }
 
 impl MpiComm {
     /// The team of every process of `world`, one rank each (rank and size
-    /// are `world`'s), with `config`'s tree, correction, fault budget,
-    /// timeouts and emulated faults (its rank count, placement and
-    /// broadcast algorithm do not apply: the broadcast is a corrected
-    /// tree). Collective: every process of `world` calls it.
+    /// are `world`'s), with `config`'s tree, correction, broadcast
+    /// algorithm (every [`BroadcastAlgorithm`](crate::runtime::BroadcastAlgorithm) the thread runtime runs,
+    /// docs/mpi.md), seed, fault budget, timeouts and emulated faults (its
+    /// rank count and placement do not apply). Collective: every process
+    /// of `world` calls it.
     ///
-    /// Errors: a configuration that does not fit `world`'s size, or a
-    /// broadcast algorithm other than the corrected tree (not carried
-    /// between processes yet).
+    /// Errors: a configuration that does not fit `world`'s size.
     pub fn new(world: &SimpleCommunicator, config: &TeamBuilder) -> Result<MpiComm, ConfigError> {
-        if config.broadcast_algorithm() != BroadcastAlgorithm::Tree {
-            return Err(ConfigError::Unsupported {
-                what: "a broadcast algorithm other than the corrected tree over MPI",
-                why: "only the corrected tree's messages are carried between processes yet",
-            });
-        }
         let (op_timeout, failure_timeout) = config.timeouts();
         let segments = Arc::new(SegmentPool::new());
         let transport =
@@ -113,6 +110,7 @@ impl MpiComm {
             agreed_failed: Vec::new(),
             by_blocks: config.allreduce_choice() == AllreduceAlgorithm::Auto,
             segments,
+            counts: BroadcastCounts::default(),
             _one_thread: PhantomData,
         })
     }
@@ -132,6 +130,12 @@ impl MpiComm {
     /// back to the eager allreduce ([`crate::protocol::scatter`]).
     pub fn fallbacks(&self) -> u64 {
         self.fallbacks
+    }
+
+    /// What this process's broadcasts so far counted: the gossip ones in
+    /// which it was a g-node, and the timeouts FTCO's fired here.
+    pub fn broadcast_counts(&self) -> BroadcastCounts {
+        self.counts
     }
 
     /// Frames received that could not be read, and messages that could not
@@ -354,12 +358,7 @@ impl MpiComm {
     }
 
     fn root_failed(&self, e: Error, op: OpId, root: Rank) -> Error {
-        match e {
-            Error::Timeout { .. } if self.driver.transport().is_failed(root) => {
-                Error::RootFailed { op, root }
-            }
-            e => e,
-        }
+        root_failed(&self.driver, e, op, root)
     }
 
     fn check_root(&self, root: Rank) -> Result<(), Error> {
@@ -388,10 +387,13 @@ impl Collectives for MpiComm {
         MpiComm::size(self)
     }
 
-    /// Broadcasts `buf` from `root` (corrected tree with the configured
-    /// tree and correction). Every live rank's `buf` gets the root's, also
-    /// when processes died before or during the call, without any failure
-    /// notice, as long as the root lives. Errors as
+    /// Broadcasts `buf` from `root` with the configured algorithm (by
+    /// default the corrected tree with the configured tree and correction:
+    /// every live rank's `buf` gets the root's, also when processes died
+    /// before or during the call, without any failure notice, as long as
+    /// the root lives). Each algorithm keeps the guarantees it has on
+    /// threads ([`BroadcastAlgorithm`](crate::runtime::BroadcastAlgorithm); docs/mpi.md says which hold against
+    /// a process that dies unannounced). Errors as
     /// [`crate::runtime::Comm::broadcast_into`]'s; a root that died
     /// unannounced is a [`Error::Timeout`].
     fn broadcast_into<B: BufferMut + ?Sized>(
@@ -405,13 +407,8 @@ impl Collectives for MpiComm {
         let op = self.begin_call()?;
         let started = self.driver.call_started();
         let plans = self.plans;
-        let mut core =
-            Bcast::new(&plans.bcast, root, me, op, value).map_err(|e| self.abandon(op, e))?;
-        let got = match self.driver.drive(op, started, &mut core) {
-            Ok(got) => got,
-            Err(e) => return Err(self.root_failed(e, op, root)),
-        };
-        self.driver.keep(core);
+        let counts = &mut self.counts;
+        let got = drive_broadcast(&mut self.driver, plans, root, op, started, value, counts)?;
         if root == me {
             return Ok(());
         }
@@ -531,4 +528,33 @@ pub(crate) fn no_perfect_detector(what: &'static str) -> Error {
         what,
         why: "this MPI reports no failures, so no detector is perfect",
     })
+}
+
+/// What an [`MpiComm`]'s broadcasts counted, for a report
+/// ([`MpiComm::broadcast_counts`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BroadcastCounts {
+    /// Gossip broadcasts ([`BroadcastAlgorithm::Gossip`](crate::runtime::BroadcastAlgorithm::Gossip)) in which this
+    /// process was a g-node (colored by the gossip phase, or the root).
+    pub gossip_colored: u64,
+    /// Timeouts FTCO's broadcasts ([`BroadcastAlgorithm::Ftco`](crate::runtime::BroadcastAlgorithm::Ftco)) fired on
+    /// this process, each suspecting one process (FTCO, Appendix A). Not
+    /// told apart into true and false suspicions as on threads: no process
+    /// knows when another died.
+    pub ftco_timeouts: u64,
+}
+
+impl BcastObserver<'static, MpiTransport> for BroadcastCounts {
+    fn gossip_ended(&mut self, _: &Driver<'static, MpiTransport>, g_node: bool) {
+        self.gossip_colored += u64::from(g_node);
+    }
+
+    fn ftco_ended(
+        &mut self,
+        _: &Driver<'static, MpiTransport>,
+        _: OpId,
+        clock: &OpClock<Ftco<'_, Data>>,
+    ) {
+        self.ftco_timeouts += u64::from(clock.core().timeouts());
+    }
 }

@@ -47,7 +47,7 @@ use crate::mpi::comm::no_perfect_detector;
 use crate::mpi::native::NativeLevel;
 use crate::mpi::MpiComm;
 use crate::op::{Operation, SystemOperation};
-use crate::runtime::{Comm, Team, TeamBuilder, TeamReport};
+use crate::runtime::{BroadcastAlgorithm, Comm, Team, TeamBuilder, TeamReport};
 use crate::types::Rank;
 
 /// What runs between the processes' proxies.
@@ -91,8 +91,11 @@ impl NodeTeam {
     /// known at once, as on threads.)
     ///
     /// Errors: MPI not initialized or without that threading level, thread
-    /// counts that differ between processes, or a configuration either
-    /// team refuses.
+    /// counts that differ between processes, a process level configured
+    /// with a broadcast algorithm other than the corrected tree (gossip,
+    /// BIG, FTCO and the ack tree run between processes with one rank per
+    /// process, [`MpiComm`], not between a node team's proxies yet), or a
+    /// configuration either team refuses.
     pub fn new(threads: TeamBuilder, processes: ProcessLevel) -> Result<NodeTeam, ConfigError> {
         if !mpi::is_initialized() {
             return Err(ConfigError::Unsupported {
@@ -109,6 +112,15 @@ impl NodeTeam {
                 why: "its proxy thread calls MPI: initialize MPI with \
                       mpi::initialize_with_threading(Threading::Serialized)",
             });
+        }
+        if let ProcessLevel::Corrected(p) = &processes {
+            if p.broadcast_algorithm() != BroadcastAlgorithm::Tree {
+                return Err(ConfigError::Unsupported {
+                    what: "a broadcast algorithm other than the corrected tree between a node team's proxies",
+                    why: "the hierarchy's process level is tested with the corrected tree only; \
+                          MpiComm runs the others with one rank per process",
+                });
+            }
         }
         // A thread waits on its proxy for a whole step of the process
         // level (which can last an operation timeout and a failure timeout

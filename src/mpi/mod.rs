@@ -32,7 +32,7 @@ mod native;
 pub mod transport;
 pub mod wire;
 
-pub use comm::MpiComm;
+pub use comm::{BroadcastCounts, MpiComm};
 pub use hier::{NodeComm, NodeTeam, ProcessLevel};
 pub use transport::MpiTransport;
 

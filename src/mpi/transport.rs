@@ -734,9 +734,16 @@ impl Transport for MpiTransport {
         let now = self.now();
         let leaving = self.leaving.get().unwrap_or(now);
         let failed = self.failed.borrow();
+        // A failed rank (an emulated death) serves nobody, and the others,
+        // which know it failed, send it nothing more (not even their
+        // `Left`): it waits only for its own sends.
+        let me_failed = failed[self.rank as usize];
         let running = |r: usize| r != self.rank as usize && !self.left[r] && !failed[r];
-        if !(0..self.procs as usize).any(running) && self.sends_done() {
+        if (me_failed || !(0..self.procs as usize).any(running)) && self.sends_done() {
             return true;
+        }
+        if me_failed {
+            return now.saturating_sub(leaving) > self.leave_wait;
         }
         let mut out = self.out.borrow_mut();
         let mut silent = |r: usize| {

@@ -8,13 +8,17 @@
 //! *detached* ([`encode_parts`]): the frame carries only its length, and
 //! its bytes travel as the sender's next MPI message, sent straight from
 //! the value's segment and received straight into one
-//! ([`decode_parts`]), so that a large value is copied by MPI alone. A value that refers to this process's memory
+//! ([`decode_parts`]), so that a large value is copied by MPI alone.
+//! Every broadcast payload is framed: a gossip message's logical send time
+//! (a [`Stamped`] value), FCG's SOS flag and its up to [`KNOWN_CAPACITY`]
+//! distinct known g-nodes (more, or repeated, are refused), FTCO's value
+//! or none. A value that refers to this process's memory
 //! (a lazy sum, a lent buffer) is never put in a frame: the MPI
 //! communicator only builds values from bytes ([`Data::encode`]). Decoding
 //! checks every length and returns `None` for a frame it cannot read (the
 //! transport drops and counts it); it never panics on bad input.
 
-use crate::protocol::gossip::Stamped;
+use crate::protocol::gossip::{FcgPayload, Known, Stamped, KNOWN_CAPACITY};
 use crate::protocol::reduce::{Contribution, FailureInfo};
 use crate::protocol::{Msg, Tag};
 use crate::runtime::data::Data;
@@ -54,6 +58,7 @@ const PACKET_VALUE: u8 = 0;
 const PACKET_CONTRIBUTION: u8 = 1;
 const PACKET_STAMPED: u8 = 2;
 const PACKET_OPTIONAL: u8 = 3;
+const PACKET_FCG: u8 = 4;
 
 const DATA_BYTES: u8 = 0;
 const DATA_MISMATCH: u8 = 1;
@@ -83,8 +88,6 @@ pub enum Decoded {
 pub enum Unframeable {
     /// Its value refers to this process's memory.
     LocalValue,
-    /// A failure-proof gossip message (not carried between processes yet).
-    Fcg,
 }
 
 /// Writes `frame` into `out` (cleared first), values included.
@@ -153,7 +156,17 @@ pub fn encode_parts(
                         data(d, out)?;
                     }
                 }
-                Packet::Fcg(_) => return Err(Unframeable::Fcg),
+                Packet::Fcg(s) => {
+                    out.push(PACKET_FCG);
+                    out.extend_from_slice(&s.sent.to_le_bytes());
+                    out.push(u8::from(s.value.sos));
+                    let known = s.value.known.as_slice();
+                    out.push(known.len() as u8);
+                    for r in known {
+                        out.extend_from_slice(&r.to_le_bytes());
+                    }
+                    data(&s.value.value, out)?;
+                }
             }
         }
     }
@@ -303,6 +316,27 @@ pub fn decode_parts(bytes: &[u8], pool: &SegmentPool, payload: Option<Data>) -> 
                     Packet::Stamped(Stamped {
                         sent,
                         value: r.data(pool)?,
+                    })
+                }
+                PACKET_FCG => {
+                    let sent = r.u64()?;
+                    let sos = match r.u8()? {
+                        0 => false,
+                        1 => true,
+                        _ => return None,
+                    };
+                    let n = usize::from(r.u8()?);
+                    if n > KNOWN_CAPACITY {
+                        return None;
+                    }
+                    let ids: Vec<Rank> = (0..n).map(|_| r.u32()).collect::<Option<_>>()?;
+                    Packet::Fcg(Stamped {
+                        sent,
+                        value: FcgPayload {
+                            value: r.data(pool)?,
+                            sos,
+                            known: Known::from_slice(&ids)?,
+                        },
                     })
                 }
                 PACKET_OPTIONAL => Packet::Optional(match r.u8()? {

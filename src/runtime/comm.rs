@@ -10,15 +10,13 @@ use crate::collectives::Collectives;
 use crate::driver::{Driver, DriverConfig, Members, OpRecord, RankState, Transport};
 use crate::error::Error;
 use crate::op::Operation;
-use crate::protocol::ack_tree::AckTree;
 use crate::protocol::allreduce::{Allreduce, AllreduceOutput};
 use crate::protocol::bcast::Bcast;
 use crate::protocol::ftco::Ftco;
-use crate::protocol::gossip::{Big, Fcg, Gossip, GossipCorrection, SlotClock};
 use crate::protocol::op_clock::OpClock;
 use crate::protocol::pair::PairAllreduce;
-use crate::protocol::random::RandomStream;
 use crate::protocol::reduce::{Contribution, Reduce, ReduceOutput};
+use crate::runtime::broadcast::{drive_broadcast, root_failed, BcastObserver};
 use crate::runtime::data::Data;
 use crate::runtime::faults::Fault;
 use crate::runtime::lazy::LAZY_MIN_BYTES;
@@ -250,63 +248,16 @@ impl<'t> Comm<'t> {
         });
         let op = self.begin_op()?;
         let started = self.driver.call_started();
-        let plans = self.plans;
-        let got = if let Some((plan, seed)) = &plans.gossip {
-            let rng = RandomStream::for_rank(*seed, me, op);
-            let got = if let GossipCorrection::FailureProof { .. } = plan.correction() {
-                // A c-node's SOS timeout, in real time: a quarter of the
-                // team's failure timeout. A rank that nothing reaches gives
-                // up a whole failure timeout after it learns the root
-                // failed (`Error::RootFailed`), so the SOS of a rank the
-                // root colored before it died reaches it first unless that
-                // rank is descheduled for three quarters of the failure
-                // timeout: then all live ranks or none deliver, as the
-                // paper's (IV) says (docs/algorithms.md).
-                let core = Fcg::new(plan, root, me, op, value, rng);
-                let core = core.map_err(|e| self.abandon(op, e))?;
-                let timeout = (self.shared.failure_timeout() / 4).as_nanos() as Tick;
-                let mut core = SlotClock::new(core, plan.logp()).with_real_timeouts(timeout);
-                let got = self.driver.drive(op, started, &mut core);
-                self.count_g_node(core.core().is_g_node());
-                got
-            } else {
-                let core = Gossip::new(plan, root, me, op, value, rng);
-                let core = core.map_err(|e| self.abandon(op, e))?;
-                let mut core = SlotClock::new(core, plan.logp());
-                let got = self.driver.drive(op, started, &mut core);
-                self.count_g_node(core.core().is_g_node());
-                got
-            };
-            got.map_err(|e| self.root_failed(e, op, root))?
-        } else if let Some(plan) = &plans.big {
-            let core = Big::new(plan, root, me, op, value);
-            let mut core = core.map_err(|e| self.abandon(op, e))?;
-            let got = self.driver.drive(op, started, &mut core);
-            got.map_err(|e| self.root_failed(e, op, root))?
-        } else if let Some(plan) = &plans.ftco {
-            let core = Ftco::new(plan, root, me, op, value);
-            let mut core = OpClock::new(core.map_err(|e| self.abandon(op, e))?);
-            let got = self.driver.drive(op, started, &mut core);
-            self.count_suspicions(op, &core);
-            let got = got.map_err(|e| self.root_failed(e, op, root))?;
-            // A rank with the value answers KEEPALIVEs after its call.
-            self.driver.keep(core);
-            got
-        } else if let Some(plan) = &plans.ack_tree {
-            let core = AckTree::new(plan, root, me, op, value);
-            let mut core = core.map_err(|e| self.abandon(op, e))?;
-            let got = self.driver.drive(op, started, &mut core);
-            got.map_err(|e| self.root_failed(e, op, root))?
-        } else {
-            let mut core =
-                Bcast::new(&plans.bcast, root, me, op, value).map_err(|e| self.abandon(op, e))?;
-            let got = match self.driver.drive(op, started, &mut core) {
-                Ok(got) => got,
-                Err(e) => return Err(self.root_failed(e, op, root)),
-            };
-            self.driver.keep(core);
-            got
-        };
+        let (shared, plans) = (self.shared, self.plans);
+        let got = drive_broadcast(
+            &mut self.driver,
+            plans,
+            root,
+            op,
+            started,
+            value,
+            &mut TeamCounters(shared),
+        )?;
         if let Some(lending) = &mut lending {
             self.end_loan(lending, bytes.len());
         }
@@ -318,54 +269,6 @@ impl<'t> Comm<'t> {
             return Ok(());
         }
         got.decode_into(buf.items_mut(), op, None)
-    }
-
-    /// Counts a gossip broadcast in which this rank was a g-node
-    /// ([`crate::runtime::TeamReport::gossip_colored`]).
-    fn count_g_node(&self, g_node: bool) {
-        if g_node {
-            // The team's numbering, which a shrink does not change.
-            let me = self.driver.transport().rank();
-            self.shared.counters[me as usize]
-                .g_node_ops
-                .fetch_add(1, crate::sync::Ordering::Relaxed);
-        }
-    }
-
-    /// Counts an FTCO broadcast's timeouts and, with operation records on,
-    /// keeps its answer delays
-    /// ([`crate::runtime::TeamReport::answer_delays_ns`]); and its false suspicions
-    /// ([`crate::runtime::TeamReport::false_suspicions`]): a suspected rank
-    /// that the fault schedule does not silence from the operation's start
-    /// and that the liveness registry had not marked failed by the time of
-    /// the suspicion (the engine's time of the core's tick).
-    fn count_suspicions(&self, op: OpId, clock: &OpClock<Ftco<'_, Data>>) {
-        let core = clock.core();
-        if self.shared.config.op_records {
-            let mut delays = self.shared.answer_delays.lock();
-            let delays = delays.as_mut().unwrap_or_else(|e| e.get_mut());
-            delays.extend_from_slice(clock.answer_delays());
-        }
-        if core.timeouts() == 0 {
-            return;
-        }
-        let (members, shared) = (self.driver.members(), self.shared);
-        let alive = |&(rank, at): &(Rank, Tick)| {
-            let rank = members.to_transport(rank);
-            let failed_by = shared.liveness.failed_at(rank);
-            !shared.faults().silent_from_start(rank, op)
-                && failed_by.map_or(true, |t| t > clock.engine_time(at))
-        };
-        let false_suspicions = core.suspicions().filter(alive).count() as u64;
-        let me = self.driver.transport().rank();
-        let counters = &self.shared.counters[me as usize];
-        let relaxed = crate::sync::Ordering::Relaxed;
-        counters
-            .timeouts
-            .fetch_add(u64::from(core.timeouts()), relaxed);
-        counters
-            .false_suspicions
-            .fetch_add(false_suspicions, relaxed);
     }
 
     /// A broadcast root's loan ends once every other rank has copied the
@@ -566,17 +469,7 @@ impl<'t> Comm<'t> {
 
     /// A timeout while the root is known failed is the root's failure.
     fn root_failed(&self, e: Error, op: OpId, root: Rank) -> Error {
-        match e {
-            Error::Timeout { .. }
-                if self
-                    .shared
-                    .liveness
-                    .is_failed(self.driver.members().to_transport(root)) =>
-            {
-                Error::RootFailed { op, root }
-            }
-            e => e,
-        }
+        root_failed(&self.driver, e, op, root)
     }
 
     fn check_root(&self, root: Rank) -> Result<(), Error> {
@@ -707,6 +600,66 @@ impl Collectives for Comm<'_> {
 
     fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
         Comm::shrink(self)
+    }
+}
+
+/// The thread runtime's [`BcastObserver`]: a broadcast's g-node count,
+/// FTCO's timeouts, false suspicions and answer delays, into the team's
+/// counters for its report.
+struct TeamCounters<'a, 't>(&'a Shared<'t>);
+
+impl<'t> BcastObserver<'t, MailboxTransport<'t>> for TeamCounters<'_, 't> {
+    /// Counts a gossip broadcast in which this rank was a g-node
+    /// ([`crate::runtime::TeamReport::gossip_colored`]).
+    fn gossip_ended(&mut self, driver: &Driver<'t, MailboxTransport<'t>>, g_node: bool) {
+        if g_node {
+            // The team's numbering, which a shrink does not change.
+            let me = driver.transport().rank();
+            self.0.counters[me as usize]
+                .g_node_ops
+                .fetch_add(1, crate::sync::Ordering::Relaxed);
+        }
+    }
+
+    /// Counts an FTCO broadcast's timeouts and, with operation records on,
+    /// keeps its answer delays
+    /// ([`crate::runtime::TeamReport::answer_delays_ns`]); and its false suspicions
+    /// ([`crate::runtime::TeamReport::false_suspicions`]): a suspected rank
+    /// that the fault schedule does not silence from the operation's start
+    /// and that the liveness registry had not marked failed by the time of
+    /// the suspicion (the engine's time of the core's tick).
+    fn ftco_ended(
+        &mut self,
+        driver: &Driver<'t, MailboxTransport<'t>>,
+        op: OpId,
+        clock: &OpClock<Ftco<'_, Data>>,
+    ) {
+        let (core, shared) = (clock.core(), self.0);
+        if shared.config.op_records {
+            let mut delays = shared.answer_delays.lock();
+            let delays = delays.as_mut().unwrap_or_else(|e| e.get_mut());
+            delays.extend_from_slice(clock.answer_delays());
+        }
+        if core.timeouts() == 0 {
+            return;
+        }
+        let members = driver.members();
+        let alive = |&(rank, at): &(Rank, Tick)| {
+            let rank = members.to_transport(rank);
+            let failed_by = shared.liveness.failed_at(rank);
+            !shared.faults().silent_from_start(rank, op)
+                && failed_by.map_or(true, |t| t > clock.engine_time(at))
+        };
+        let false_suspicions = core.suspicions().filter(alive).count() as u64;
+        let me = driver.transport().rank();
+        let counters = &shared.counters[me as usize];
+        let relaxed = crate::sync::Ordering::Relaxed;
+        counters
+            .timeouts
+            .fetch_add(u64::from(core.timeouts()), relaxed);
+        counters
+            .false_suspicions
+            .fetch_add(false_suspicions, relaxed);
     }
 }
 

@@ -30,6 +30,7 @@
 //! The drive loop itself is engine-neutral and lives in [`crate::driver`];
 //! this module supplies its mailbox transport and the public API.
 
+pub(crate) mod broadcast;
 mod comm;
 pub mod data;
 mod faults;

@@ -32,6 +32,7 @@ fn parse_rank_pair<N: std::str::FromStr>(
     ))
 }
 
+mod bcast;
 mod error;
 mod limits;
 mod model;

@@ -10,10 +10,12 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use corrected::mpi::{MpiComm, NodeTeam, ProcessLevel};
 use corrected::prelude::*;
-use corrected::runtime::Fault;
+use corrected::runtime::{BroadcastAlgorithm, Fault};
 use corrected::types::{OpId, Rank};
 
+use crate::bcast::BcastArgs;
 use crate::error::CliError;
+use crate::op::Op;
 
 /// Options of `corrected mpi`.
 #[derive(Args, Debug)]
@@ -69,6 +71,10 @@ pub struct MpiArgs {
     /// Operation timeout, seconds.
     #[arg(long, default_value_t = 10.0)]
     timeout: f64,
+    /// The broadcast algorithm, spelled as in `corrected run` (--op bcast;
+    /// with --threads the processes' level runs the corrected tree only).
+    #[command(flatten)]
+    bcast: BcastArgs,
 }
 
 /// What one rank saw.
@@ -97,6 +103,14 @@ struct Outcome {
     /// Large allreduces that fell back from blocks to the eager algorithm
     /// (one rank per process only; docs/mpi.md).
     fallbacks: u64,
+    /// The broadcast algorithm (--op bcast).
+    algorithm: String,
+    /// Gossip broadcasts in which this process was a g-node (one rank per
+    /// process only).
+    gossip_colored: u64,
+    /// Timeouts FTCO's broadcasts fired on this process (one rank per
+    /// process only).
+    ftco_timeouts: u64,
 }
 
 /// Parses `RANK:ITER:SENDS`.
@@ -114,7 +128,7 @@ fn parse_kill_point(text: &str) -> Result<(Rank, u32, u32), String> {
 
 /// Runs the loop on this process (on each of its threads with
 /// `--threads`) and prints the outcomes.
-pub fn run(args: MpiArgs) -> Result<ExitCode, CliError> {
+pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
     if !(args.timeout > 0.0 && args.timeout <= 3600.0) {
         return Err(CliError::OutOfRange {
             option: "--timeout",
@@ -123,10 +137,20 @@ pub fn run(args: MpiArgs) -> Result<ExitCode, CliError> {
             hint: "pass --timeout 10".into(),
         });
     }
-    if !matches!(args.op.as_str(), "bcast" | "allreduce" | "reduce") {
-        return Err(CliError::UnknownOp {
-            op: args.op.clone(),
-            expected: "bcast, reduce or allreduce",
+    let op = Op::parse(
+        &args.op,
+        &[Op::Bcast, Op::Reduce, Op::Allreduce],
+        "bcast, reduce or allreduce",
+    )?;
+    // The loop below tells collectives apart by their `--op` name.
+    args.op = op.name().to_string();
+    let chosen = args.bcast.choose(op, args.timeout)?;
+    if args.threads > 1 && chosen.algorithm != BroadcastAlgorithm::Tree {
+        return Err(CliError::OutOfRange {
+            option: "--algorithm",
+            value: args.bcast.algorithm.clone(),
+            why: "a node team's processes broadcast through the corrected tree".into(),
+            hint: "drop --threads (one rank per process), or --algorithm".into(),
         });
     }
     if args.threads == 0 || args.threads > 64 {
@@ -165,7 +189,10 @@ pub fn run(args: MpiArgs) -> Result<ExitCode, CliError> {
         for &(rank, iter, sends) in &args.die_after_sends {
             faults = faults.at(rank, iter as OpId, Fault::DieAfterSends(sends));
         }
-        let mut builder = Team::builder().op_timeout(timeout).faults(faults);
+        let mut builder = chosen
+            .apply(Team::builder())
+            .op_timeout(timeout)
+            .faults(faults);
         if let Some(f) = args.f {
             builder = builder.fault_budget(f);
         }
@@ -173,6 +200,10 @@ pub fn run(args: MpiArgs) -> Result<ExitCode, CliError> {
         let mut outcome = checked_loop(&mut comm, &args);
         outcome.bad_frames = comm.bad_frames();
         outcome.fallbacks = comm.fallbacks();
+        outcome.algorithm = chosen.name.clone();
+        let counts = comm.broadcast_counts();
+        outcome.gossip_colored = counts.gossip_colored;
+        outcome.ftco_timeouts = counts.ftco_timeouts;
         // Serve late messages until the others are done (or the wait passes).
         drop(comm);
         vec![outcome]
@@ -196,7 +227,7 @@ pub fn run(args: MpiArgs) -> Result<ExitCode, CliError> {
             .ranks(threads)
             .op_timeout(timeout)
             .faults(faults);
-        let mut upper = Team::builder().op_timeout(timeout);
+        let mut upper = chosen.apply(Team::builder()).op_timeout(timeout);
         if let Some(f) = args.f {
             upper = upper.fault_budget(f);
         }
@@ -207,7 +238,13 @@ pub fn run(args: MpiArgs) -> Result<ExitCode, CliError> {
         };
         let node = NodeTeam::new(local, level).map_err(Error::from)?;
         let report = node.run(|comm| checked_loop(comm, &args));
-        report.returned().map(|(_, o)| o.clone()).collect()
+        report
+            .returned()
+            .map(|(_, o)| Outcome {
+                algorithm: chosen.name.clone(),
+                ..o.clone()
+            })
+            .collect()
     };
     let mut clean = true;
     for outcome in &outcomes {
@@ -240,6 +277,9 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
         bad_frames: (0, 0),
         firsts: Vec::new(),
         fallbacks: 0,
+        algorithm: String::new(),
+        gossip_colored: 0,
+        ftco_timeouts: 0,
     };
     // The ranks failed by `iter`: --die-at's, and every thread of the
     // process --sigkill names.

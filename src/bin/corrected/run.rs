@@ -9,19 +9,18 @@ use clap::Args;
 
 use corrected::driver::OpRecord;
 use corrected::protocol::bcast::Correction;
-use corrected::protocol::gossip::{CorrectionChoice, GossipSpec};
 use corrected::protocol::reduce::FailureScheme;
 use corrected::runtime::{
     AllreduceAlgorithm, BroadcastAlgorithm, Fault, FaultSchedule, OpStats, Pinning, RankOutcome,
-    Team, TeamReport, DEFAULT_FTCO_TIMEOUT,
+    Team, TeamReport,
 };
 use corrected::sim::engine::NEVER;
 use corrected::sim::reduce::{includes_exactly, input_of};
 use corrected::sim::Stats;
-use corrected::topology::TreeSpec;
 use corrected::types::{Rank, Tick};
 use corrected::{ConfigError, Error};
 
+use crate::bcast::{BcastArgs, Delivery};
 use crate::error::CliError;
 use crate::limits::{at_least_one, bytes, check_memory, out_of_range, MAX_TIMEOUT_S};
 use crate::op::Op;
@@ -50,33 +49,8 @@ pub struct RunArgs {
     /// above 0 and at most --timeout.
     #[arg(long, default_value_t = 1000.0)]
     failure_timeout_ms: f64,
-    /// Dissemination tree: binomial, lame:K, kary:K, knomial:K, multiroot:K (FTCO 5.2.1; its roots exchange in an FTCO allreduce) or optimal; prefix inorder- for depth-first numbering.
-    #[arg(long, default_value = "binomial")]
-    tree: String,
-    /// Correction: none, opportunistic:D, optimized:D, relaying:D, forwarding:D, checked, checked-sync or delayed:NANOS (NANOS + (ranks - 1) x --pace-us below --timeout);
-    /// with --algorithm gossip: none (GOS), ocg, ocg:C, ccg or fcg:F (FCG surviving F failures during the correction).
-    #[arg(long, default_value = "checked")]
-    correction: String,
-    /// Broadcast algorithm: tree (a corrected tree), gossip (corrected
-    /// gossip: random gossip until --gossip-time, then --correction), big
-    /// (the binomial graph baseline), ftco (FTCO's DATA/KEEPALIVE/ACK
-    /// broadcast over --tree, timeouts of --timeout-ms) or ack-tree (--tree
-    /// with an ACK gather, no fault tolerance).
-    #[arg(long, default_value = "tree")]
-    algorithm: String,
-    /// FTCO's timeout unit T in milliseconds (--algorithm ftco only): a
-    /// DATA to a rank d tree levels away is suspected after d x T (plus
-    /// 1 µs per child); default 50 (above the scheduling noise measured
-    /// with 8 and 32 ranks on 2 cores, docs/algorithms.md).
-    #[arg(long)]
-    timeout_ms: Option<f64>,
-    /// Corrected gossip's T in ticks of the paper's model (L = 2, o = 1),
-    /// counted in each rank's own send slots, or auto (Eq. 3 / Eq. 4).
-    #[arg(long, default_value = "auto")]
-    gossip_time: String,
-    /// Seed of gossip's random peers.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    #[command(flatten)]
+    bcast: BcastArgs,
     /// Allreduce and barrier algorithm: tree (up-correction reduce, then the
     /// corrected broadcast), star (inputs straight to a root, the result
     /// straight back), or auto (star where ranks outnumber cores).
@@ -365,7 +339,7 @@ fn check_team(args: &RunArgs, correction: Correction, ranks: u32) -> Result<(), 
         return Err(if delay_ns > 0.0 {
             out_of_range(
                 "--correction",
-                &args.correction,
+                &args.bcast.correction,
                 why,
                 format!(
                     "pass delayed:NANOS with NANOS below {:.0}, or raise --timeout",
@@ -533,155 +507,6 @@ fn tally(args: &RunArgs, op: Op, bcast: Delivery, f: u32, report: &TeamReport<Ve
     t
 }
 
-/// What the broadcast algorithm promises about delivery.
-#[derive(Clone, Copy, Debug)]
-struct Delivery {
-    /// Every live rank gets the value with no rank failed (false for GOS
-    /// and OCG, which reach everyone only with high probability).
-    always: bool,
-    /// ... also with ranks dead before the operation.
-    despite_dead_ranks: bool,
-    /// ... also with ranks failing during the operation (the root alive).
-    despite_deaths_during: bool,
-}
-
-/// `--algorithm`, `--gossip-time` and `--correction` read together: the
-/// team's broadcast algorithm and what it promises.
-fn broadcast_algorithm(
-    args: &RunArgs,
-    op: Op,
-) -> Result<(BroadcastAlgorithm, Delivery, String), CliError> {
-    match args.algorithm.to_ascii_lowercase().as_str() {
-        "tree" => {
-            let correction: Correction = args.correction.parse()?;
-            let delivery = Delivery {
-                always: true,
-                despite_dead_ranks: correction.guarantees_delivery(),
-                despite_deaths_during: false,
-            };
-            Ok((BroadcastAlgorithm::Tree, delivery, correction.to_string()))
-        }
-        "gossip" if op == Op::Bcast => {
-            let spec = GossipSpec {
-                time: args.gossip_time.parse().map_err(|_| {
-                    out_of_range(
-                        "--gossip-time",
-                        &args.gossip_time,
-                        "T is a number of ticks, or auto",
-                        "pass --gossip-time auto or a number of ticks",
-                    )
-                })?,
-                correction: args.correction.parse().map_err(|_| {
-                    out_of_range(
-                        "--correction",
-                        &args.correction,
-                        "corrected gossip's corrections are none, ocg[:C], ccg (checked) and fcg[:F] (F from 1 to 7)",
-                        "pass --correction ccg, ocg, ocg:C, fcg, fcg:F or none",
-                    )
-                })?,
-                ..GossipSpec::default()
-            };
-            let checked = matches!(
-                spec.correction,
-                CorrectionChoice::Checked | CorrectionChoice::FailureProof(_)
-            );
-            let delivery = Delivery {
-                always: checked,
-                despite_dead_ranks: checked,
-                despite_deaths_during: false,
-            };
-            let name = format!("gossip T={} {}", spec.time, spec.correction);
-            Ok((BroadcastAlgorithm::Gossip(spec), delivery, name))
-        }
-        "big" if op == Op::Bcast => {
-            // Consistent while fewer than ⌈log2 P⌉ ranks fail: counted as
-            // promised only fault-free (the tally does not know P here).
-            let delivery = Delivery {
-                always: true,
-                despite_dead_ranks: false,
-                despite_deaths_during: false,
-            };
-            Ok((BroadcastAlgorithm::Big, delivery, "big".to_string()))
-        }
-        "ftco" if op == Op::Bcast => {
-            // With the root alive, every live rank delivers, whatever fails
-            // before or during the operation (FTCO, Definition 3.2).
-            let delivery = Delivery {
-                always: true,
-                despite_dead_ranks: true,
-                despite_deaths_during: true,
-            };
-            no_correction(args)?;
-            let timeout = ftco_timeout(args)?;
-            let name = format!(
-                "ftco over {} T={:?}",
-                args.tree,
-                timeout.unwrap_or(DEFAULT_FTCO_TIMEOUT)
-            );
-            Ok((BroadcastAlgorithm::Ftco { timeout }, delivery, name))
-        }
-        "ack-tree" if op == Op::Bcast => {
-            // No fault tolerance: a failed rank's ancestors wait for its ACK
-            // until --timeout.
-            no_correction(args)?;
-            let delivery = Delivery {
-                always: true,
-                despite_dead_ranks: false,
-                despite_deaths_during: false,
-            };
-            let name = format!("ack-tree over {}", args.tree);
-            Ok((BroadcastAlgorithm::AckTree, delivery, name))
-        }
-        "gossip" | "big" | "ftco" | "ack-tree" => Err(out_of_range(
-            "--algorithm",
-            &args.algorithm,
-            "corrected gossip, BIG, FTCO and the ack tree are broadcast algorithms",
-            "pass --op bcast with --algorithm gossip, big, ftco or ack-tree",
-        )),
-        other => Err(out_of_range(
-            "--algorithm",
-            other,
-            "the broadcast algorithms are tree, gossip, big, ftco and ack-tree",
-            "pass --algorithm tree, gossip, big, ftco or ack-tree",
-        )),
-    }
-}
-
-/// A `--correction` other than the default, refused with FTCO and the ack
-/// tree, which have none.
-fn no_correction(args: &RunArgs) -> Result<(), CliError> {
-    if args.correction != "checked" {
-        return Err(out_of_range(
-            "--correction",
-            &args.correction,
-            "FTCO and the ack tree have no correction",
-            "leave out --correction with --algorithm ftco or ack-tree",
-        ));
-    }
-    Ok(())
-}
-
-/// `--timeout-ms` as FTCO's timeout unit (`None`: the team's default),
-/// refused outside 1 µs to --timeout (a DATA's timeout is a multiple of
-/// it: the operation must be able to wait one out).
-fn ftco_timeout(args: &RunArgs) -> Result<Option<Duration>, CliError> {
-    let Some(ms) = args.timeout_ms else {
-        return Ok(None);
-    };
-    if !(ms >= 1e-3 && ms < args.timeout * 1e3) {
-        return Err(out_of_range(
-            "--timeout-ms",
-            ms,
-            format!(
-                "FTCO's timeout unit must be at least 0.001 ms (1 µs) and below --timeout ({} ms)",
-                args.timeout * 1e3
-            ),
-            "pass e.g. --timeout-ms 50 (the default), or raise --timeout",
-        ));
-    }
-    Ok(Some(Duration::from_secs_f64(ms / 1e3)))
-}
-
 /// Runs `corrected run`. Exit code 1 if a delivery was wrong or missing
 /// where the algorithm guarantees it; expected losses (a failed root, a
 /// correction without a guarantee meeting faults, more than f failures)
@@ -694,37 +519,21 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         &[Op::Bcast, Op::Reduce, Op::Allreduce, Op::Barrier],
         "bcast, reduce, allreduce or barrier",
     )?;
-    let tree: TreeSpec = args.tree.parse()?;
-    let (algorithm, delivery, bcast_name) = broadcast_algorithm(&args, op)?;
+    let chosen = args.bcast.choose(op, args.timeout)?;
+    let (algorithm, delivery, bcast_name) =
+        (chosen.algorithm, chosen.delivery, chosen.name.clone());
+    let (tree, correction) = (chosen.tree, chosen.correction);
     let timed = matches!(
         algorithm,
         BroadcastAlgorithm::Ftco { .. } | BroadcastAlgorithm::AckTree
     );
-    if args.timeout_ms.is_some() && !matches!(algorithm, BroadcastAlgorithm::Ftco { .. }) {
-        return Err(out_of_range(
-            "--timeout-ms",
-            args.timeout_ms.unwrap_or_default(),
-            "only FTCO has a timeout unit (--timeout is the operation timeout, in seconds)",
-            "pass --timeout-ms with --algorithm ftco only",
-        ));
-    }
-    // The allreduce's broadcast and the tree broadcast take the tree
-    // correction; with gossip the correction names gossip's.
-    let correction: Correction = if matches!(algorithm, BroadcastAlgorithm::Tree) {
-        args.correction.parse()?
-    } else {
-        Correction::Checked
-    };
     let allreduce: AllreduceAlgorithm = args.allreduce.parse()?;
     let scheme: FailureScheme = args.failure_scheme.parse()?;
     check_options(&args)?;
     // The JSON's latency and message counts come from the operation records.
-    let mut builder = Team::builder()
+    let mut builder = chosen
+        .apply(Team::builder())
         .op_records(true)
-        .tree(tree)
-        .correction(correction)
-        .broadcast(algorithm)
-        .seed(args.seed)
         .allreduce(allreduce)
         .failure_scheme(scheme)
         .failure_timeout(Duration::from_secs_f64(args.failure_timeout_ms / 1e3))

@@ -97,6 +97,24 @@ impl Known {
         Known::default()
     }
 
+    /// The array of `ids` (as a transport that copies messages between
+    /// processes rebuilds it): `None` if they are more than
+    /// [`KNOWN_CAPACITY`] or not distinct, which no core sends.
+    pub fn from_slice(ids: &[Rank]) -> Option<Known> {
+        if ids.len() > KNOWN_CAPACITY {
+            return None;
+        }
+        let mut known = Known::new();
+        for (i, &id) in ids.iter().enumerate() {
+            if ids[..i].contains(&id) {
+                return None;
+            }
+            known.ids[i] = id;
+        }
+        known.len = ids.len() as u8;
+        Some(known)
+    }
+
     /// The g-nodes, nearest first in the direction the message travels
     /// against (the sender's view).
     pub fn as_slice(&self) -> &[Rank] {

@@ -1,0 +1,261 @@
+//! The broadcast algorithm's options, spelled alike by `corrected run`
+//! (threads) and `corrected mpi` (processes): `--algorithm`, `--tree`,
+//! `--correction`, `--gossip-time`, `--seed` and `--timeout-ms`, read
+//! together into the team's [`BroadcastAlgorithm`] and what it promises.
+
+use std::time::Duration;
+
+use clap::Args;
+
+use corrected::protocol::bcast::Correction;
+use corrected::protocol::gossip::{CorrectionChoice, GossipSpec};
+use corrected::runtime::{BroadcastAlgorithm, TeamBuilder, DEFAULT_FTCO_TIMEOUT};
+use corrected::topology::TreeSpec;
+
+use crate::error::CliError;
+use crate::limits::out_of_range;
+use crate::op::Op;
+
+/// The broadcast algorithm's options (flattened into a subcommand's).
+#[derive(Args, Debug)]
+pub struct BcastArgs {
+    /// Dissemination tree: binomial, lame:K, kary:K, knomial:K, multiroot:K (FTCO 5.2.1; its roots exchange in an FTCO allreduce) or optimal; prefix inorder- for depth-first numbering.
+    #[arg(long, default_value = "binomial")]
+    pub tree: String,
+    /// Correction: none, opportunistic:D, optimized:D, relaying:D, forwarding:D, checked, checked-sync or delayed:NANOS (NANOS + (ranks - 1) x --pace-us below --timeout);
+    /// with --algorithm gossip: none (GOS), ocg, ocg:C, ccg or fcg:F (FCG surviving F failures during the correction).
+    #[arg(long, default_value = "checked")]
+    pub correction: String,
+    /// Broadcast algorithm: tree (a corrected tree), gossip (corrected
+    /// gossip: random gossip until --gossip-time, then --correction), big
+    /// (the binomial graph baseline), ftco (FTCO's DATA/KEEPALIVE/ACK
+    /// broadcast over --tree, timeouts of --timeout-ms) or ack-tree (--tree
+    /// with an ACK gather, no fault tolerance).
+    #[arg(long, default_value = "tree")]
+    pub algorithm: String,
+    /// FTCO's timeout unit T in milliseconds (--algorithm ftco only): a
+    /// DATA to a rank d tree levels away is suspected after d x T (plus
+    /// 1 µs per child); default 50 (above the scheduling noise measured
+    /// with 8 and 32 ranks on 2 cores, docs/algorithms.md).
+    #[arg(long)]
+    pub timeout_ms: Option<f64>,
+    /// Corrected gossip's T in ticks of the paper's model (L = 2, o = 1),
+    /// counted in each rank's own send slots, or auto (Eq. 3 / Eq. 4).
+    #[arg(long, default_value = "auto")]
+    pub gossip_time: String,
+    /// Seed of gossip's random peers.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+/// What [`BcastArgs::choose`] read: the algorithm, its promise, its name,
+/// and the tree and correction the team is built with.
+#[derive(Clone, Debug)]
+pub struct Chosen {
+    /// The team's broadcast algorithm.
+    pub algorithm: BroadcastAlgorithm,
+    /// What it promises about delivery.
+    pub delivery: Delivery,
+    /// Its name for reports.
+    pub name: String,
+    /// The team's tree (also FTCO's and the ack tree's).
+    pub tree: TreeSpec,
+    /// The team's tree correction: `--correction` with the corrected tree,
+    /// checked otherwise (with gossip `--correction` names gossip's; the
+    /// allreduce's broadcast takes this one).
+    pub correction: Correction,
+    /// Gossip's seed.
+    seed: u64,
+}
+
+impl BcastArgs {
+    /// Reads the options for `op` (a broadcast algorithm other than the
+    /// tree needs `op` to be a broadcast), with `op_timeout_s` the
+    /// operation timeout in seconds (FTCO's unit must stay below it).
+    pub fn choose(&self, op: Op, op_timeout_s: f64) -> Result<Chosen, CliError> {
+        let tree: TreeSpec = self.tree.parse()?;
+        let (algorithm, delivery, name) = broadcast_algorithm(self, op, op_timeout_s)?;
+        if self.timeout_ms.is_some() && !matches!(algorithm, BroadcastAlgorithm::Ftco { .. }) {
+            return Err(out_of_range(
+                "--timeout-ms",
+                self.timeout_ms.unwrap_or_default(),
+                "only FTCO has a timeout unit (--timeout is the operation timeout, in seconds)",
+                "pass --timeout-ms with --algorithm ftco only",
+            ));
+        }
+        let correction: Correction = if matches!(algorithm, BroadcastAlgorithm::Tree) {
+            self.correction.parse()?
+        } else {
+            Correction::Checked
+        };
+        Ok(Chosen {
+            algorithm,
+            delivery,
+            name,
+            tree,
+            correction,
+            seed: self.seed,
+        })
+    }
+}
+
+impl Chosen {
+    /// `builder` with the chosen tree, correction, algorithm and seed.
+    pub fn apply(&self, builder: TeamBuilder) -> TeamBuilder {
+        builder
+            .tree(self.tree)
+            .correction(self.correction)
+            .broadcast(self.algorithm)
+            .seed(self.seed)
+    }
+}
+
+/// What the broadcast algorithm promises about delivery.
+#[derive(Clone, Copy, Debug)]
+pub struct Delivery {
+    /// Every live rank gets the value with no rank failed (false for GOS
+    /// and OCG, which reach everyone only with high probability).
+    pub always: bool,
+    /// ... also with ranks dead before the operation.
+    pub despite_dead_ranks: bool,
+    /// ... also with ranks failing during the operation (the root alive).
+    pub despite_deaths_during: bool,
+}
+
+/// `--algorithm`, `--gossip-time` and `--correction` read together: the
+/// team's broadcast algorithm and what it promises.
+fn broadcast_algorithm(
+    args: &BcastArgs,
+    op: Op,
+    op_timeout_s: f64,
+) -> Result<(BroadcastAlgorithm, Delivery, String), CliError> {
+    match args.algorithm.to_ascii_lowercase().as_str() {
+        "tree" => {
+            let correction: Correction = args.correction.parse()?;
+            let delivery = Delivery {
+                always: true,
+                despite_dead_ranks: correction.guarantees_delivery(),
+                despite_deaths_during: false,
+            };
+            Ok((BroadcastAlgorithm::Tree, delivery, correction.to_string()))
+        }
+        "gossip" if op == Op::Bcast => {
+            let spec = GossipSpec {
+                time: args.gossip_time.parse().map_err(|_| {
+                    out_of_range(
+                        "--gossip-time",
+                        &args.gossip_time,
+                        "T is a number of ticks, or auto",
+                        "pass --gossip-time auto or a number of ticks",
+                    )
+                })?,
+                correction: args.correction.parse().map_err(|_| {
+                    out_of_range(
+                        "--correction",
+                        &args.correction,
+                        "corrected gossip's corrections are none, ocg[:C], ccg (checked) and fcg[:F] (F from 1 to 7)",
+                        "pass --correction ccg, ocg, ocg:C, fcg, fcg:F or none",
+                    )
+                })?,
+                ..GossipSpec::default()
+            };
+            let checked = matches!(
+                spec.correction,
+                CorrectionChoice::Checked | CorrectionChoice::FailureProof(_)
+            );
+            let delivery = Delivery {
+                always: checked,
+                despite_dead_ranks: checked,
+                despite_deaths_during: false,
+            };
+            let name = format!("gossip T={} {}", spec.time, spec.correction);
+            Ok((BroadcastAlgorithm::Gossip(spec), delivery, name))
+        }
+        "big" if op == Op::Bcast => {
+            // Consistent while fewer than ⌈log2 P⌉ ranks fail: counted as
+            // promised only fault-free (the tally does not know P here).
+            let delivery = Delivery {
+                always: true,
+                despite_dead_ranks: false,
+                despite_deaths_during: false,
+            };
+            Ok((BroadcastAlgorithm::Big, delivery, "big".to_string()))
+        }
+        "ftco" if op == Op::Bcast => {
+            // With the root alive, every live rank delivers, whatever fails
+            // before or during the operation (FTCO, Definition 3.2).
+            let delivery = Delivery {
+                always: true,
+                despite_dead_ranks: true,
+                despite_deaths_during: true,
+            };
+            no_correction(args)?;
+            let timeout = ftco_timeout(args, op_timeout_s)?;
+            let name = format!(
+                "ftco over {} T={:?}",
+                args.tree,
+                timeout.unwrap_or(DEFAULT_FTCO_TIMEOUT)
+            );
+            Ok((BroadcastAlgorithm::Ftco { timeout }, delivery, name))
+        }
+        "ack-tree" if op == Op::Bcast => {
+            // No fault tolerance: a failed rank's ancestors wait for its ACK
+            // until --timeout.
+            no_correction(args)?;
+            let delivery = Delivery {
+                always: true,
+                despite_dead_ranks: false,
+                despite_deaths_during: false,
+            };
+            let name = format!("ack-tree over {}", args.tree);
+            Ok((BroadcastAlgorithm::AckTree, delivery, name))
+        }
+        "gossip" | "big" | "ftco" | "ack-tree" => Err(out_of_range(
+            "--algorithm",
+            &args.algorithm,
+            "corrected gossip, BIG, FTCO and the ack tree are broadcast algorithms",
+            "pass --op bcast with --algorithm gossip, big, ftco or ack-tree",
+        )),
+        other => Err(out_of_range(
+            "--algorithm",
+            other,
+            "the broadcast algorithms are tree, gossip, big, ftco and ack-tree",
+            "pass --algorithm tree, gossip, big, ftco or ack-tree",
+        )),
+    }
+}
+
+/// A `--correction` other than the default, refused with FTCO and the ack
+/// tree, which have none.
+fn no_correction(args: &BcastArgs) -> Result<(), CliError> {
+    if args.correction != "checked" {
+        return Err(out_of_range(
+            "--correction",
+            &args.correction,
+            "FTCO and the ack tree have no correction",
+            "leave out --correction with --algorithm ftco or ack-tree",
+        ));
+    }
+    Ok(())
+}
+
+/// `--timeout-ms` as FTCO's timeout unit (`None`: the team's default),
+/// refused outside 1 µs to --timeout (a DATA's timeout is a multiple of
+/// it: the operation must be able to wait one out).
+fn ftco_timeout(args: &BcastArgs, op_timeout_s: f64) -> Result<Option<Duration>, CliError> {
+    let Some(ms) = args.timeout_ms else {
+        return Ok(None);
+    };
+    if !(ms >= 1e-3 && ms < op_timeout_s * 1e3) {
+        return Err(out_of_range(
+            "--timeout-ms",
+            ms,
+            format!(
+                "FTCO's timeout unit must be at least 0.001 ms (1 µs) and below --timeout ({} ms)",
+                op_timeout_s * 1e3
+            ),
+            "pass e.g. --timeout-ms 50 (the default), or raise --timeout",
+        ));
+    }
+    Ok(Some(Duration::from_secs_f64(ms / 1e3)))
+}
