@@ -13,14 +13,14 @@ use crate::driver::{Driver, DriverConfig, Transport};
 use crate::error::{ConfigError, Error};
 use crate::mpi::transport::MpiTransport;
 use crate::op::Operation;
-use crate::protocol::allreduce::AllreduceAlgorithm;
-use crate::protocol::allreduce::{Allreduce, AllreduceOutput};
+use crate::protocol::allreduce::{Allreduce, AllreduceAlgorithm, AllreduceOutput};
 use crate::protocol::ftco::Ftco;
 use crate::protocol::op_clock::OpClock;
 use crate::protocol::pair::PairAllreduce;
 use crate::protocol::reduce::{Contribution, Reduce, ReduceOutput};
-use crate::protocol::scatter::BLOCKS_MIN_BYTES;
-use crate::protocol::scatter::{Decision, ScatterAllreduce, ScatterOutput, Verdict};
+use crate::protocol::scatter::{
+    Decision, ScatterAllreduce, ScatterOutput, Verdict, BLOCKS_MIN_BYTES,
+};
 use crate::runtime::broadcast::{drive_broadcast, root_failed, BcastObserver};
 use crate::runtime::data::Data;
 use crate::runtime::segment::SegmentPool;
@@ -50,7 +50,7 @@ pub struct MpiComm {
     plans: &'static Plans,
     faults: FaultSchedule,
     /// Calls made so far: what emulated faults are numbered by (a large
-    /// allreduce takes two operations or three, [`BLOCKS_MIN_BYTES`]).
+    /// allreduce takes three operation numbers, [`BLOCKS_MIN_BYTES`]).
     calls: OpId,
     /// Whether a large allreduce goes by blocks (the algorithm is
     /// [`AllreduceAlgorithm::Auto`]).
