@@ -221,10 +221,14 @@ pub struct MpiTransport {
     mine: Cell<PeerView>,
     /// What the others last told.
     views: Vec<PeerView>,
-    /// When each peer was last heard from (any frame), on this rank's
-    /// clock: a rank whose program has ended serves a peer that still
-    /// speaks (see `team_quiet`).
-    heard: Vec<Tick>,
+    /// Frames received from each peer: counted on receipt (no clock read
+    /// on the receive path); a rank whose program has ended serves a peer
+    /// that still speaks (see `team_quiet`).
+    frames_from: Vec<u64>,
+    /// Per peer, the frame count `team_quiet` last saw and since when (this
+    /// rank's clock): when the peer was last heard from, as far as the
+    /// ending rank needs to know.
+    heard: RefCell<Vec<(u64, Tick)>>,
     /// When a wait last saw a message come.
     last_message: Cell<Tick>,
     /// When this rank last sent a heartbeat.
@@ -299,7 +303,8 @@ impl MpiTransport {
             leaving: Cell::new(None),
             mine: Cell::new(PeerView::START),
             views: vec![PeerView::START; procs as usize],
-            heard: vec![0; procs as usize],
+            frames_from: vec![0; procs as usize],
+            heard: RefCell::new(vec![(0, 0); procs as usize]),
             last_beat: Cell::new(0),
             last_message: Cell::new(0),
             beat_in_call: Cell::new(false),
@@ -438,9 +443,8 @@ impl MpiTransport {
     /// A decoded frame from `from`: a message to hand out, or a notice
     /// taken here.
     fn take_frame(&mut self, from: Rank, frame: Option<Decoded>) -> Option<(Rank, Msg<Packet>)> {
-        let now = self.now();
-        if let Some(heard) = self.heard.get_mut(from as usize) {
-            *heard = now;
+        if let Some(count) = self.frames_from.get_mut(from as usize) {
+            *count += 1;
         }
         match frame {
             Some(Decoded::Frame(Frame::Msg(msg))) => return Some((from, msg)),
@@ -746,14 +750,18 @@ impl Transport for MpiTransport {
             return now.saturating_sub(leaving) > self.leave_wait;
         }
         let mut out = self.out.borrow_mut();
+        let mut heard = self.heard.borrow_mut();
         let mut silent = |r: usize| {
+            if heard[r].0 != self.frames_from[r] {
+                heard[r] = (self.frames_from[r], now);
+            }
             out.reap(r);
             let wait = if out.pending[r].is_empty() {
                 self.leave_wait
             } else {
                 self.owed_wait
             };
-            now.saturating_sub(self.heard[r].max(leaving)) > wait
+            now.saturating_sub(heard[r].1.max(leaving)) > wait
         };
         now.saturating_sub(leaving) > self.leave_wait
             && (0..self.procs as usize)
