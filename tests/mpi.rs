@@ -621,6 +621,7 @@ fn a_node_team_survives_its_proxy_thread_dying() {
 // one test binary for the feature).
 mod wire {
     use corrected::mpi::wire::{decode, decode_parts, encode, encode_parts, Decoded, Frame};
+    use corrected::protocol::ftco::FtcoData;
     use corrected::protocol::gossip::{FcgPayload, Known, Stamped, KNOWN_CAPACITY};
     use corrected::protocol::reduce::{Contribution, FailureInfo, FailureScheme};
     use corrected::protocol::{Msg, Tag};
@@ -694,10 +695,28 @@ mod wire {
                 Tag::Gossip,
                 Packet::Stamped(Stamped {
                     sent: 1 << 40,
-                    value,
+                    value: value.clone(),
                 }),
             ));
+            // FTCO reduce: a partial with its sender's input and the nodes
+            // it misses (none, one, several), the result.
+            for missing in [vec![], vec![7], vec![3, 9, 1 << 20]] {
+                let own = Data::encode(&items[..len / 2], &pool);
+                round_trip(msg(
+                    Tag::Upward,
+                    Packet::Ftco(Box::new(FtcoData::Part {
+                        value: value.clone(),
+                        own,
+                        missing,
+                    })),
+                ));
+            }
+            round_trip(msg(
+                Tag::Tree,
+                Packet::Ftco(Box::new(FtcoData::Result(value))),
+            ));
         }
+        round_trip(msg(Tag::KeepAlive, Packet::Ftco(Box::new(FtcoData::Empty))));
         // FCG: every count of known g-nodes, SOS or not, every value form.
         for (len, known) in [(0usize, 0usize), (1, 1), (56, 3), (1000, KNOWN_CAPACITY)] {
             let items: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
@@ -728,6 +747,14 @@ mod wire {
             }),
             Packet::Optional(Some(value.clone())),
             fcg(&items, true, &[4, 2], &pool),
+            // The partial alone is detached; the sender's input travels in
+            // the frame.
+            Packet::Ftco(Box::new(FtcoData::Part {
+                value: value.clone(),
+                own: Data::encode(&items[..5], &pool),
+                missing: vec![2, 4],
+            })),
+            Packet::Ftco(Box::new(FtcoData::Result(value.clone()))),
         ] {
             let frame = msg(Tag::UpCorrection, payload);
             let mut header = Vec::new();
@@ -801,11 +828,41 @@ mod wire {
         }
         over.extend_from_slice(&bytes[first_id + 8..]);
         assert_eq!(decode(&over, &pool), None, "{too_many} known g-nodes");
+        every_byte_changed_refuses_or_reads_back(&bytes, &pool);
+    }
+
+    /// An FTCO partial naming more missing nodes than its bytes hold is
+    /// refused, and no change of one byte makes the decoder panic.
+    #[test]
+    fn bad_ftco_frames_are_refused_and_no_byte_makes_the_decoder_panic() {
+        let pool = SegmentPool::new();
+        let frame = msg(
+            Tag::Upward,
+            Packet::Ftco(Box::new(FtcoData::Part {
+                value: Data::encode(&[3u8; 9], &pool),
+                own: Data::encode(&[1u8; 9], &pool),
+                missing: vec![6, 8],
+            })),
+        );
+        let mut bytes = Vec::new();
+        encode(&frame, &mut bytes).unwrap();
+        // The count of missing nodes is the 4 bytes before the last 8.
+        let count = bytes.len() - 12;
+        assert_eq!(bytes[count..count + 4], 2u32.to_le_bytes());
+        let mut over = bytes.clone();
+        over[count..count + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(decode(&over, &pool), None, "2^32 - 1 missing nodes");
+        every_byte_changed_refuses_or_reads_back(&bytes, &pool);
+    }
+
+    /// Every change of any one byte of `bytes` is refused, or reads a frame
+    /// that encodes back to exactly the changed bytes.
+    fn every_byte_changed_refuses_or_reads_back(bytes: &[u8], pool: &SegmentPool) {
         for i in 0..bytes.len() {
             for b in 0..=255u8 {
-                let mut changed = bytes.clone();
+                let mut changed = bytes.to_vec();
                 changed[i] = b;
-                if let Some(read) = decode(&changed, &pool) {
+                if let Some(read) = decode(&changed, pool) {
                     let mut again = Vec::new();
                     encode(&read, &mut again).unwrap();
                     assert_eq!(again, changed, "byte {i} set to {b}");

@@ -12,12 +12,15 @@
 //! Every broadcast payload is framed: a gossip message's logical send time
 //! (a [`Stamped`] value), FCG's SOS flag and its up to [`KNOWN_CAPACITY`]
 //! distinct known g-nodes (more, or repeated, are refused), FTCO's value
-//! or none. A value that refers to this process's memory
+//! or none, and an FTCO reduce's DATA (its partial, which alone may be
+//! detached, the sender's own input, the nodes the partial misses), result
+//! or empty KEEPALIVE/ACK. A value that refers to this process's memory
 //! (a lazy sum, a lent buffer) is never put in a frame: the MPI
 //! communicator only builds values from bytes ([`Data::encode`]). Decoding
 //! checks every length and returns `None` for a frame it cannot read (the
 //! transport drops and counts it); it never panics on bad input.
 
+use crate::protocol::ftco::FtcoData;
 use crate::protocol::gossip::{FcgPayload, Known, Stamped, KNOWN_CAPACITY};
 use crate::protocol::reduce::{Contribution, FailureInfo};
 use crate::protocol::{Msg, Tag};
@@ -59,6 +62,11 @@ const PACKET_CONTRIBUTION: u8 = 1;
 const PACKET_STAMPED: u8 = 2;
 const PACKET_OPTIONAL: u8 = 3;
 const PACKET_FCG: u8 = 4;
+const PACKET_FTCO: u8 = 5;
+
+const FTCO_PART: u8 = 0;
+const FTCO_RESULT: u8 = 1;
+const FTCO_EMPTY: u8 = 2;
 
 const DATA_BYTES: u8 = 0;
 const DATA_MISMATCH: u8 = 1;
@@ -166,6 +174,30 @@ pub fn encode_parts(
                         out.extend_from_slice(&r.to_le_bytes());
                     }
                     data(&s.value.value, out)?;
+                }
+                Packet::Ftco(f) => {
+                    out.push(PACKET_FTCO);
+                    match &**f {
+                        FtcoData::Part {
+                            value,
+                            own,
+                            missing,
+                        } => {
+                            out.push(FTCO_PART);
+                            data(value, out)?;
+                            // One value per frame is detached at most.
+                            self::data(own, out, usize::MAX, &mut None)?;
+                            out.extend_from_slice(&(missing.len() as u32).to_le_bytes());
+                            for r in missing {
+                                out.extend_from_slice(&r.to_le_bytes());
+                            }
+                        }
+                        FtcoData::Result(v) => {
+                            out.push(FTCO_RESULT);
+                            data(v, out)?;
+                        }
+                        FtcoData::Empty => out.push(FTCO_EMPTY),
+                    }
                 }
             }
         }
@@ -339,6 +371,27 @@ pub fn decode_parts(bytes: &[u8], pool: &SegmentPool, payload: Option<Data>) -> 
                         },
                     })
                 }
+                PACKET_FTCO => Packet::Ftco(Box::new(match r.u8()? {
+                    FTCO_PART => {
+                        let value = r.data(pool)?;
+                        let own = r.data(pool)?;
+                        let n = r.u32()?;
+                        // Each id is four bytes: a count beyond what is left
+                        // is refused before anything is read.
+                        if n as usize > r.bytes.len() / 4 {
+                            return None;
+                        }
+                        let missing = (0..n).map(|_| r.u32()).collect::<Option<_>>()?;
+                        FtcoData::Part {
+                            value,
+                            own,
+                            missing,
+                        }
+                    }
+                    FTCO_RESULT => FtcoData::Result(r.data(pool)?),
+                    FTCO_EMPTY => FtcoData::Empty,
+                    _ => return None,
+                })),
                 PACKET_OPTIONAL => Packet::Optional(match r.u8()? {
                     0 => None,
                     1 => Some(r.data(pool)?),

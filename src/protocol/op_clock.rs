@@ -31,7 +31,8 @@
 //! stays in the past until the second.)
 //!
 //! **Answer delays.** The clock also measures what a timeout must cover:
-//! for every [`Tag::Tree`] message (FTCO's DATA) the time until its target's
+//! for every [`Tag::Tree`] or [`Tag::Upward`] message (FTCO's DATA down
+//! and up) the time until its target's
 //! [`Tag::Ack`] is taken, in the engine's time
 //! ([`OpClock::answer_delays`]; on threads, from the send to the moment the
 //! sender's thread took the ACK, so it includes both ranks' scheduling
@@ -86,7 +87,7 @@ impl<C: Protocol> OpClock<C> {
     /// Notes a tree message sent at `now`, or the ACK of one taken at `now`.
     fn measure(&mut self, now: Tick, peer: Rank, tag: Tag, sent: bool) {
         match (tag, sent) {
-            (Tag::Tree, true) => self.unanswered.push((peer, now)),
+            (Tag::Tree | Tag::Upward, true) => self.unanswered.push((peer, now)),
             (Tag::Ack, false) => {
                 if let Some(i) = self.unanswered.iter().position(|&(r, _)| r == peer) {
                     let (_, at) = self.unanswered.swap_remove(i);
@@ -100,6 +101,20 @@ impl<C: Protocol> OpClock<C> {
     /// The wrapped core.
     pub fn core(&self) -> &C {
         &self.core
+    }
+
+    /// The same clock around `f(core)`: for an engine that keeps a core
+    /// after its call in another form (a reduction's with its lent
+    /// function swapped out).
+    pub fn map<D: Protocol>(self, f: impl FnOnce(C) -> D) -> OpClock<D> {
+        OpClock {
+            core: f(self.core),
+            start: self.start,
+            last: self.last,
+            seen_due: self.seen_due,
+            unanswered: self.unanswered,
+            delays: self.delays,
+        }
     }
 
     /// The engine's time of the core's time `t` (0 before the start): when

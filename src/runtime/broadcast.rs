@@ -13,10 +13,11 @@ use crate::driver::{Carries, Driver, Transport};
 use crate::error::Error;
 use crate::protocol::ack_tree::AckTree;
 use crate::protocol::bcast::Bcast;
-use crate::protocol::ftco::Ftco;
+use crate::protocol::ftco::{Ftco, Timeouts};
 use crate::protocol::gossip::{Big, Fcg, FcgPayload, Gossip, GossipCorrection, SlotClock, Stamped};
 use crate::protocol::op_clock::OpClock;
 use crate::protocol::random::RandomStream;
+use crate::protocol::Protocol;
 use crate::runtime::data::Data;
 use crate::runtime::team::Plans;
 use crate::types::{OpId, Rank, Tick};
@@ -30,9 +31,15 @@ pub(crate) trait BcastObserver<'t, T: Transport> {
         let _ = (driver, g_node);
     }
 
-    /// An FTCO broadcast's call ended on this rank (successfully or not),
-    /// its core in `clock`: its timeouts and suspicions are final.
-    fn ftco_ended(&mut self, driver: &Driver<'t, T>, op: OpId, clock: &OpClock<Ftco<'_, Data>>) {
+    /// An FTCO call (a broadcast, reduce, allreduce or barrier) ended on
+    /// this rank (successfully or not), its core in `clock`: its timeouts
+    /// and suspicions are final.
+    fn ftco_ended<C: Protocol + Timeouts>(
+        &mut self,
+        driver: &Driver<'t, T>,
+        op: OpId,
+        clock: &OpClock<C>,
+    ) {
         let _ = (driver, op, clock);
     }
 }

@@ -12,13 +12,15 @@ use crate::error::Error;
 use crate::op::Operation;
 use crate::protocol::allreduce::{Allreduce, AllreduceOutput};
 use crate::protocol::bcast::Bcast;
-use crate::protocol::ftco::Ftco;
+use crate::protocol::ftco::{FtcoCollective, FtcoOutput, FtcoPlan, Timeouts};
 use crate::protocol::op_clock::OpClock;
 use crate::protocol::pair::PairAllreduce;
 use crate::protocol::reduce::{Contribution, Reduce, ReduceOutput};
+use crate::protocol::Protocol;
 use crate::runtime::broadcast::{drive_broadcast, root_failed, BcastObserver};
 use crate::runtime::data::Data;
 use crate::runtime::faults::Fault;
+use crate::runtime::ftco_reduction::{drive_ftco_reduction, FTCO_ALLREDUCE_ROOT};
 use crate::runtime::lazy::LAZY_MIN_BYTES;
 use crate::runtime::lent::Lending;
 use crate::runtime::team::{Generation, Plans, Shared};
@@ -318,8 +320,19 @@ impl<'t> Comm<'t> {
         self.check_root(root)?;
         op.check()?;
         let pool = &self.shared.segments;
-        let input = Contribution::input(Data::encode(send.items(), pool));
         let combine = data_op(&op, pool);
+        if let Some(plan) = &self.plans.ftco_reduce {
+            let input = Data::encode(send.items(), pool);
+            let kind = FtcoCollective::Reduce;
+            let (id, result) = self.ftco_reduction(plan, root, kind, input, &combine)?;
+            return match result {
+                FtcoOutput::Value(value) => {
+                    value.decode_into(recv.items_mut(), id, Some(send.items().len()))
+                }
+                FtcoOutput::Contributed => Ok(()),
+            };
+        }
+        let input = Contribution::input(Data::encode(send.items(), pool));
         let id = self.begin_op()?;
         let started = self.driver.call_started();
         let (plans, me) = (self.plans, self.rank());
@@ -375,6 +388,13 @@ impl<'t> Comm<'t> {
     {
         op.check()?;
         let pool = &self.shared.segments;
+        if let Some(plan) = &self.plans.ftco_reduce {
+            let input = Data::encode(send.items(), pool);
+            let combine = data_op(&op, pool);
+            let kind = FtcoCollective::Allreduce;
+            let (id, value) = self.ftco_allreduce(plan, kind, input, &combine)?;
+            return value.decode_into(recv.items_mut(), id, Some(send.items().len()));
+        }
         // From `LAZY_MIN_BYTES` the protocol agrees on the inputs, and then
         // every rank reduces its share of the chunks
         // ([`crate::runtime::lazy`]), reading the input where it is, lent
@@ -409,8 +429,53 @@ impl<'t> Comm<'t> {
     /// Errors: this rank failed or hung, ranks disagree on the operation,
     /// more than f failures, or the team's timeout.
     pub fn barrier(&mut self) -> Result<(), Error> {
+        if let Some(plan) = &self.plans.ftco_reduce {
+            let kind = FtcoCollective::Barrier;
+            return self
+                .ftco_allreduce(plan, kind, Data::EMPTY, &never_combines)
+                .map(|_| ());
+        }
         self.allreduce(Collective::Barrier, Data::EMPTY, &never_combines)
             .map(|_| ())
+    }
+
+    /// An FTCO reduce to `root` ([`crate::runtime::ReduceAlgorithm::Ftco`];
+    /// [`drive_ftco_reduction`]), or an allreduce or barrier rooted at
+    /// [`FTCO_ALLREDUCE_ROOT`].
+    fn ftco_reduction(
+        &mut self,
+        plan: &'t FtcoPlan,
+        root: Rank,
+        kind: FtcoCollective,
+        input: Data,
+        combine: &(dyn Fn(&mut Data, &Data) + Sync),
+    ) -> Result<(OpId, FtcoOutput<Data>), Error> {
+        let id = self.begin_op()?;
+        let started = self.driver.call_started();
+        let counters = &mut TeamCounters(self.shared);
+        let driver = &mut self.driver;
+        let output = drive_ftco_reduction(
+            driver, plan, root, id, started, kind, input, combine, counters,
+        )?;
+        self.driver.record_latency(started);
+        Ok((id, output))
+    }
+
+    /// An FTCO allreduce or barrier: the result every rank delivers.
+    fn ftco_allreduce(
+        &mut self,
+        plan: &'t FtcoPlan,
+        kind: FtcoCollective,
+        input: Data,
+        combine: &(dyn Fn(&mut Data, &Data) + Sync),
+    ) -> Result<(OpId, Data), Error> {
+        let root = FTCO_ALLREDUCE_ROOT;
+        match self.ftco_reduction(plan, root, kind, input, combine)? {
+            (id, FtcoOutput::Value(value)) => Ok((id, value)),
+            (_, FtcoOutput::Contributed) => {
+                unreachable!("an FTCO allreduce core delivers the result on every rank")
+            }
+        }
     }
 
     #[inline]
@@ -621,18 +686,18 @@ impl<'t> BcastObserver<'t, MailboxTransport<'t>> for TeamCounters<'_, 't> {
         }
     }
 
-    /// Counts an FTCO broadcast's timeouts and, with operation records on,
+    /// Counts an FTCO call's timeouts and, with operation records on,
     /// keeps its answer delays
     /// ([`crate::runtime::TeamReport::answer_delays_ns`]); and its false suspicions
     /// ([`crate::runtime::TeamReport::false_suspicions`]): a suspected rank
     /// that the fault schedule does not silence from the operation's start
     /// and that the liveness registry had not marked failed by the time of
     /// the suspicion (the engine's time of the core's tick).
-    fn ftco_ended(
+    fn ftco_ended<C: Protocol + Timeouts>(
         &mut self,
         driver: &Driver<'t, MailboxTransport<'t>>,
         op: OpId,
-        clock: &OpClock<Ftco<'_, Data>>,
+        clock: &OpClock<C>,
     ) {
         let (core, shared) = (clock.core(), self.0);
         if shared.config.op_records {
@@ -650,7 +715,7 @@ impl<'t> BcastObserver<'t, MailboxTransport<'t>> for TeamCounters<'_, 't> {
             !shared.faults().silent_from_start(rank, op)
                 && failed_by.map_or(true, |t| t > clock.engine_time(at))
         };
-        let false_suspicions = core.suspicions().filter(alive).count() as u64;
+        let false_suspicions = core.suspected().iter().filter(|s| alive(s)).count() as u64;
         let me = driver.transport().rank();
         let counters = &shared.counters[me as usize];
         let relaxed = crate::sync::Ordering::Relaxed;

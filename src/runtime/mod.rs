@@ -34,6 +34,7 @@ pub(crate) mod broadcast;
 mod comm;
 pub mod data;
 mod faults;
+mod ftco_reduction;
 pub mod lazy;
 pub mod lent;
 mod liveness;
@@ -50,13 +51,16 @@ pub use crate::protocol::allreduce::AllreduceAlgorithm;
 pub(crate) use comm::data_op;
 pub use comm::Comm;
 pub use faults::{Fault, FaultSchedule};
+#[cfg(feature = "mpi")]
+pub(crate) use ftco_reduction::drive_ftco_reduction;
+pub use ftco_reduction::FTCO_ALLREDUCE_ROOT;
 pub use packet::Packet;
 pub use pin::Pinning;
 #[cfg(feature = "mpi")]
 pub(crate) use team::Plans;
 pub use team::{
-    BroadcastAlgorithm, OpStats, RankOutcome, Team, TeamBuilder, TeamReport, DEFAULT_FTCO_TIMEOUT,
-    FTCO_LOGP, MAX_FTCO_TIMEOUT, MAX_RANKS,
+    BroadcastAlgorithm, OpStats, RankOutcome, ReduceAlgorithm, Team, TeamBuilder, TeamReport,
+    DEFAULT_FTCO_TIMEOUT, FTCO_LOGP, MAX_FTCO_TIMEOUT, MAX_RANKS,
 };
 
 /// Operation fencing, which the loom models in `loom-tests/` check:

@@ -2,6 +2,7 @@
 //! runtime runs, each core's own payload inside.
 
 use crate::driver::Carries;
+use crate::protocol::ftco::FtcoData;
 use crate::protocol::gossip::{FcgPayload, Stamped};
 use crate::protocol::reduce::Contribution;
 use crate::protocol::Msg;
@@ -26,6 +27,11 @@ pub enum Packet {
     /// A value or none: an FTCO broadcast's DATA carries the value, its
     /// KEEPALIVE and ACK none (FTCO, Section 3).
     Optional(Option<Data>),
+    /// An FTCO reduce's or allreduce's DATA, KEEPALIVE or ACK (FTCO,
+    /// Section 3). Boxed: an up-phase DATA holds two values and a list,
+    /// more than a lane slot's two cache lines; FTCO is the baseline, and
+    /// its allocation per message is part of what it costs here.
+    Ftco(Box<FtcoData<Data>>),
 }
 
 // A lane slot is the message and an 8-byte stamp, 64-byte aligned: keep it
@@ -109,6 +115,20 @@ impl Carries<Stamped<FcgPayload<Data>>> for Packet {
     fn unwrap(self) -> Result<Stamped<FcgPayload<Data>>, Self> {
         match self {
             Packet::Fcg(s) => Ok(s),
+            other => Err(other),
+        }
+    }
+}
+
+impl Carries<FtcoData<Data>> for Packet {
+    #[inline]
+    fn wrap(payload: FtcoData<Data>) -> Self {
+        Packet::Ftco(Box::new(payload))
+    }
+    #[inline]
+    fn unwrap(self) -> Result<FtcoData<Data>, Self> {
+        match self {
+            Packet::Ftco(f) => Ok(*f),
             other => Err(other),
         }
     }

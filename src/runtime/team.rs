@@ -73,6 +73,7 @@ pub struct TeamBuilder {
     helping: Option<bool>,
     allreduce: AllreduceAlgorithm,
     broadcast: BroadcastAlgorithm,
+    reduce: ReduceAlgorithm,
     seed: u64,
     pub(crate) op_records: bool,
 }
@@ -123,6 +124,38 @@ pub enum BroadcastAlgorithm {
     AckTree,
 }
 
+/// How [`Comm::reduce_into`], [`Comm::all_reduce_into`] and
+/// [`Comm::barrier`] reduce.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum ReduceAlgorithm {
+    /// Up-correction (Küttler and Härtig, Sections 4-5): groups of f + 1
+    /// before the I(f)-tree reduce; an allreduce is that reduce and a
+    /// corrected broadcast, retried on the next root if the root fails;
+    /// [`TeamBuilder::allreduce`] chooses its shape. Survives up to the
+    /// fault budget f, the root's failure included. The default.
+    #[default]
+    UpCorrection,
+    /// FTCO reduce and allreduce over the team's tree, the timeout-based
+    /// baseline (*Tree-based Fault-Tolerant Collective Operations*,
+    /// Sections 3-4, Algorithms 1-4, Appendix D;
+    /// [`crate::protocol::ftco`]): partials up the tree as DATA, each
+    /// acknowledged, a silent child asked by KEEPALIVE and circumvented, a
+    /// silent parent passed by for the grand-parent; an allreduce sends the
+    /// result down as the FTCO broadcast does. Survives any number of
+    /// failures as long as the root lives (Section 2: the root, rank
+    /// [`FTCO_ALLREDUCE_ROOT`](crate::runtime::FTCO_ALLREDUCE_ROOT) for an
+    /// allreduce and a barrier, is immune; if it fails, the others get
+    /// [`crate::Error::RootFailed`] after the operation timeout). The
+    /// team's fault budget does not apply. Timeouts are real time, as for
+    /// [`BroadcastAlgorithm::Ftco`]; values of any size travel whole (no
+    /// chunked reduction), boxed in each message.
+    Ftco {
+        /// The timeout unit T (`None`: [`DEFAULT_FTCO_TIMEOUT`]), from 1
+        /// ns to [`MAX_FTCO_TIMEOUT`].
+        timeout: Option<Duration>,
+    },
+}
+
 /// FTCO's model on threads (FTCO, Appendix A: the o·(children) term of a
 /// timeout; Section 4: f_ETA): the Corrected Trees paper's L = 2, o = 1 with a tick of 1 µs
 /// (ticks are nanoseconds), about what a hop between two running ranks
@@ -169,6 +202,7 @@ impl Default for TeamBuilder {
             helping: None,
             allreduce: AllreduceAlgorithm::Auto,
             broadcast: BroadcastAlgorithm::Tree,
+            reduce: ReduceAlgorithm::UpCorrection,
             seed: 0,
             op_records: false,
         }
@@ -299,6 +333,13 @@ impl TeamBuilder {
         self
     }
 
+    /// The reduce, allreduce and barrier algorithm. Default
+    /// [`ReduceAlgorithm::UpCorrection`].
+    pub fn reduce(mut self, algorithm: ReduceAlgorithm) -> Self {
+        self.reduce = algorithm;
+        self
+    }
+
     /// The seed of the random streams of algorithms that draw (gossip's
     /// peers): each rank and operation gets its own stream of it
     /// ([`crate::protocol::random::RandomStream::for_rank`]), so a seed
@@ -353,6 +394,12 @@ impl TeamBuilder {
     #[cfg(feature = "mpi")]
     pub(crate) fn broadcast_algorithm(&self) -> BroadcastAlgorithm {
         self.broadcast
+    }
+
+    /// The reduce algorithm set.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn reduce_algorithm(&self) -> ReduceAlgorithm {
+        self.reduce
     }
 
     /// Checks the settings and builds the team. Errors (never panics) on no
@@ -412,6 +459,8 @@ pub(crate) struct Plans {
     pub(crate) ftco: Option<FtcoPlan>,
     /// With [`BroadcastAlgorithm::AckTree`]: the tree.
     pub(crate) ack_tree: Option<AckTreePlan>,
+    /// With [`ReduceAlgorithm::Ftco`]: the plan, in nanoseconds.
+    pub(crate) ftco_reduce: Option<FtcoPlan>,
 }
 
 impl Plans {
@@ -464,6 +513,13 @@ impl Plans {
             BroadcastAlgorithm::AckTree => Some(AckTreePlan::new(config.tree, ranks, LogP::PAPER)?),
             _ => None,
         };
+        let ftco_reduce = match config.reduce {
+            ReduceAlgorithm::Ftco { timeout } => {
+                let timeout = ftco_timeout(timeout)?;
+                Some(FtcoPlan::new(config.tree, ranks, FTCO_LOGP, Some(timeout))?)
+            }
+            ReduceAlgorithm::UpCorrection => None,
+        };
         Ok(Plans {
             bcast: BcastPlan::new(tree, config.correction, 0).with_pace(pace),
             reduce,
@@ -472,6 +528,7 @@ impl Plans {
             big,
             ftco,
             ack_tree,
+            ftco_reduce,
         })
     }
 }

@@ -117,7 +117,7 @@ impl FtcoReduceScenario {
         // The root never fails (Section 2); on the multi-root tree an
         // allreduce's roots are all roots (Section 5.2.1), immune alike.
         let roots = match kind {
-            FtcoCollective::Allreduce => plan.roots(),
+            FtcoCollective::Allreduce | FtcoCollective::Barrier => plan.roots(),
             FtcoCollective::Reduce => 1,
         };
         let fixed = faults
@@ -195,7 +195,7 @@ impl<'s> FtcoReduceSim<'s> {
     /// allreduce (Section 5.2.1), else the root alone.
     fn roots(&self) -> u32 {
         match self.scenario.kind {
-            FtcoCollective::Allreduce => self.scenario.plan.roots(),
+            FtcoCollective::Allreduce | FtcoCollective::Barrier => self.scenario.plan.roots(),
             FtcoCollective::Reduce => 1,
         }
     }

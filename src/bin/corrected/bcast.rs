@@ -9,7 +9,7 @@ use clap::Args;
 
 use corrected::protocol::bcast::Correction;
 use corrected::protocol::gossip::{CorrectionChoice, GossipSpec};
-use corrected::runtime::{BroadcastAlgorithm, TeamBuilder, DEFAULT_FTCO_TIMEOUT};
+use corrected::runtime::{BroadcastAlgorithm, ReduceAlgorithm, TeamBuilder, DEFAULT_FTCO_TIMEOUT};
 use corrected::topology::TreeSpec;
 
 use crate::error::CliError;
@@ -29,8 +29,10 @@ pub struct BcastArgs {
     /// Broadcast algorithm: tree (a corrected tree), gossip (corrected
     /// gossip: random gossip until --gossip-time, then --correction), big
     /// (the binomial graph baseline), ftco (FTCO's DATA/KEEPALIVE/ACK
-    /// broadcast over --tree, timeouts of --timeout-ms) or ack-tree (--tree
-    /// with an ACK gather, no fault tolerance).
+    /// broadcast over --tree, timeouts of --timeout-ms; with --op reduce,
+    /// allreduce or barrier, FTCO's reduce and allreduce instead of
+    /// up-correction) or ack-tree (--tree with an ACK gather, no fault
+    /// tolerance).
     #[arg(long, default_value = "tree")]
     pub algorithm: String,
     /// FTCO's timeout unit T in milliseconds (--algorithm ftco only): a
@@ -64,6 +66,9 @@ pub struct Chosen {
     /// checked otherwise (with gossip `--correction` names gossip's; the
     /// allreduce's broadcast takes this one).
     pub correction: Correction,
+    /// The team's reduce algorithm: FTCO with `--algorithm ftco` and an
+    /// operation other than a broadcast, else up-correction.
+    pub reduce: ReduceAlgorithm,
     /// Gossip's seed.
     seed: u64,
 }
@@ -74,8 +79,21 @@ impl BcastArgs {
     /// operation timeout in seconds (FTCO's unit must stay below it).
     pub fn choose(&self, op: Op, op_timeout_s: f64) -> Result<Chosen, CliError> {
         let tree: TreeSpec = self.tree.parse()?;
-        let (algorithm, delivery, name) = broadcast_algorithm(self, op, op_timeout_s)?;
-        if self.timeout_ms.is_some() && !matches!(algorithm, BroadcastAlgorithm::Ftco { .. }) {
+        let ftco_reduction = op != Op::Bcast && self.algorithm.eq_ignore_ascii_case("ftco");
+        let (algorithm, delivery, name, reduce) = if ftco_reduction {
+            // FTCO reduce and allreduce (Definition 3.2): with the root
+            // alive, every live rank's input is in, whatever fails.
+            no_correction(self)?;
+            let timeout = ftco_timeout(self, op_timeout_s)?;
+            let name = ftco_name(self, timeout);
+            let reduce = ReduceAlgorithm::Ftco { timeout };
+            (BroadcastAlgorithm::Tree, FTCO_DELIVERY, name, reduce)
+        } else {
+            let (algorithm, delivery, name) = broadcast_algorithm(self, op, op_timeout_s)?;
+            (algorithm, delivery, name, ReduceAlgorithm::UpCorrection)
+        };
+        let ftco = ftco_reduction || matches!(algorithm, BroadcastAlgorithm::Ftco { .. });
+        if self.timeout_ms.is_some() && !ftco {
             return Err(out_of_range(
                 "--timeout-ms",
                 self.timeout_ms.unwrap_or_default(),
@@ -94,6 +112,7 @@ impl BcastArgs {
             name,
             tree,
             correction,
+            reduce,
             seed: self.seed,
         })
     }
@@ -106,6 +125,7 @@ impl Chosen {
             .tree(self.tree)
             .correction(self.correction)
             .broadcast(self.algorithm)
+            .reduce(self.reduce)
             .seed(self.seed)
     }
 }
@@ -182,21 +202,10 @@ fn broadcast_algorithm(
             Ok((BroadcastAlgorithm::Big, delivery, "big".to_string()))
         }
         "ftco" if op == Op::Bcast => {
-            // With the root alive, every live rank delivers, whatever fails
-            // before or during the operation (FTCO, Definition 3.2).
-            let delivery = Delivery {
-                always: true,
-                despite_dead_ranks: true,
-                despite_deaths_during: true,
-            };
             no_correction(args)?;
             let timeout = ftco_timeout(args, op_timeout_s)?;
-            let name = format!(
-                "ftco over {} T={:?}",
-                args.tree,
-                timeout.unwrap_or(DEFAULT_FTCO_TIMEOUT)
-            );
-            Ok((BroadcastAlgorithm::Ftco { timeout }, delivery, name))
+            let name = ftco_name(args, timeout);
+            Ok((BroadcastAlgorithm::Ftco { timeout }, FTCO_DELIVERY, name))
         }
         "ack-tree" if op == Op::Bcast => {
             // No fault tolerance: a failed rank's ancestors wait for its ACK
@@ -210,11 +219,11 @@ fn broadcast_algorithm(
             let name = format!("ack-tree over {}", args.tree);
             Ok((BroadcastAlgorithm::AckTree, delivery, name))
         }
-        "gossip" | "big" | "ftco" | "ack-tree" => Err(out_of_range(
+        "gossip" | "big" | "ack-tree" => Err(out_of_range(
             "--algorithm",
             &args.algorithm,
-            "corrected gossip, BIG, FTCO and the ack tree are broadcast algorithms",
-            "pass --op bcast with --algorithm gossip, big, ftco or ack-tree",
+            "corrected gossip, BIG and the ack tree are broadcast algorithms",
+            "pass --op bcast with --algorithm gossip, big or ack-tree",
         )),
         other => Err(out_of_range(
             "--algorithm",
@@ -223,6 +232,23 @@ fn broadcast_algorithm(
             "pass --algorithm tree, gossip, big, ftco or ack-tree",
         )),
     }
+}
+
+/// With the root alive, every live rank delivers, whatever fails before or
+/// during the operation (FTCO, Definition 3.2).
+const FTCO_DELIVERY: Delivery = Delivery {
+    always: true,
+    despite_dead_ranks: true,
+    despite_deaths_during: true,
+};
+
+/// FTCO's name in reports: its tree and timeout unit.
+fn ftco_name(args: &BcastArgs, timeout: Option<Duration>) -> String {
+    format!(
+        "ftco over {} T={:?}",
+        args.tree,
+        timeout.unwrap_or(DEFAULT_FTCO_TIMEOUT)
+    )
 }
 
 /// A `--correction` other than the default, refused with FTCO and the ack

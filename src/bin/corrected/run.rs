@@ -12,7 +12,7 @@ use corrected::protocol::bcast::Correction;
 use corrected::protocol::reduce::FailureScheme;
 use corrected::runtime::{
     AllreduceAlgorithm, BroadcastAlgorithm, Fault, FaultSchedule, OpStats, Pinning, RankOutcome,
-    Team, TeamReport,
+    ReduceAlgorithm, Team, TeamReport, FTCO_ALLREDUCE_ROOT,
 };
 use corrected::sim::engine::NEVER;
 use corrected::sim::reduce::{includes_exactly, input_of};
@@ -523,10 +523,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let (algorithm, delivery, bcast_name) =
         (chosen.algorithm, chosen.delivery, chosen.name.clone());
     let (tree, correction) = (chosen.tree, chosen.correction);
-    let timed = matches!(
-        algorithm,
-        BroadcastAlgorithm::Ftco { .. } | BroadcastAlgorithm::AckTree
-    );
+    let ftco_reduce = matches!(chosen.reduce, ReduceAlgorithm::Ftco { .. });
+    let ftco = ftco_reduce || matches!(algorithm, BroadcastAlgorithm::Ftco { .. });
+    let timed = ftco || matches!(algorithm, BroadcastAlgorithm::AckTree);
     let allreduce: AllreduceAlgorithm = args.allreduce.parse()?;
     let scheme: FailureScheme = args.failure_scheme.parse()?;
     check_options(&args)?;
@@ -552,6 +551,19 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     }
     if op == Op::Bcast && (args.kill.contains(&args.root) || args.hang.contains(&args.root)) {
         return Err(ConfigError::DeadRoot(args.root).into());
+    }
+    // FTCO's root never fails (Section 2): an allreduce's and a barrier's
+    // is rank 0.
+    let ftco_root = if op == Op::Reduce {
+        args.root
+    } else {
+        FTCO_ALLREDUCE_ROOT
+    };
+    let root_dies = args.kill.contains(&ftco_root)
+        || args.hang.contains(&ftco_root)
+        || args.kill_after_sends.iter().any(|&(r, _)| r == ftco_root);
+    if ftco_reduce && root_dies {
+        return Err(ConfigError::DeadRoot(ftco_root).into());
     }
     let mut faults = FaultSchedule::none().kill_group(args.kill.iter().copied(), 0);
     for &(r, n) in &args.kill_after_sends {
@@ -610,7 +622,13 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     });
     let wall = started.elapsed();
 
-    let t = tally(&args, op, delivery, team.fault_budget(), &report);
+    // FTCO has no fault budget: any number of ranks may fail but the root.
+    let f = if ftco_reduce {
+        u32::MAX
+    } else {
+        team.fault_budget()
+    };
+    let t = tally(&args, op, delivery, f, &report);
     let gossip = op == Op::Bcast && matches!(algorithm, BroadcastAlgorithm::Gossip(_));
     let latencies: Vec<f64> = report
         .ops
@@ -618,10 +636,20 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         .filter_map(|o| o.latency_ns.iter().max().map(|&ns| ns as f64))
         .collect();
     let lat = Stats::of(latencies);
-    let ftco = matches!(algorithm, BroadcastAlgorithm::Ftco { .. });
     let answers = Stats::of(report.answer_delays_ns.iter().map(|&ns| ns as f64));
     let messages: u64 = report.ops.iter().map(|o| o.messages).sum();
     let messages_per_op = messages as f64 / report.ops.len().max(1) as f64;
+    // The allreduce's and barrier's algorithm, for reports.
+    let reduction = if ftco_reduce {
+        bcast_name.clone()
+    } else {
+        team.allreduce_algorithm().to_string()
+    };
+    let budget = if ftco_reduce {
+        "no fault budget".to_string()
+    } else {
+        format!("f={}", team.fault_budget())
+    };
     let panicked: Vec<Rank> = report
         .outcomes
         .iter()
@@ -634,7 +662,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             "ranks": ranks,
             "op": op.name(),
             "iters": iters,
-            "f": (!op.rooted() || op == Op::Reduce).then(|| team.fault_budget()),
+            "f": (!ftco_reduce && (!op.rooted() || op == Op::Reduce)).then(|| team.fault_budget()),
             "tree": tree.to_string(),
             "correction": correction.to_string(),
             "broadcast": (op == Op::Bcast).then_some(&bcast_name),
@@ -646,8 +674,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
                 "samples": report.answer_delays_ns.len(),
                 "p50": answers.p50, "p99": answers.p99, "p999": answers.p999, "max": answers.max,
             })),
-            "allreduce": matches!(op, Op::Allreduce | Op::Barrier)
-                .then(|| team.allreduce_algorithm().to_string()),
+            "allreduce": matches!(op, Op::Allreduce | Op::Barrier).then(|| reduction.clone()),
+            "reduce": (op == Op::Reduce).then(|| if ftco_reduce { bcast_name.clone() } else { "up-correction".to_string() }),
             "bytes": (op != Op::Barrier).then_some(args.bytes),
             "latency_ns": { "p50": lat.p50, "p99": lat.p99, "max": lat.max, "mean": lat.mean },
             "bandwidth_gbs": (op != Op::Barrier).then(|| bandwidth(args.bytes, lat.p50)),
@@ -671,22 +699,17 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     } else {
         let what = match op {
             Op::Bcast => format!("broadcasts from rank {root}"),
-            Op::Reduce => format!("reduces to rank {root}, f={}", team.fault_budget()),
-            Op::Allreduce => format!(
-                "allreduces ({}), f={}",
-                team.allreduce_algorithm(),
-                team.fault_budget()
-            ),
-            Op::Barrier => format!(
-                "barriers ({}), f={}",
-                team.allreduce_algorithm(),
-                team.fault_budget()
-            ),
+            Op::Reduce if ftco_reduce => format!("reduces to rank {root} ({bcast_name}), {budget}"),
+            Op::Reduce => format!("reduces to rank {root}, {budget}"),
+            Op::Allreduce => format!("allreduces ({reduction}), {budget}"),
+            Op::Barrier => format!("barriers ({reduction}), {budget}"),
         };
         out!(
             "{ranks} ranks, {iters} {what}, {}, {:.2} s",
             if op == Op::Bcast {
                 bcast_name.clone()
+            } else if ftco_reduce {
+                format!("tree {tree}")
             } else {
                 format!("tree {tree}, correction {correction}")
             },

@@ -119,3 +119,41 @@ mod suspicion;
 pub use bcast::Ftco;
 pub use plan::FtcoPlan;
 pub use reduce::{FtcoCollective, FtcoData, FtcoOutput, FtcoReduce};
+
+use crate::types::{Rank, Tick};
+
+/// What an FTCO core's timeouts did (Appendix A's f_timeout fired), for
+/// an engine's report: every FTCO core, broadcast or reduction, tells it
+/// the same way.
+pub trait Timeouts {
+    /// Timeouts fired so far.
+    fn timeouts(&self) -> u32;
+
+    /// The ranks suspected (real ranks) and the core's time of each
+    /// suspicion: a rank alive then is a false suspicion.
+    fn suspected(&self) -> Vec<(Rank, Tick)>;
+}
+
+impl<P: Clone + Send + 'static> Timeouts for Ftco<'_, P> {
+    fn timeouts(&self) -> u32 {
+        Ftco::timeouts(self)
+    }
+
+    fn suspected(&self) -> Vec<(Rank, Tick)> {
+        self.suspicions().collect()
+    }
+}
+
+impl<P, O> Timeouts for FtcoReduce<'_, P, O>
+where
+    P: Clone + Send + 'static,
+    O: crate::protocol::reduce::Combine<P>,
+{
+    fn timeouts(&self) -> u32 {
+        FtcoReduce::timeouts(self)
+    }
+
+    fn suspected(&self) -> Vec<(Rank, Tick)> {
+        self.suspicions().collect()
+    }
+}

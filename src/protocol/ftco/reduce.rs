@@ -51,6 +51,10 @@ pub enum FtcoCollective {
     Reduce,
     /// The up phase, then the result down the tree (Figures 1-2).
     Allreduce,
+    /// An allreduce of nothing, whose messages say barrier, so that an
+    /// engine tells a barrier from an allreduce called at the same
+    /// operation ([`crate::Error::Mismatch`]).
+    Barrier,
 }
 
 /// What an FTCO reduce or allreduce core delivers.
@@ -155,13 +159,14 @@ where
         let kind = match kind {
             FtcoCollective::Reduce => Collective::Reduce,
             FtcoCollective::Allreduce => Collective::Allreduce,
+            FtcoCollective::Barrier => Collective::Barrier,
         };
         let procs = plan.procs();
         crate::protocol::check_ranks(procs, [root, me])?;
         let me = ring::left(me, root, procs);
         let roots = match kind {
-            Collective::Allreduce => plan.roots(),
-            _ => 1,
+            Collective::Reduce => 1,
+            _ => plan.roots(),
         };
         let pending = plan
             .tree()
@@ -209,6 +214,41 @@ where
         }
         core.progress();
         Ok(core)
+    }
+
+    /// The same core with `combine` swapped for `other`. A core that has
+    /// delivered never combines again (its partial is complete, and late
+    /// DATA is only acknowledged), so an engine keeping it after the call
+    /// that lent the function, to answer KEEPALIVEs, can swap in any.
+    pub fn with_op<O2: Combine<P>>(self, other: O2) -> FtcoReduce<'p, P, O2> {
+        FtcoReduce {
+            plan: self.plan,
+            me: self.me,
+            root: self.root,
+            op_id: self.op_id,
+            kind: self.kind,
+            combine: other,
+            own: self.own,
+            acc: self.acc,
+            covers: self.covers,
+            pending: self.pending,
+            suspects: self.suspects,
+            part: self.part,
+            up: self.up,
+            to_ack: self.to_ack,
+            to_answer: self.to_answer,
+            to_ack_alive: self.to_ack_alive,
+            timers: self.timers,
+            down: self.down,
+            settled: self.settled,
+            output: self.output,
+            delivered: self.delivered,
+            now: self.now,
+            suspicions: self.suspicions,
+            roots: self.roots,
+            peer_parts: self.peer_parts,
+            to_peers: self.to_peers,
+        }
     }
 
     /// Timeouts fired: a DATA or KEEPALIVE unanswered past f_timeout, in
@@ -563,7 +603,7 @@ where
                     missing,
                 },
             ) => self.on_part(from, value, own, missing),
-            (Tag::Tree, FtcoData::Result(v)) if self.kind == Collective::Allreduce => {
+            (Tag::Tree, FtcoData::Result(v)) if self.kind != Collective::Reduce => {
                 if !self.settled {
                     let dist = plan.depth(self.me).saturating_sub(plan.depth(from)).max(1);
                     self.settle(Some(v.clone()), Some((from, dist)));
