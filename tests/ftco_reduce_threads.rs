@@ -306,7 +306,7 @@ fn a_dead_root_is_a_typed_error_on_every_other_rank() {
         let started = Instant::now();
         let report = team.run(|comm| {
             let send = counts_of(comm.rank(), 6);
-            let mut recv = vec![0u64; 6];
+            let mut recv = [0u64; 6];
             // Operation 0 is an allreduce; operation 1 a reduce to rank 3.
             let first = comm.all_reduce_into(&send[..], &mut recv[..], SystemOperation::sum());
             if ops == 1 {
