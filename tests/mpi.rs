@@ -255,6 +255,37 @@ fn fcg_and_ftco_survive_a_death_inside_a_broadcast() {
     }
 }
 
+/// FTCO's reduce and allreduce between processes (`ReduceAlgorithm::Ftco`):
+/// fault-free every process's input is in every result; and, since FTCO
+/// detects failures by its own timeouts, a process SIGKILLed in the middle
+/// of a loop of allreduces, with nothing telling the others, leaves every
+/// survivor with every later result, the same on all, every survivor's
+/// input in. (Before the driver's outbox kept each peer's messages apart,
+/// the killed process's full channel held back the root's messages to the
+/// live ones for a failure timeout, and the root left them out of the
+/// next results as suspected.)
+#[test]
+fn ftco_reduce_and_allreduce_between_processes_survive_a_sigkill() {
+    let ftco = ["--algorithm", "ftco", "--timeout-ms", "20"];
+    for (op, procs) in [("reduce", 4u32), ("allreduce", 5)] {
+        let outcomes = mpirun_with(procs, &ftco, &format!("--op {op} --iters 200 --len 3"));
+        assert_eq!(outcomes.len(), procs as usize, "{op}: {outcomes:?}");
+        for o in &outcomes {
+            assert_eq!(field(o, "ok"), 200, "{op}: {o}");
+            assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{op}: {o}");
+        }
+    }
+    let args = "--op allreduce --iters 250 --len 3 --sigkill 2:50";
+    let outcomes = mpirun_with(4, &ftco, args);
+    assert_eq!(outcomes.len(), 3, "the survivors report: {outcomes:?}");
+    for o in &outcomes {
+        assert_eq!(field(o, "ok"), 250, "{o}");
+        assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{o}");
+        assert!(field(o, "ftco_timeouts") > 0, "{o}");
+    }
+    assert_same_results(&outcomes, "FTCO allreduce, a process SIGKILLed");
+}
+
 /// FCG between processes needs no failure notice: a process SIGKILLed in
 /// the middle of a loop of FCG broadcasts (f = 1: its death, whenever it
 /// falls, is at most one failure during a correction) leaves every other

@@ -977,7 +977,10 @@ impl<'t, T: Transport> Driver<'t, T> {
         if !self.transport.is_failed(to) {
             // Counted in flight from here, even while it waits in the outbox.
             self.transport.count_sent();
-            if self.outbox.is_empty() {
+            // Channels are FIFO per pair: a message waits only behind
+            // messages to the same rank, never behind another rank's full
+            // channel (one dead peer's must not hold back the rest).
+            if self.outbox.is_empty() || !self.outbox.iter().any(|&(r, _)| r == to) {
                 if let Err(msg) = self.transport.send(to, msg) {
                     self.outbox.push_back((to, msg));
                 }
@@ -1006,11 +1009,22 @@ impl<'t, T: Transport> Driver<'t, T> {
         }
     }
 
+    /// Sends what the outbox holds, each rank's messages in order; a rank
+    /// whose channel is full keeps the rest of its messages waiting, and
+    /// the other ranks' go on (no head-of-line blocking: a peer that died
+    /// unannounced, whose channel stays full until it is declared failed,
+    /// delays nobody else's messages).
     fn flush_outbox(&mut self) {
-        while let Some((to, msg)) = self.outbox.pop_front() {
-            if let Err(msg) = self.transport.send(to, msg) {
-                self.outbox.push_front((to, msg));
-                return;
+        let mut full: Vec<Rank> = Vec::new();
+        for _ in 0..self.outbox.len() {
+            let Some((to, msg)) = self.outbox.pop_front() else {
+                break;
+            };
+            if full.contains(&to) {
+                self.outbox.push_back((to, msg));
+            } else if let Err(msg) = self.transport.send(to, msg) {
+                full.push(to);
+                self.outbox.push_back((to, msg));
             }
         }
     }

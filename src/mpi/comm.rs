@@ -14,17 +14,20 @@ use crate::error::{ConfigError, Error};
 use crate::mpi::transport::MpiTransport;
 use crate::op::Operation;
 use crate::protocol::allreduce::{Allreduce, AllreduceAlgorithm, AllreduceOutput};
-use crate::protocol::ftco::Ftco;
+use crate::protocol::ftco::{FtcoCollective, FtcoOutput, FtcoPlan, Timeouts};
 use crate::protocol::op_clock::OpClock;
 use crate::protocol::pair::PairAllreduce;
 use crate::protocol::reduce::{Contribution, Reduce, ReduceOutput};
 use crate::protocol::scatter::{
     Decision, ScatterAllreduce, ScatterOutput, Verdict, BLOCKS_MIN_BYTES,
 };
+use crate::protocol::Protocol;
 use crate::runtime::broadcast::{drive_broadcast, root_failed, BcastObserver};
 use crate::runtime::data::Data;
 use crate::runtime::segment::SegmentPool;
-use crate::runtime::{data_op, Fault, FaultSchedule, Plans, TeamBuilder};
+use crate::runtime::{
+    data_op, drive_ftco_reduction, Fault, FaultSchedule, Plans, TeamBuilder, FTCO_ALLREDUCE_ROOT,
+};
 use crate::types::{Collective, OpId, Rank};
 
 /// One process's handle on a team of MPI processes, one rank each: the
@@ -150,8 +153,43 @@ impl MpiComm {
         input: Data,
         combine: &(dyn Fn(&mut Data, &Data) + Sync),
     ) -> Result<(OpId, Data), Error> {
+        if let Some(plan) = &self.plans.ftco_reduce {
+            let kind = match kind {
+                Collective::Barrier => FtcoCollective::Barrier,
+                _ => FtcoCollective::Allreduce,
+            };
+            let root = FTCO_ALLREDUCE_ROOT;
+            return match self.ftco_reduction(plan, root, kind, input, combine)? {
+                (id, FtcoOutput::Value(value)) => Ok((id, value)),
+                (_, FtcoOutput::Contributed) => {
+                    unreachable!("an FTCO allreduce core delivers the result on every rank")
+                }
+            };
+        }
         let id = self.begin_call()?;
         self.allreduce_op(id, kind, input, combine)
+    }
+
+    /// An FTCO reduce to `root`, or an allreduce or barrier rooted at
+    /// [`FTCO_ALLREDUCE_ROOT`] ([`ReduceAlgorithm::Ftco`](crate::runtime::ReduceAlgorithm::Ftco)): its own
+    /// timeouts detect failures, so it needs no failure notice and survives
+    /// processes that die unannounced, the root excepted.
+    fn ftco_reduction(
+        &mut self,
+        plan: &'static FtcoPlan,
+        root: Rank,
+        kind: FtcoCollective,
+        input: Data,
+        combine: &(dyn Fn(&mut Data, &Data) + Sync),
+    ) -> Result<(OpId, FtcoOutput<Data>), Error> {
+        let id = self.begin_call()?;
+        let started = self.driver.call_started();
+        let counts = &mut self.counts;
+        let driver = &mut self.driver;
+        let output = drive_ftco_reduction(
+            driver, plan, root, id, started, kind, input, combine, counts,
+        )?;
+        Ok((id, output))
     }
 
     /// Allreduce (or barrier) `id`, entered already: the pair exchange for
@@ -433,8 +471,19 @@ impl Collectives for MpiComm {
         self.check_root(root)?;
         op.check()?;
         let pool = Arc::clone(&self.segments);
-        let input = Contribution::input(Data::encode(send.items(), &pool));
         let combine = data_op(&op, &pool);
+        if let Some(plan) = &self.plans.ftco_reduce {
+            let input = Data::encode(send.items(), &pool);
+            let kind = FtcoCollective::Reduce;
+            let (id, result) = self.ftco_reduction(plan, root, kind, input, &combine)?;
+            return match result {
+                FtcoOutput::Value(value) => {
+                    value.decode_into(recv.items_mut(), id, Some(send.items().len()))
+                }
+                FtcoOutput::Contributed => Ok(()),
+            };
+        }
+        let input = Contribution::input(Data::encode(send.items(), &pool));
         let id = self.begin_call()?;
         let started = self.driver.call_started();
         let me = self.rank();
@@ -470,7 +519,8 @@ impl Collectives for MpiComm {
     {
         op.check()?;
         let bytes = std::mem::size_of_val(send.items());
-        if self.by_blocks && bytes >= BLOCKS_MIN_BYTES && self.size() > 1 {
+        let ftco = self.plans.ftco_reduce.is_some();
+        if self.by_blocks && !ftco && bytes >= BLOCKS_MIN_BYTES && self.size() > 1 {
             return self.all_reduce_by_blocks(send.items(), recv.items_mut(), &op);
         }
         let pool = Arc::clone(&self.segments);
@@ -537,7 +587,9 @@ pub struct BroadcastCounts {
     /// Gossip broadcasts ([`BroadcastAlgorithm::Gossip`](crate::runtime::BroadcastAlgorithm::Gossip)) in which this
     /// process was a g-node (colored by the gossip phase, or the root).
     pub gossip_colored: u64,
-    /// Timeouts FTCO's broadcasts ([`BroadcastAlgorithm::Ftco`](crate::runtime::BroadcastAlgorithm::Ftco)) fired on
+    /// Timeouts FTCO's broadcasts ([`BroadcastAlgorithm::Ftco`](crate::runtime::BroadcastAlgorithm::Ftco)),
+    /// reduces, allreduces and barriers
+    /// ([`ReduceAlgorithm::Ftco`](crate::runtime::ReduceAlgorithm::Ftco)) fired on
     /// this process, each suspecting one process (FTCO, Appendix A). Not
     /// told apart into true and false suspicions as on threads: no process
     /// knows when another died.
@@ -549,11 +601,11 @@ impl BcastObserver<'static, MpiTransport> for BroadcastCounts {
         self.gossip_colored += u64::from(g_node);
     }
 
-    fn ftco_ended(
+    fn ftco_ended<C: Protocol + Timeouts>(
         &mut self,
         _: &Driver<'static, MpiTransport>,
         _: OpId,
-        clock: &OpClock<Ftco<'_, Data>>,
+        clock: &OpClock<C>,
     ) {
         self.ftco_timeouts += u64::from(clock.core().timeouts());
     }

@@ -47,7 +47,7 @@ use crate::mpi::comm::no_perfect_detector;
 use crate::mpi::native::NativeLevel;
 use crate::mpi::MpiComm;
 use crate::op::{Operation, SystemOperation};
-use crate::runtime::{BroadcastAlgorithm, Comm, Team, TeamBuilder, TeamReport};
+use crate::runtime::{BroadcastAlgorithm, Comm, ReduceAlgorithm, Team, TeamBuilder, TeamReport};
 use crate::types::Rank;
 
 /// What runs between the processes' proxies.
@@ -94,7 +94,8 @@ impl NodeTeam {
     /// counts that differ between processes, a process level configured
     /// with a broadcast algorithm other than the corrected tree (gossip,
     /// BIG, FTCO and the ack tree run between processes with one rank per
-    /// process, [`MpiComm`], not between a node team's proxies yet), or a
+    /// process, [`MpiComm`], not between a node team's proxies yet), FTCO's
+    /// reduce ([`ReduceAlgorithm::Ftco`]) at either level, or a
     /// configuration either team refuses.
     pub fn new(threads: TeamBuilder, processes: ProcessLevel) -> Result<NodeTeam, ConfigError> {
         if !mpi::is_initialized() {
@@ -121,6 +122,16 @@ impl NodeTeam {
                           MpiComm runs the others with one rank per process",
                 });
             }
+        }
+        let ftco_level = match &processes {
+            ProcessLevel::Corrected(p) => p.reduce_algorithm() != ReduceAlgorithm::UpCorrection,
+            _ => false,
+        };
+        if ftco_level || threads.reduce_algorithm() != ReduceAlgorithm::UpCorrection {
+            return Err(ConfigError::Unsupported {
+                what: "FTCO reduce and allreduce in a node team",
+                why: "the hierarchy composes up-correction's guarantees level by level;                       FTCO runs on a Team of threads or an MpiComm alone",
+            });
         }
         // A thread waits on its proxy for a whole step of the process
         // level (which can last an operation timeout and a failure timeout
