@@ -14,8 +14,10 @@
 //! tables (and writes them beside it, `.md` for `.jsonl`), draws
 //! `docs/figures/compare-*.svg` (unless `--no-figures`) and, with `--doc`,
 //! puts the tables between the doc's `<!-- compare:tables -->` and
-//! `<!-- /compare:tables -->`, and the side-by-side latency table between
-//! `<!-- compare:summary -->` and `<!-- /compare:summary -->`.
+//! `<!-- /compare:tables -->`, and the side-by-side latency tables
+//! ([`SIDE_BY_SIDE`]: the broadcasts; up-correction against FTCO) between
+//! `<!-- compare:summary -->` and `<!-- /compare:summary -->`, and
+//! `<!-- compare:reduce-summary -->` and `<!-- /compare:reduce-summary -->`.
 //!
 //! Adding an algorithm is one entry of [`ALGORITHMS`].
 
@@ -29,11 +31,11 @@ use corrected::protocol::gossip::{CorrectionChoice, GossipSpec};
 use corrected::sim::reduce::{ReduceConfig, ROOT};
 use corrected::sim::{
     AckTreeScenario, AckTreeSim, AllreduceScenario, AllreduceSim, BcastScenario, BcastSim,
-    FaultPlan, FtcoScenario, FtcoSim, GossipRun, GossipScenario, GossipSim, MonteCarlo,
-    ReduceScenario, ReduceSim, Stats, NEVER,
+    FaultPlan, FtcoReduceScenario, FtcoReduceSim, FtcoScenario, FtcoSim, GossipRun, GossipScenario,
+    GossipSim, MonteCarlo, ReduceScenario, ReduceSim, Stats, NEVER,
 };
 use corrected::topology::{Shape, TreeSpec};
-use corrected::types::{LogP, Tick};
+use corrected::types::{Collective, LogP, Tick};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -93,10 +95,14 @@ const CASES: [Case; 6] = [
     },
 ];
 
-/// The reduce and allreduce rows run on the cases with at most this many
-/// failed ranks: up-correction tolerates f of them (f = 1 or 3 below) and
-/// beyond that reports "too many failures" by design.
-const REDUCTION_MAX_FAILURES: u32 = 3;
+/// Up-correction's rows run on the cases with at most this many failed
+/// ranks: it tolerates f of them (f = 1 or 3 below) and beyond that
+/// reports "too many failures" by design. FTCO has no fault budget: its
+/// reduce and allreduce run on every case, as the broadcasts do.
+const UP_CORRECTION_MAX_FAILURES: u32 = 3;
+
+/// No limit on a case's failed ranks ([`Algorithm::max_failures`]).
+const ANY: u32 = u32::MAX;
 
 impl Case {
     /// The case's fault plan for `procs` ranks; `within` is the latest tick
@@ -131,70 +137,95 @@ enum Family {
     Reduction,
 }
 
-/// One algorithm of the comparison: its name, its family, and how to make
-/// its experiment for P ranks and a fault plan.
+/// One algorithm of the comparison: its name, its family, the cases it
+/// runs on, and how to make its experiment for P ranks and a fault plan.
 struct Algorithm {
     name: &'static str,
     family: Family,
+    /// It runs on the cases with at most this many failed ranks.
+    max_failures: u32,
     build: fn(u32, &FaultPlan) -> Res<Box<dyn Experiment>>,
 }
 
-/// The algorithms compared. Adding one (FTCO reduce, say) is one entry.
+/// The algorithms compared. Adding one is one entry.
 const ALGORITHMS: &[Algorithm] = &[
     Algorithm {
         name: "corrected tree, checked-sync",
         family: Family::Broadcast,
+        max_failures: ANY,
         build: |p, faults| tree(p, faults, Correction::CheckedSync),
     },
     Algorithm {
         name: "corrected tree, optimized:4",
         family: Family::Broadcast,
+        max_failures: ANY,
         build: |p, faults| tree(p, faults, Correction::Optimized { distance: 4 }),
     },
     Algorithm {
         name: "corrected gossip, CCG",
         family: Family::Broadcast,
+        max_failures: ANY,
         build: |p, faults| gossip(p, faults, CorrectionChoice::Checked),
     },
     Algorithm {
         name: "corrected gossip, FCG (f = 1)",
         family: Family::Broadcast,
+        max_failures: ANY,
         build: |p, faults| gossip(p, faults, CorrectionChoice::FailureProof(1)),
     },
     Algorithm {
         name: "FTCO",
         family: Family::Broadcast,
+        max_failures: ANY,
         build: |p, faults| boxed(FtcoScenario::new(TREE, p, LOGP, None, faults.clone())),
     },
     Algorithm {
         name: "ack tree",
         family: Family::Broadcast,
+        max_failures: ANY,
         build: |p, faults| boxed(AckTreeScenario::new(TREE, p, LOGP, faults.clone())),
     },
     Algorithm {
         name: "plain tree",
         family: Family::Broadcast,
+        max_failures: ANY,
         build: |p, faults| tree(p, faults, Correction::None),
     },
     Algorithm {
         name: "up-correction reduce, f = 1",
         family: Family::Reduction,
+        max_failures: UP_CORRECTION_MAX_FAILURES,
         build: |p, faults| boxed(ReduceScenario::new(reduction(p, 1, faults))),
     },
     Algorithm {
         name: "up-correction reduce, f = 3",
         family: Family::Reduction,
+        max_failures: UP_CORRECTION_MAX_FAILURES,
         build: |p, faults| boxed(ReduceScenario::new(reduction(p, 3, faults))),
     },
     Algorithm {
         name: "up-correction allreduce, f = 1",
         family: Family::Reduction,
+        max_failures: UP_CORRECTION_MAX_FAILURES,
         build: |p, faults| allreduce(p, 1, faults),
     },
     Algorithm {
         name: "up-correction allreduce, f = 3",
         family: Family::Reduction,
+        max_failures: UP_CORRECTION_MAX_FAILURES,
         build: |p, faults| allreduce(p, 3, faults),
+    },
+    Algorithm {
+        name: "FTCO reduce",
+        family: Family::Reduction,
+        max_failures: ANY,
+        build: |p, faults| ftco_reduction(p, faults, Collective::Reduce),
+    },
+    Algorithm {
+        name: "FTCO allreduce",
+        family: Family::Reduction,
+        max_failures: ANY,
+        build: |p, faults| ftco_reduction(p, faults, Collective::Allreduce),
     },
 ];
 
@@ -242,13 +273,30 @@ fn allreduce(procs: u32, f: u32, faults: &FaultPlan) -> Res<Box<dyn Experiment>>
     ))
 }
 
+/// FTCO's reduce or allreduce to rank 0 over the binomial tree (`TREE`),
+/// its default timeout unit, no failure detector: the root never fails
+/// (FTCO's Section 2), and no draw kills it (`FaultPlan::draw` exempts the
+/// root, 0 here as for up-correction).
+fn ftco_reduction(procs: u32, faults: &FaultPlan, kind: Collective) -> Res<Box<dyn Experiment>> {
+    boxed(FtcoReduceScenario::new(
+        kind,
+        TREE,
+        procs,
+        LOGP,
+        None,
+        faults.clone(),
+    ))
+}
+
 /// What one run of any algorithm reports.
 #[derive(Clone, Copy, Default)]
 struct Row {
     /// Broadcast: when the last live rank reached got the value; reduce:
     /// when the root had the result; allreduce: the last live rank.
     latency: Tick,
-    /// When all activity ended.
+    /// When all activity ended: the last message, or the result if it
+    /// came later (FTCO's root may get its result from a timeout, with
+    /// nothing left to send).
     quiescence: Tick,
     messages_per_process: f64,
     /// Broadcast: live ranks reached over live ranks; reduction: 1 if the
@@ -276,11 +324,13 @@ fn live(death: &[Tick]) -> f64 {
 }
 
 impl Row {
-    /// A row without timeouts.
+    /// A row without timeouts. The engine's quiescence counts messages
+    /// only (the last send, receive or arrival), so a result produced by a
+    /// timer after the last message extends it here.
     fn new(latency: Tick, quiescence: Tick, messages: f64, reached: f64, violations: u32) -> Self {
         Row {
             latency,
-            quiescence,
+            quiescence: quiescence.max(latency),
             messages_per_process: messages,
             reached,
             violations,
@@ -328,16 +378,22 @@ impl Experiment for GossipScenario {
     }
 }
 
+/// A reduction's row; timeouts and false suspicions are FTCO's (0 for
+/// up-correction, which has a failure detector instead).
 fn reduction_row(r: corrected::sim::CollectiveRun) -> Row {
     let consistent = f64::from(u8::from(r.result_consistent));
     let (latency, quiescence) = (r.latency, r.quiescence_latency);
-    Row::new(
-        latency,
-        quiescence,
-        r.messages_per_process,
-        consistent,
-        r.violations,
-    )
+    Row {
+        timeouts: r.timeouts,
+        false_suspicions: r.false_suspicions,
+        ..Row::new(
+            latency,
+            quiescence,
+            r.messages_per_process,
+            consistent,
+            r.violations,
+        )
+    }
 }
 
 /// [`Experiment`] for scenarios whose simulator runs `run_with(death,
@@ -357,6 +413,7 @@ experiment!(FtcoScenario, FtcoSim, broadcast_row);
 experiment!(AckTreeScenario, AckTreeSim, broadcast_row);
 experiment!(ReduceScenario, ReduceSim, reduction_row);
 experiment!(AllreduceScenario, AllreduceSim, reduction_row);
+experiment!(FtcoReduceScenario, FtcoReduceSim, reduction_row);
 
 /// One (P, case, algorithm) over all runs: a line of the results file.
 #[derive(Serialize)]
@@ -418,7 +475,7 @@ fn run(args: &[String]) -> Res<()> {
     for case in CASES {
         let faults = case.plan(procs, within);
         for algorithm in ALGORITHMS {
-            if algorithm.family == Family::Reduction && case.failures() > REDUCTION_MAX_FAILURES {
+            if case.failures() > algorithm.max_failures {
                 continue;
             }
             let experiment = (algorithm.build)(procs, &faults)?;
@@ -485,8 +542,9 @@ fn tables(rows: &[Value]) -> String {
                 )
             } else {
                 (
-                    "Reduce and allreduce (up-correction)",
-                    "reached: share of runs with a consistent result",
+                    "Reduce and allreduce (up-correction, FTCO)",
+                    "reached: share of runs with a consistent result (every live rank's input \
+                     once, the same value on every live rank)",
                 )
             };
             let _ = writeln!(
@@ -616,16 +674,50 @@ fn figures(rows: &[Value]) -> Res<()> {
     Ok(())
 }
 
-/// The latency under failures side by side: per P (largest first) and
-/// fault case, p50 / p99 / max of the broadcasts in `SIDE_BY_SIDE`, and
-/// FTCO's timeouts per run.
-fn side_by_side(rows: &[Value]) -> String {
-    const SIDE_BY_SIDE: [&str; 4] = [
-        "corrected tree, checked-sync",
-        "corrected tree, optimized:4",
-        "corrected gossip, CCG",
-        "FTCO",
-    ];
+/// A side-by-side latency table of the doc, between its markers
+/// `<!-- compare:NAME -->` and `<!-- /compare:NAME -->`.
+struct SideBySide {
+    /// The markers' NAME.
+    marker: &'static str,
+    /// The algorithms, a column each: latency p50 / p99 / max.
+    columns: &'static [&'static str],
+    /// The algorithms whose timeouts per run have a column each.
+    timeouts: &'static [&'static str],
+    /// The fault-free case too, or only the cases with failures.
+    fault_free: bool,
+}
+
+const SIDE_BY_SIDE: [SideBySide; 2] = [
+    // The broadcasts under failures.
+    SideBySide {
+        marker: "summary",
+        columns: &[
+            "corrected tree, checked-sync",
+            "corrected tree, optimized:4",
+            "corrected gossip, CCG",
+            "FTCO",
+        ],
+        timeouts: &["FTCO"],
+        fault_free: false,
+    },
+    // Up-correction against FTCO: reduce and allreduce.
+    SideBySide {
+        marker: "reduce-summary",
+        columns: &[
+            "up-correction reduce, f = 3",
+            "FTCO reduce",
+            "up-correction allreduce, f = 3",
+            "FTCO allreduce",
+        ],
+        timeouts: &["FTCO reduce", "FTCO allreduce"],
+        fault_free: true,
+    },
+];
+
+/// The latency side by side: per P (largest first) and fault case, p50 /
+/// p99 / max of the algorithms in `table.columns` ("-" where one has no
+/// row), and the timeouts per run of those in `table.timeouts`.
+fn side_by_side(rows: &[Value], table: &SideBySide) -> String {
     let mut out = String::new();
     let procs: BTreeSet<u64> = rows.iter().filter_map(|r| r["procs"].as_u64()).collect();
     let find = |p: u64, case: &str, name: &str| {
@@ -640,24 +732,35 @@ fn side_by_side(rows: &[Value]) -> String {
         let _ = writeln!(out, "`{c}` (via `scripts/compare.sh`)\n");
     }
     out.push_str("Latency p50 / p99 / max in ticks, from the tables above.\n\n| P | faults |");
-    for name in SIDE_BY_SIDE {
+    for name in table.columns {
         let _ = write!(out, " {name} |");
     }
-    out.push_str(" FTCO timeouts per run |\n|---|---|");
-    out.push_str(&"---|".repeat(SIDE_BY_SIDE.len() + 1));
+    for name in table.timeouts {
+        let _ = write!(out, " {name} timeouts per run |");
+    }
+    out.push_str("\n|---|---|");
+    out.push_str(&"---|".repeat(table.columns.len() + table.timeouts.len()));
     out.push('\n');
     for &p in procs.iter().rev() {
-        for case in CASES.iter().filter(|c| c.failures() > 0) {
+        for case in CASES
+            .iter()
+            .filter(|c| table.fault_free || c.failures() > 0)
+        {
             let _ = write!(out, "| {p} | {} |", case.name);
-            for name in SIDE_BY_SIDE {
+            for name in table.columns {
                 let cell = find(p, case.name, name).map_or("-".to_string(), |r| {
                     let v = |k: &str| num(r, &["latency", k]).unwrap_or(f64::NAN);
                     format!("{} / {} / {}", v("p50"), v("p99"), v("max"))
                 });
                 let _ = write!(out, " {cell} |");
             }
-            let timeouts = find(p, case.name, "FTCO").and_then(|r| num(r, &["timeouts", "mean"]));
-            let _ = writeln!(out, " {:.2} |", timeouts.unwrap_or(f64::NAN));
+            for name in table.timeouts {
+                let cell = find(p, case.name, name)
+                    .and_then(|r| num(r, &["timeouts", "mean"]))
+                    .map_or("-".to_string(), |t| format!("{t:.2}"));
+                let _ = write!(out, " {cell} |");
+            }
+            out.push('\n');
         }
     }
     out
@@ -685,8 +788,15 @@ fn report(args: &[String]) -> Res<()> {
     let Some(rows) = read_lines(&results)? else {
         return Err(format!("{results} missing: run scripts/compare.sh").into());
     };
-    let (tables, summary) = (tables(&rows), side_by_side(&rows));
-    let all = format!("{tables}### Side by side\n\n{summary}");
+    let tables = tables(&rows);
+    let summaries: Vec<String> = SIDE_BY_SIDE
+        .iter()
+        .map(|t| side_by_side(&rows, t))
+        .collect();
+    let mut all = tables.clone();
+    for (t, summary) in SIDE_BY_SIDE.iter().zip(&summaries) {
+        let _ = write!(all, "### Side by side ({})\n\n{summary}\n", t.marker);
+    }
     fs::write(results.replace(".jsonl", ".md"), &all)?;
     print!("{all}");
     if !args.iter().any(|a| a == "--no-figures") {
@@ -695,7 +805,9 @@ fn report(args: &[String]) -> Res<()> {
     let doc: String = flag(args, "--doc", String::new())?;
     if !doc.is_empty() {
         splice(&doc, "tables", &tables)?;
-        splice(&doc, "summary", &format!("{summary}\n"))?;
+        for (t, summary) in SIDE_BY_SIDE.iter().zip(&summaries) {
+            splice(&doc, t.marker, &format!("{summary}\n"))?;
+        }
     }
     Ok(())
 }

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The comparison of docs/comparison.md (issue 16), simulator part: the
-# corrected tree (checked-sync, optimized:4), corrected gossip (CCG, FCG),
-# FTCO, the ack tree and the plain tree, and up-correction reduce and
-# allreduce (f = 1, 3), on L = 2, o = 1, the binomial tree, and the same
+# The comparison of docs/comparison.md (issue 16), simulator part:
+# broadcasts (the corrected tree, checked-sync and optimized:4; corrected
+# gossip, CCG and FCG; FTCO; the ack tree; the plain tree) and reductions
+# (up-correction reduce and allreduce, f = 1 and 3, against FTCO reduce and
+# allreduce), on L = 2, o = 1, the binomial tree, root 0, and the same
 # faults for every algorithm (run i of every row draws them from seed
-# SEED + i with FaultPlan::draw): 0, 1, 10, 100 ranks dead before the
-# operation, 1 and 3 dying during it. `examples/compare.rs` runs and
-# reports; this script only chooses sizes.
+# SEED + i with FaultPlan::draw, which never kills the root): 0, 1, 10, 100
+# ranks dead before the operation, 1 and 3 dying during it (up-correction
+# only on the cases with at most 3 failed ranks, its largest budget; FTCO
+# on all). `examples/compare.rs` runs and reports; this script only
+# chooses sizes.
 #
 #   scripts/compare.sh [all|run|report]
 #
@@ -22,7 +25,9 @@
 # Writes results/comparison.jsonl (one JSON line per P, fault case and
 # algorithm), results/comparison.md (the tables, also on stdout),
 # docs/figures/compare-*.svg, and (unless QUICK) the tables into
-# docs/comparison.md between its compare:tables markers.
+# docs/comparison.md between its compare:tables markers, and the
+# side-by-side latency tables between its compare:summary and
+# compare:reduce-summary markers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-all}

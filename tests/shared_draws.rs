@@ -1,6 +1,7 @@
 //! Every simulated algorithm draws a run's faults alike: on one fault plan
-//! and seed, the corrected tree, corrected gossip (CCG, FCG), BIG, FTCO, the
-//! ack tree and the up-correction reduce run with exactly the death times
+//! and seed, the corrected tree, corrected gossip (CCG, FCG), BIG, FTCO
+//! (broadcast, reduce, allreduce), the ack tree and the up-correction
+//! reduce run with exactly the death times
 //! `FaultPlan::draw` gives (the same dead ranks, the same ranks dying during
 //! the operation at the same ticks), so comparisons across algorithms see
 //! the same faults (docs/comparison.md).
@@ -10,10 +11,11 @@ use corrected::protocol::gossip::{CorrectionChoice, GossipSpec};
 use corrected::sim::reduce::ReduceConfig;
 use corrected::sim::{
     AckTreeScenario, AckTreeSim, BcastScenario, BcastSim, BigScenario, BigSim, Dying, FaultPlan,
-    FtcoScenario, FtcoSim, GossipScenario, GossipSim, ReduceScenario, ReduceSim, NEVER,
+    FtcoReduceScenario, FtcoReduceSim, FtcoScenario, FtcoSim, GossipScenario, GossipSim,
+    ReduceScenario, ReduceSim, NEVER,
 };
 use corrected::topology::{Shape, TreeSpec};
-use corrected::types::{LogP, Tick};
+use corrected::types::{Collective, LogP, Tick};
 
 const P: u32 = 512;
 const TREE: TreeSpec = TreeSpec::interleaved(Shape::Binomial);
@@ -41,6 +43,16 @@ fn algorithms() -> Vec<(&'static str, Deaths)> {
             let chosen = spec.choose(P, logp).unwrap();
             let sc = GossipScenario::new(chosen.plan, logp, plan.clone()).unwrap();
             let mut sim = GossipSim::new(&sc);
+            sim.run(seed);
+            sim.last_trace().death.clone()
+        })
+    };
+    // FTCO's reduce and allreduce on the binomial tree: one root (0), which
+    // the draw spares, so `run(seed)` keeps the plan's draw as it is.
+    let ftco_reduction = |kind: Collective| -> Deaths {
+        Box::new(move |plan, seed| {
+            let sc = FtcoReduceScenario::new(kind, TREE, P, logp, None, plan.clone()).unwrap();
+            let mut sim = FtcoReduceSim::new(&sc);
             sim.run(seed);
             sim.last_trace().death.clone()
         })
@@ -81,6 +93,8 @@ fn algorithms() -> Vec<(&'static str, Deaths)> {
                 sim.last_trace().death.clone()
             }),
         ),
+        ("ftco reduce", ftco_reduction(Collective::Reduce)),
+        ("ftco allreduce", ftco_reduction(Collective::Allreduce)),
         (
             "reduce f=3",
             Box::new(move |plan, seed| {
