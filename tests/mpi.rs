@@ -281,8 +281,9 @@ fn ftco_reduce_and_allreduce_between_processes_survive_a_sigkill() {
     for o in &outcomes {
         assert_eq!(field(o, "ok"), 250, "{o}");
         assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{o}");
-        assert!(field(o, "ftco_timeouts") > 0, "{o}");
     }
+    // The killed process's parent (the root) found it by timeouts.
+    assert!(field(&outcomes[0], "ftco_timeouts") > 0, "{}", outcomes[0]);
     assert_same_results(&outcomes, "FTCO allreduce, a process SIGKILLed");
 }
 

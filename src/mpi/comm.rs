@@ -26,7 +26,8 @@ use crate::runtime::broadcast::{drive_broadcast, root_failed, BcastObserver};
 use crate::runtime::data::Data;
 use crate::runtime::segment::SegmentPool;
 use crate::runtime::{
-    data_op, drive_ftco_reduction, Fault, FaultSchedule, Plans, TeamBuilder, FTCO_ALLREDUCE_ROOT,
+    data_op, drive_ftco_reduction, ftco_allreduce_result, Fault, FaultSchedule, Plans, TeamBuilder,
+    FTCO_ALLREDUCE_ROOT,
 };
 use crate::types::{Collective, OpId, Rank};
 
@@ -159,12 +160,8 @@ impl MpiComm {
                 _ => FtcoCollective::Allreduce,
             };
             let root = FTCO_ALLREDUCE_ROOT;
-            return match self.ftco_reduction(plan, root, kind, input, combine)? {
-                (id, FtcoOutput::Value(value)) => Ok((id, value)),
-                (_, FtcoOutput::Contributed) => {
-                    unreachable!("an FTCO allreduce core delivers the result on every rank")
-                }
-            };
+            let (id, output) = self.ftco_reduction(plan, root, kind, input, combine)?;
+            return Ok((id, ftco_allreduce_result(output)));
         }
         let id = self.begin_call()?;
         self.allreduce_op(id, kind, input, combine)

@@ -20,7 +20,7 @@ use crate::protocol::Protocol;
 use crate::runtime::broadcast::{drive_broadcast, root_failed, BcastObserver};
 use crate::runtime::data::Data;
 use crate::runtime::faults::Fault;
-use crate::runtime::ftco_reduction::{drive_ftco_reduction, FTCO_ALLREDUCE_ROOT};
+use crate::runtime::ftco_reduction::{allreduce_result, drive_ftco_reduction, FTCO_ALLREDUCE_ROOT};
 use crate::runtime::lazy::LAZY_MIN_BYTES;
 use crate::runtime::lent::Lending;
 use crate::runtime::team::{Generation, Plans, Shared};
@@ -470,12 +470,8 @@ impl<'t> Comm<'t> {
         combine: &(dyn Fn(&mut Data, &Data) + Sync),
     ) -> Result<(OpId, Data), Error> {
         let root = FTCO_ALLREDUCE_ROOT;
-        match self.ftco_reduction(plan, root, kind, input, combine)? {
-            (id, FtcoOutput::Value(value)) => Ok((id, value)),
-            (_, FtcoOutput::Contributed) => {
-                unreachable!("an FTCO allreduce core delivers the result on every rank")
-            }
-        }
+        let (id, output) = self.ftco_reduction(plan, root, kind, input, combine)?;
+        Ok((id, allreduce_result(output)))
     }
 
     #[inline]

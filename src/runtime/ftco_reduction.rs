@@ -78,3 +78,15 @@ where
     }
     got.map_err(|e| root_failed(driver, e, op, root))
 }
+
+/// An FTCO allreduce's or barrier's output: the result, which its core
+/// delivers on every rank (only a reduce's non-root delivers
+/// [`FtcoOutput::Contributed`]).
+pub(crate) fn allreduce_result(output: FtcoOutput<Data>) -> Data {
+    match output {
+        FtcoOutput::Value(value) => value,
+        FtcoOutput::Contributed => {
+            unreachable!("an FTCO allreduce core delivers the result on every rank")
+        }
+    }
+}

@@ -51,9 +51,9 @@ pub use crate::protocol::allreduce::AllreduceAlgorithm;
 pub(crate) use comm::data_op;
 pub use comm::Comm;
 pub use faults::{Fault, FaultSchedule};
-#[cfg(feature = "mpi")]
-pub(crate) use ftco_reduction::drive_ftco_reduction;
 pub use ftco_reduction::FTCO_ALLREDUCE_ROOT;
+#[cfg(feature = "mpi")]
+pub(crate) use ftco_reduction::{allreduce_result as ftco_allreduce_result, drive_ftco_reduction};
 pub use packet::Packet;
 pub use pin::Pinning;
 #[cfg(feature = "mpi")]
