@@ -517,6 +517,46 @@ fn a_node_team_with_mpi_own_collectives_between_processes() {
     }
 }
 
+/// Every broadcast algorithm between a node team's proxies (threads below
+/// MPI, `--threads 2`): fault-free every thread of every process delivers
+/// every broadcast; the algorithms that survive a failure during the
+/// operation (FCG with f = 1, BIG, FTCO, and CCG for a death before its
+/// correction) keep every live thread delivering when a proxy thread dies
+/// (its process's next thread takes over); FCG and FTCO, which need no
+/// failure notice, also when a whole process is SIGKILLed.
+#[test]
+fn a_node_team_runs_every_broadcast_algorithm_between_its_proxies() {
+    for algorithm in ALGORITHMS {
+        let args = "--op bcast --iters 60 --len 3 --threads 2";
+        let outcomes = mpirun_with(3, algorithm, args);
+        assert_eq!(outcomes.len(), 6, "{algorithm:?}: {outcomes:?}");
+        for o in &outcomes {
+            assert_eq!(field(o, "ok"), 60, "{algorithm:?}: {o}");
+            assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{algorithm:?}: {o}");
+        }
+    }
+    // Ranks are process x 2 + thread: rank 2 is process 1's proxy.
+    for algorithm in [ALGORITHMS[2], ALGORITHMS[3], ALGORITHMS[4], ALGORITHMS[5]] {
+        let args = "--op bcast --iters 60 --len 3 --threads 2 --die-at 2:20";
+        let outcomes = mpirun_with(4, algorithm, args);
+        assert_eq!(outcomes.len(), 8, "{algorithm:?}: {outcomes:?}");
+        for o in &outcomes {
+            let expected = if field(o, "rank") == 2 { 20 } else { 60 };
+            assert_eq!(field(o, "ok"), expected, "{algorithm:?}: {o}");
+            assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{algorithm:?}: {o}");
+        }
+    }
+    for algorithm in [ALGORITHMS[3], ALGORITHMS[5]] {
+        let args = "--op bcast --iters 100 --len 3 --threads 2 --sigkill 1:30";
+        let outcomes = mpirun_with(4, algorithm, args);
+        assert_eq!(outcomes.len(), 6, "the survivors' threads: {outcomes:?}");
+        for o in &outcomes {
+            assert_eq!(field(o, "ok"), 100, "{algorithm:?}: {o}");
+            assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{algorithm:?}: {o}");
+        }
+    }
+}
+
 /// Each level survives its own failures: a thread (not a proxy) dying in
 /// its process, and a whole process SIGKILLed, in the same kind of run.
 #[test]

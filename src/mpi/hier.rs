@@ -47,7 +47,7 @@ use crate::mpi::comm::no_perfect_detector;
 use crate::mpi::native::NativeLevel;
 use crate::mpi::MpiComm;
 use crate::op::{Operation, SystemOperation};
-use crate::runtime::{BroadcastAlgorithm, Comm, ReduceAlgorithm, Team, TeamBuilder, TeamReport};
+use crate::runtime::{Comm, ReduceAlgorithm, Team, TeamBuilder, TeamReport};
 use crate::types::Rank;
 
 /// What runs between the processes' proxies.
@@ -91,12 +91,11 @@ impl NodeTeam {
     /// known at once, as on threads.)
     ///
     /// Errors: MPI not initialized or without that threading level, thread
-    /// counts that differ between processes, a process level configured
-    /// with a broadcast algorithm other than the corrected tree (gossip,
-    /// BIG, FTCO and the ack tree run between processes with one rank per
-    /// process, [`MpiComm`], not between a node team's proxies yet), FTCO's
-    /// reduce ([`ReduceAlgorithm::Ftco`]) at either level, or a
-    /// configuration either team refuses.
+    /// counts that differ between processes, FTCO's reduce
+    /// ([`ReduceAlgorithm::Ftco`]) at either level, or a configuration
+    /// either team refuses. Every broadcast algorithm runs between the
+    /// proxies, with the guarantees it has between processes
+    /// (docs/mpi.md).
     pub fn new(threads: TeamBuilder, processes: ProcessLevel) -> Result<NodeTeam, ConfigError> {
         if !mpi::is_initialized() {
             return Err(ConfigError::Unsupported {
@@ -113,15 +112,6 @@ impl NodeTeam {
                 why: "its proxy thread calls MPI: initialize MPI with \
                       mpi::initialize_with_threading(Threading::Serialized)",
             });
-        }
-        if let ProcessLevel::Corrected(p) = &processes {
-            if p.broadcast_algorithm() != BroadcastAlgorithm::Tree {
-                return Err(ConfigError::Unsupported {
-                    what: "a broadcast algorithm other than the corrected tree between a node team's proxies",
-                    why: "the hierarchy's process level is tested with the corrected tree only; \
-                          MpiComm runs the others with one rank per process",
-                });
-            }
         }
         let ftco_level = match &processes {
             ProcessLevel::Corrected(p) => p.reduce_algorithm() != ReduceAlgorithm::UpCorrection,

@@ -390,12 +390,6 @@ impl TeamBuilder {
         self.allreduce
     }
 
-    /// The broadcast algorithm set.
-    #[cfg(feature = "mpi")]
-    pub(crate) fn broadcast_algorithm(&self) -> BroadcastAlgorithm {
-        self.broadcast
-    }
-
     /// The reduce algorithm set.
     #[cfg(feature = "mpi")]
     pub(crate) fn reduce_algorithm(&self) -> ReduceAlgorithm {

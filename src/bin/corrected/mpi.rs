@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use corrected::mpi::{MpiComm, NodeTeam, ProcessLevel};
 use corrected::prelude::*;
-use corrected::runtime::{BroadcastAlgorithm, Fault};
+use corrected::runtime::Fault;
 use corrected::types::{OpId, Rank};
 
 use crate::bcast::BcastArgs;
@@ -145,14 +145,6 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
     // The loop below tells collectives apart by their `--op` name.
     args.op = op.name().to_string();
     let chosen = args.bcast.choose(op, args.timeout)?;
-    if args.threads > 1 && chosen.algorithm != BroadcastAlgorithm::Tree {
-        return Err(CliError::OutOfRange {
-            option: "--algorithm",
-            value: args.bcast.algorithm.clone(),
-            why: "a node team's processes broadcast through the corrected tree".into(),
-            hint: "drop --threads (one rank per process), or --algorithm".into(),
-        });
-    }
     if args.threads == 0 || args.threads > 64 {
         return Err(CliError::OutOfRange {
             option: "--threads",
