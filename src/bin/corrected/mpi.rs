@@ -72,7 +72,9 @@ pub struct MpiArgs {
     #[arg(long, default_value_t = 10.0)]
     timeout: f64,
     /// The broadcast algorithm, spelled as in `corrected run` (--op bcast;
-    /// with --threads the processes' level runs the corrected tree only).
+    /// with --threads, between the processes' proxies; --algorithm ftco
+    /// with --op reduce or allreduce: FTCO's reduction, one rank per
+    /// process only).
     #[command(flatten)]
     bcast: BcastArgs,
 }
