@@ -595,81 +595,120 @@ fn tables(rows: &[Value]) -> String {
     out
 }
 
-/// The x positions of the inactive cases in the figures.
+/// The x positions of the inactive cases in the broadcast figures.
 const INACTIVE_NAMES: [&str; 4] = ["0", "1 inactive", "10 inactive", "100 inactive"];
 const INACTIVE_AXIS: &[&str] = &["0", "1", "10", "100"];
 
-/// Per metric, one SVG with a panel per P: the broadcasts against the
-/// number of ranks dead before the operation.
+/// The x positions of the reduce and allreduce figures: the cases every
+/// reduction row runs on (up-correction's stop at 3 failed ranks).
+const REDUCTION_NAMES: [&str; 4] = ["0", "1 inactive", "1 dying", "3 dying"];
+const REDUCTION_AXIS: &[&str] = &["none", "1 dead before", "1 dying", "3 dying"];
+
+/// One family's figures: which rows, which cases on the x axis.
+struct Figures {
+    family: Family,
+    /// File names start with this.
+    prefix: &'static str,
+    title: &'static str,
+    cases: &'static [&'static str],
+    axis: &'static [&'static str],
+    x_label: &'static str,
+}
+
+const FIGURES: [Figures; 2] = [
+    Figures {
+        family: Family::Broadcast,
+        prefix: "compare-",
+        title: "Broadcasts",
+        cases: &INACTIVE_NAMES,
+        axis: INACTIVE_AXIS,
+        x_label: "ranks dead before the operation",
+    },
+    Figures {
+        family: Family::Reduction,
+        prefix: "compare-reduce-",
+        title: "Reduce and allreduce",
+        cases: &REDUCTION_NAMES,
+        axis: REDUCTION_AXIS,
+        x_label: "failed ranks",
+    },
+];
+
+/// Per family and metric, one SVG with a panel per P: the broadcasts
+/// against the number of ranks dead before the operation; reduce and
+/// allreduce against the fault cases they all run on.
 fn figures(rows: &[Value]) -> Res<()> {
     let procs: BTreeSet<u64> = rows.iter().filter_map(|r| r["procs"].as_u64()).collect();
-    let names: Vec<&str> = ALGORITHMS
-        .iter()
-        .filter(|a| a.family == Family::Broadcast)
-        .map(|a| a.name)
-        .collect();
-    for (file, metric, label, path) in [
-        (
-            "compare-latency-p99.svg",
-            "p99 latency",
-            "latency p99 [ticks]",
-            ["latency", "p99"],
-        ),
-        (
-            "compare-messages.svg",
-            "messages per process",
-            "messages / process (mean)",
-            ["messages_per_process", "mean"],
-        ),
-    ] {
-        fs::create_dir_all(OUT)?;
-        let out = format!("{OUT}/{file}");
-        let n = procs.len().max(1) as u32;
-        let root =
-            plotters::prelude::SVGBackend::new(&out, (SIZE.0, SIZE.1 * n)).into_drawing_area();
-        use plotters::prelude::*;
-        root.fill(&WHITE)?;
-        for (area, &p) in root.split_evenly((n as usize, 1)).iter().zip(&procs) {
-            let mut lines: Vec<Line> = names
-                .iter()
-                .enumerate()
-                .map(|(i, name)| {
-                    let points = INACTIVE_NAMES
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(x, case)| {
-                            let r = rows.iter().find(|r| {
-                                r["procs"].as_u64() == Some(p)
-                                    && text(r, "case") == *case
-                                    && text(r, "algorithm") == *name
-                            })?;
-                            Some((x as f64, num(r, &path)?))
-                        })
-                        .collect();
-                    line(name, i, false, points)
-                })
-                .filter(|l: &Line| !l.points.is_empty())
-                .collect();
-            // A line equal to an earlier one (the ack tree's latency is the
-            // plain tree's) is dashed over it and says so.
-            for i in 1..lines.len() {
-                if let Some(same) = lines[..i].iter().find(|l| l.points == lines[i].points) {
-                    let name = format!("{} (= {})", lines[i].name, same.name);
-                    lines[i].name = name;
-                    lines[i].dashed = true;
+    for fig in &FIGURES {
+        let names: Vec<&str> = ALGORITHMS
+            .iter()
+            .filter(|a| a.family == fig.family)
+            .map(|a| a.name)
+            .collect();
+        for (file, metric, label, path) in [
+            (
+                "latency-p99.svg",
+                "p99 latency",
+                "latency p99 [ticks]",
+                ["latency", "p99"],
+            ),
+            (
+                "messages.svg",
+                "messages per process",
+                "messages / process (mean)",
+                ["messages_per_process", "mean"],
+            ),
+        ] {
+            fs::create_dir_all(OUT)?;
+            let out = format!("{OUT}/{}{file}", fig.prefix);
+            let n = procs.len().max(1) as u32;
+            let root =
+                plotters::prelude::SVGBackend::new(&out, (SIZE.0, SIZE.1 * n)).into_drawing_area();
+            use plotters::prelude::*;
+            root.fill(&WHITE)?;
+            for (area, &p) in root.split_evenly((n as usize, 1)).iter().zip(&procs) {
+                let mut lines: Vec<Line> = names
+                    .iter()
+                    .enumerate()
+                    .map(|(i, name)| {
+                        let points = fig
+                            .cases
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(x, case)| {
+                                let r = rows.iter().find(|r| {
+                                    r["procs"].as_u64() == Some(p)
+                                        && text(r, "case") == *case
+                                        && text(r, "algorithm") == *name
+                                })?;
+                                Some((x as f64, num(r, &path)?))
+                            })
+                            .collect();
+                        line(name, i, false, points)
+                    })
+                    .filter(|l: &Line| !l.points.is_empty())
+                    .collect();
+                // A line equal to an earlier one (the ack tree's latency is
+                // the plain tree's) is dashed over it and says so.
+                for i in 1..lines.len() {
+                    if let Some(same) = lines[..i].iter().find(|l| l.points == lines[i].points) {
+                        let name = format!("{} (= {})", lines[i].name, same.name);
+                        lines[i].name = name;
+                        lines[i].dashed = true;
+                    }
                 }
+                plot(
+                    area,
+                    &format!("{}: {metric}, P = {p}, L = 2, o = 1", fig.title),
+                    Axis::named(fig.x_label, fig.axis),
+                    label,
+                    &lines,
+                    SeriesLabelPosition::UpperLeft,
+                )?;
             }
-            plot(
-                area,
-                &format!("Broadcasts: {metric}, P = {p}, L = 2, o = 1"),
-                Axis::named("ranks dead before the operation", INACTIVE_AXIS),
-                label,
-                &lines,
-                SeriesLabelPosition::UpperLeft,
-            )?;
+            root.present()?;
+            println!("wrote {out}");
         }
-        root.present()?;
-        println!("wrote {out}");
     }
     Ok(())
 }
