@@ -557,6 +557,34 @@ fn a_node_team_runs_every_broadcast_algorithm_between_its_proxies() {
     }
 }
 
+/// A slow thread is not a failed one: a process's proxy thread (rank 2,
+/// process 1 of 2) or another thread (rank 3) stalled for 2.5 s, longer
+/// than either level's failure timeout (1 s), as it enters broadcast or
+/// allreduce 20 of 60: nobody is taken for failed, every thread of every
+/// process gets every result right.
+#[test]
+fn a_node_team_waits_for_a_stalled_thread_without_suspecting_it() {
+    for (op, stalled) in [("bcast", "2"), ("allreduce", "2"), ("allreduce", "3")] {
+        let stall = format!("{stalled}:20:2500");
+        let args = [
+            "--op",
+            op,
+            "--iters",
+            "60",
+            "--threads",
+            "2",
+            "--stall-at",
+            &stall,
+        ];
+        let outcomes = mpirun(2, &args);
+        assert_eq!(outcomes.len(), 4, "{op} {stall}: {outcomes:?}");
+        for o in &outcomes {
+            assert_eq!(field(o, "ok"), 60, "{op} {stall}: {o}");
+            assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{op} {stall}: {o}");
+        }
+    }
+}
+
 /// Each level survives its own failures: a thread (not a proxy) dying in
 /// its process, and a whole process SIGKILLed, in the same kind of run.
 #[test]

@@ -47,6 +47,11 @@ pub struct MpiArgs {
     /// (docs/mpi.md).
     #[arg(long, value_parser = parse_kill_point)]
     die_after_sends: Vec<(Rank, u32, u32)>,
+    /// RANK:ITER:MS: that rank (a thread with --threads) sleeps MS
+    /// milliseconds as it enters iteration ITER, alive (a descheduled or
+    /// slow rank; nothing may take it for failed); repeatable.
+    #[arg(long, value_parser = parse_kill_point)]
+    stall_at: Vec<(Rank, u32, u32)>,
     /// RANK:LEN: that rank's values have LEN elements instead of --len
     /// (a length mismatch, which every rank must report, not hang on).
     #[arg(long, value_parser = crate::parse_rank_pair::<usize>)]
@@ -183,6 +188,10 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
         for &(rank, iter, sends) in &args.die_after_sends {
             faults = faults.at(rank, iter as OpId, Fault::DieAfterSends(sends));
         }
+        for &(rank, iter, ms) in &args.stall_at {
+            let pause = Duration::from_millis(u64::from(ms));
+            faults = faults.at(rank, iter as OpId, Fault::Stall(pause));
+        }
         let mut builder = chosen
             .apply(Team::builder())
             .op_timeout(timeout)
@@ -215,6 +224,13 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
         for &(rank, iter) in &args.die_at {
             if rank / threads == world_rank {
                 faults = faults.kill(rank % threads, (iter * per_iter) as OpId);
+            }
+        }
+        for &(rank, iter, ms) in &args.stall_at {
+            if rank / threads == world_rank {
+                let pause = Duration::from_millis(u64::from(ms));
+                let at = (iter * per_iter) as OpId;
+                faults = faults.at(rank % threads, at, Fault::Stall(pause));
             }
         }
         let local = Team::builder()
