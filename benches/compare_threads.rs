@@ -61,7 +61,8 @@
 //! on the children), and live ranks that already returned are suspected
 //! and their inputs left out; an FTCO broadcast with a dying rank takes
 //! 6T (P = 8) to 15T (P = 32) instead of T. Back to back, the same runs
-//! have none of this.
+//! have none of this; nor lined up with `LINEUP=progress`, where the
+//! waiting ranks call `Comm::progress` (their kept cores answer).
 //! Correction and up-correction need nothing of a rank after its call.
 //!
 //! **Time.** The slowest live rank's time inside the call, from the
@@ -325,10 +326,16 @@ fn value(i: usize) -> u64 {
 
 type Report = TeamReport<Vec<Result<u64, Error>>>;
 
-/// Whether ranks line up before every operation (`LINEUP=each`), not only
+/// Whether ranks line up before every operation (`LINEUP=each`, or
+/// `LINEUP=progress`: calling `Comm::progress` while they wait), not only
 /// before the first.
 fn lineup_each() -> bool {
-    std::env::var("LINEUP").is_ok_and(|v| v == "each")
+    std::env::var("LINEUP").is_ok_and(|v| v == "each" || v == "progress")
+}
+
+/// Whether ranks waiting at the lineup make progress (`LINEUP=progress`).
+fn lineup_progress() -> bool {
+    std::env::var("LINEUP").is_ok_and(|v| v == "progress")
 }
 
 /// One run: both operations, lined up before the first (or each). A rank
@@ -337,12 +344,19 @@ fn lineup_each() -> bool {
 fn run(case: &Case, team: &Team, each: bool) -> Report {
     let barrier = YieldBarrier::new(case.ranks as usize);
     let collective = case.collective;
+    let progress = lineup_progress();
     team.run(|comm: &mut Comm<'_>| {
         let me = comm.rank();
         (0..OPS)
             .map(|i| {
                 if i == 0 || each {
-                    barrier.wait();
+                    barrier.wait_with(|| {
+                        if progress {
+                            // A failed rank's progress is an error: it
+                            // still lines up.
+                            let _ = comm.progress();
+                        }
+                    });
                 }
                 let mut out = 0u64;
                 match collective {
@@ -531,7 +545,9 @@ fn table(children: &str, wall: Duration) -> (String, bool) {
         all.len(),
         wall.as_secs_f64(),
         DEFAULT_FTCO_TIMEOUT.as_millis(),
-        if lineup_each() {
+        if lineup_progress() {
+            "each operation, making progress while waiting (LINEUP=progress)"
+        } else if lineup_each() {
             "each operation (LINEUP=each)"
         } else {
             "operation 0, operation 1 back to back"

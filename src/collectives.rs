@@ -154,6 +154,15 @@ pub trait Collectives {
     /// coordinator over corrected broadcasts).
     fn agree_failed(&mut self) -> Result<Vec<Rank>, Error>;
 
+    /// Makes progress outside any collective: hands what has arrived to
+    /// the operations this rank already returned from, and sends what they
+    /// still owe (a correction, an FTCO acknowledgement or answer). The
+    /// library has no progress thread: a rank that waits outside it, at an
+    /// application's own barrier say, should call this while it waits,
+    /// as an MPI program calls `MPI_Test`. Never blocks; errors only if
+    /// this rank failed or hung.
+    fn progress(&mut self) -> Result<(), Error>;
+
     /// Goes on with the survivors, as ULFM's `MPIX_Comm_shrink`: agrees on
     /// the failed ranks, renumbers the others densely with a fresh fault
     /// budget, and returns the ranks left out (in the old numbering). The

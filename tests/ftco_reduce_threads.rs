@@ -416,6 +416,80 @@ fn different_operations_at_one_number_are_a_mismatch_not_a_hang() {
     );
 }
 
+/// FTCO's cores answer after their call returns only while their rank is
+/// in the library. Ranks that wait at an application's own barrier between
+/// FTCO reduces, calling `Comm::progress` while they wait, keep answering:
+/// with rank 1 dying right after its first send of the first reduce, no
+/// rank stalls into the operation timeout, and every live rank's input is
+/// in the root's first result. (Without `progress`, `LINEUP=each cargo
+/// bench --bench compare_threads` shows the stall and live inputs left
+/// out.)
+#[test]
+fn ranks_waiting_outside_the_library_keep_answering_through_progress() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let _serial = serial();
+    let procs = 8u32;
+    let faults = FaultSchedule::none().at(1, 0, Fault::DieAfterSends(1));
+    let team = Team::builder()
+        .ranks(procs)
+        .reduce(ftco(Duration::from_millis(100)))
+        .faults(faults)
+        .op_timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    // The application's barrier: every rank, the failed one included
+    // (its calls return at once), counts in; a generation counter releases.
+    let (arrived, generation) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let started = Instant::now();
+    let report = team.run(|comm| {
+        let me = comm.rank();
+        let send = counts_of(me, procs);
+        (0..3)
+            .map(|_| {
+                let gen = generation.load(Ordering::Acquire);
+                if arrived.fetch_add(1, Ordering::AcqRel) + 1 == procs as usize {
+                    arrived.store(0, Ordering::Relaxed);
+                    generation.fetch_add(1, Ordering::AcqRel);
+                } else {
+                    while generation.load(Ordering::Acquire) == gen {
+                        // A failed rank's progress is its error: it waits on.
+                        let _ = comm.progress();
+                        std::thread::yield_now();
+                    }
+                }
+                let mut recv = vec![0u64; procs as usize];
+                comm.reduce_into(0, &send[..], &mut recv[..], SystemOperation::sum())
+                    .map(|()| (me == 0).then_some(recv))
+            })
+            .collect::<Vec<_>>()
+    });
+    for (rank, results) in report.returned() {
+        if rank == 1 {
+            continue;
+        }
+        for (i, got) in results.iter().enumerate() {
+            let got = got
+                .as_ref()
+                .unwrap_or_else(|e| panic!("rank {rank} op {i}: {e}"));
+            if let Some(counts) = got {
+                for (r, &n) in counts.iter().enumerate() {
+                    let expected = match (r, i) {
+                        (1, 0) => n.min(1),
+                        (1, _) => 0,
+                        _ => 1,
+                    };
+                    assert_eq!(n, expected, "op {i}: rank {r} counted {n} times");
+                }
+            }
+        }
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 /// Bad FTCO timeouts are typed configuration errors when the team is built.
 #[test]
 fn bad_ftco_reduce_timeouts_are_typed_errors() {

@@ -25,7 +25,16 @@ impl YieldBarrier {
     }
 
     /// Returns once all `n` threads have called `wait` in this generation.
+    // Not every bench that includes this file uses both forms.
+    #[allow(dead_code)]
     pub fn wait(&self) {
+        self.wait_with(|| {});
+    }
+
+    /// As [`wait`](YieldBarrier::wait), calling `idle` on every turn of
+    /// the wait (a rank's `Comm::progress`, so that it serves what it kept
+    /// from its past operations while it waits outside the library).
+    pub fn wait_with(&self, mut idle: impl FnMut()) {
         let generation = self.generation.load(Ordering::Acquire);
         if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.n {
             self.arrived.store(0, Ordering::Relaxed);
@@ -33,6 +42,7 @@ impl YieldBarrier {
             return;
         }
         while self.generation.load(Ordering::Acquire) == generation {
+            idle();
             std::thread::yield_now();
         }
     }

@@ -1048,6 +1048,21 @@ impl<'t, T: Transport> Driver<'t, T> {
         while self.receive_with(|_, _, _| {}) {}
     }
 
+    /// Between calls: takes what has arrived (for the cores kept from past
+    /// operations, or held for operations to come), serves the kept cores,
+    /// and sends what the outbox held back; never waits. A rank that waits
+    /// outside the library calls this so that its kept cores still answer
+    /// (FTCO's ACKs and KEEPALIVE answers, a correction's late messages).
+    pub fn progress(&mut self) -> Result<(), Error> {
+        self.check_alive()?;
+        self.transport.beat();
+        self.flush_outbox();
+        while self.receive_with(|d, from, msg| d.route_other(from, msg)) {}
+        self.serve_lingering()?;
+        self.flush_outbox();
+        Ok(())
+    }
+
     /// Flow control: a rank whose channels are full (its receivers are far
     /// behind, e.g. a root broadcasting in a loop) does not start another
     /// operation until its outbox is short again. Meanwhile it keeps taking

@@ -543,6 +543,14 @@ impl Collectives for MpiComm {
         self.plans.reduce.f()
     }
 
+    /// Serves the operations this process returned from, sends what they
+    /// owe, and its heartbeat if due; never waits.
+    fn progress(&mut self) -> Result<(), Error> {
+        self.driver.progress()?;
+        self.driver.transport_mut().beat_if_due();
+        Ok(())
+    }
+
     /// Ranks known failed, as this process knows them now.
     fn failed_ranks(&self) -> Vec<Rank> {
         self.driver.failed_members()

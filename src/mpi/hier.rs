@@ -747,6 +747,20 @@ impl Collectives for NodeComm<'_, '_> {
             .collect()
     }
 
+    /// Progress on the thread level, and on the process level if no thread
+    /// of this process is in a step of it (then that thread makes it).
+    fn progress(&mut self) -> Result<(), Error> {
+        self.local.progress()?;
+        let level = self.upper.level.try_lock();
+        if let Ok(mut level) = level {
+            if let State::Ours(up) = &mut level.0 {
+                // The process level's own failure is its steps' business.
+                let _ = up.progress();
+            }
+        }
+        Ok(())
+    }
+
     /// Not across processes, for the reason of
     /// [`MpiComm`]'s `agree_failed`.
     fn agree_failed(&mut self) -> Result<Vec<Rank>, Error> {

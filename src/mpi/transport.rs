@@ -350,6 +350,15 @@ impl MpiTransport {
         }
     }
 
+    /// Sends this rank's heartbeat if the last one is a beat interval old
+    /// (as a wait does): for progress made outside any wait.
+    pub(crate) fn beat_if_due(&self) {
+        let now = self.now();
+        if now.saturating_sub(self.last_beat.get()) >= self.beat_every {
+            self.send_beat(now);
+        }
+    }
+
     /// Sends this rank's heartbeat to every rank not known failed.
     fn send_beat(&self, now: Tick) {
         let mut view = self.mine.get();

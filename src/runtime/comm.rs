@@ -541,6 +541,15 @@ impl<'t> Comm<'t> {
         Ok(())
     }
 
+    /// Makes progress outside any collective ([`Collectives::progress`]):
+    /// serves the cores this rank kept from operations it returned from,
+    /// never waits. Call it while waiting outside the library, e.g. at an
+    /// application's own barrier between FTCO calls (docs/algorithms.md,
+    /// *A rank must keep calling*). Errors: this rank failed or hung.
+    pub fn progress(&mut self) -> Result<(), Error> {
+        self.driver.progress()
+    }
+
     /// Numbers the next operation and applies this rank's planned fault. A
     /// rank dead at an operation fails before it enters it (its peers can
     /// tell it never took part); a hung one hangs inside it.
@@ -649,6 +658,10 @@ impl Collectives for Comm<'_> {
 
     fn fault_budget(&self) -> u32 {
         Comm::fault_budget(self)
+    }
+
+    fn progress(&mut self) -> Result<(), Error> {
+        Comm::progress(self)
     }
 
     fn failed_ranks(&self) -> Vec<Rank> {
