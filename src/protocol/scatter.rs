@@ -86,6 +86,8 @@ pub struct ScatterAllreduce<P, O> {
     failed: Vec<bool>,
     started: bool,
     incomplete: bool,
+    /// The output is known (taken or not): it is given once.
+    decided: bool,
     output: Option<ScatterOutput<P>>,
 }
 
@@ -124,6 +126,7 @@ impl<P: Clone + Send + 'static, O: Combine<P>> ScatterAllreduce<P, O> {
             failed: vec![false; n],
             started: false,
             incomplete: false,
+            decided: false,
             output: None,
         })
     }
@@ -181,7 +184,7 @@ impl<P: Clone + Send + 'static, O: Combine<P>> ScatterAllreduce<P, O> {
     }
 
     fn try_decide(&mut self) {
-        if self.output.is_some() {
+        if self.decided {
             return;
         }
         if self.incomplete {
@@ -193,6 +196,7 @@ impl<P: Clone + Send + 'static, O: Combine<P>> ScatterAllreduce<P, O> {
                 .map(|b| b.take().expect("settled with a block"));
             self.output = Some(ScatterOutput::Complete(blocks.collect()));
         }
+        self.decided = self.output.is_some();
     }
 
     /// Every send this rank owes is made: its input to every live owner,
@@ -314,7 +318,7 @@ impl<P: Clone + Send + 'static, O: Combine<P>> Protocol for ScatterAllreduce<P, 
     /// reduced block only points at an owner that waits in turn (for that
     /// same input), alive and beating.
     fn awaiting(&self) -> Option<Rank> {
-        if self.output.is_some() && self.owned.is_some() {
+        if self.decided && self.owned.is_some() {
             return None;
         }
         let live = |j: &usize| !self.failed[*j];
@@ -504,6 +508,8 @@ mod tests {
             }
             for r in (0..procs).filter(|&r| live(r)) {
                 if let Some(o) = cores[r as usize].take_output() {
+                    // The contract: the output exactly once.
+                    assert!(outputs[r as usize].is_none(), "rank {r}: a second output");
                     outputs[r as usize] = Some(o);
                 }
             }

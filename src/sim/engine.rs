@@ -93,7 +93,12 @@ pub struct Engine<P> {
     detector: Option<Tick>,
     /// LogGP's (bytes - 1) x G: what each send costs beyond o.
     extra: Tick,
+    /// Messages of sizes of their own (LogGP); in place of `extra` when set.
+    sized: Option<SizeOf<P>>,
 }
+
+/// A payload's bytes, and LogGP's gap per byte G.
+type SizeOf<P> = (fn(&P) -> u64, Tick);
 
 impl<P: Clone> Engine<P> {
     /// An engine for the model `logp`.
@@ -107,6 +112,7 @@ impl<P: Clone> Engine<P> {
             notices: BucketQueue::default(),
             detector: None,
             extra: 0,
+            sized: None,
         }
     }
 
@@ -115,6 +121,16 @@ impl<P: Clone> Engine<P> {
     /// plain LogP.
     pub fn set_message_size(&mut self, size: MessageSize) {
         self.extra = size.extra();
+        self.sized = None;
+    }
+
+    /// Every message of the runs to come has the size `bytes` gives its
+    /// payload (LogGP, a gap of `gap_per_byte` G per byte): a send of `b`
+    /// bytes occupies its process o + (b - 1) G. For cores whose messages
+    /// differ in size (an allreduce by blocks: its blocks, and *none*).
+    pub fn set_message_bytes(&mut self, bytes: fn(&P) -> u64, gap_per_byte: Tick) {
+        self.extra = 0;
+        self.sized = Some((bytes, gap_per_byte));
     }
 
     /// Turns the failure detector on (`Some(delay)`) or off. With it, every
@@ -314,10 +330,13 @@ impl<P: Clone> Engine<P> {
         // A send occupies its process o + (bytes - 1) G (LogGP; G = 0: LogP),
         // a receive o.
         let (o, l) = (self.logp.overhead, self.logp.latency);
-        let send = o + self.extra;
         let core = &mut cores[ri];
         if slot.send_free <= now {
             if let Some(Transmit { to, msg }) = core.poll_transmit(now) {
+                let send = o + match self.sized {
+                    Some((bytes, g)) => bytes(&msg.payload).saturating_sub(1).saturating_mul(g),
+                    None => self.extra,
+                };
                 trace.sends_by_rank[ri] += 1;
                 trace.sends_by_tag[msg.tag as usize] += 1;
                 self.slots[ri].send_free = now + send;

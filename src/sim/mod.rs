@@ -15,6 +15,8 @@
 //!   up-correction's plus timeouts fired and false suspicions;
 //! * [`reduce`]: the up-correction reduce experiment and its checks;
 //! * [`allreduce`]: allreduce (reduce + corrected broadcast + root retry);
+//! * [`blocks`]: the large allreduce by blocks (the MPI engine's), its data
+//!   phase in LogGP with messages of the sizes they carry;
 //! * `runner`: the engine, buffers and base metrics every experiment shares
 //!   ([`CollectiveRun`]);
 //! * [`stats`], [`montecarlo`]: summaries over many seeded runs.
@@ -23,6 +25,7 @@ pub mod ack_tree;
 pub mod allreduce;
 pub mod bcast;
 pub mod big;
+pub mod blocks;
 pub mod engine;
 pub mod faults;
 pub mod ftco;
@@ -38,6 +41,7 @@ pub use ack_tree::{AckTreeScenario, AckTreeSim};
 pub use allreduce::{AllreduceRun, AllreduceScenario, AllreduceSim};
 pub use bcast::{BcastRun, BcastScenario, BcastSim, BcastSummary};
 pub use big::{BigScenario, BigSim};
+pub use blocks::{BlocksScenario, BlocksSim};
 pub use engine::{Engine, Trace, NEVER};
 pub use faults::{Dying, FaultPlan};
 pub use ftco::{FtcoScenario, FtcoSim};

@@ -53,6 +53,11 @@ impl<C: Protocol> Runner<C> {
         }
     }
 
+    /// Messages of sizes of their own ([`Engine::set_message_bytes`]).
+    pub(crate) fn set_message_bytes(&mut self, bytes: fn(&C::Payload) -> u64, gap_per_byte: Tick) {
+        self.engine.set_message_bytes(bytes, gap_per_byte);
+    }
+
     /// The death times of one run of `procs` ranks, drawn from `faults`
     /// with `seed`. Rank `exempt` is never dead before the operation
     /// (`procs` exempts nobody).

@@ -14,9 +14,9 @@ use corrected::protocol::gossip::{
 use corrected::protocol::reduce::FailureScheme;
 use corrected::sim::{
     AckTreeScenario, AckTreeSim, AllreduceScenario, AllreduceSim, BcastScenario, BcastSim,
-    BcastSummary, BigScenario, BigSim, CollectiveRun, ColoringCurve, FaultPlan, FtcoReduceScenario,
-    FtcoReduceSim, FtcoScenario, FtcoSim, GossipRun, GossipScenario, GossipSim, MonteCarlo,
-    ReduceConfig, ReduceScenario, ReduceSim, Stats,
+    BcastSummary, BigScenario, BigSim, BlocksScenario, BlocksSim, CollectiveRun, ColoringCurve,
+    FaultPlan, FtcoReduceScenario, FtcoReduceSim, FtcoScenario, FtcoSim, GossipRun, GossipScenario,
+    GossipSim, MonteCarlo, ReduceConfig, ReduceScenario, ReduceSim, Stats,
 };
 use corrected::topology::{TreeSpec, MAX_PROCS};
 use corrected::types::{Collective, LogP, MessageSize, Rank, Tick};
@@ -42,8 +42,10 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 1)]
     f: u32,
     /// Allreduce algorithm: tree (up-correction reduce, then the corrected
-    /// broadcast) or star (inputs straight to a root, the result straight
-    /// back). Simulated ranks have a core each, so there is no auto.
+    /// broadcast), star (inputs straight to a root, the result straight
+    /// back), or blocks (the large allreduce by blocks' data phase, each
+    /// rank reducing one block of --bytes, in LogGP with --gap-per-byte).
+    /// Simulated ranks have a core each, so there is no auto.
     #[arg(long, default_value = "tree")]
     allreduce: String,
     /// Broadcast algorithm: tree (a corrected tree, --tree and --correction),
@@ -757,8 +759,52 @@ impl BroadcastReport {
     }
 }
 
+/// `corrected sim --op allreduce --allreduce blocks`: the data phase of the
+/// large allreduce by blocks in LogGP (`sim::blocks`), every message as
+/// large as its block.
+fn run_blocks(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
+    let (_, _, logp) = args.model.parse()?;
+    let size = MessageSize::new(args.bytes, args.gap_per_byte)?;
+    let sc = BlocksScenario::new(args.procs, logp, size, args.detector, faults)?;
+    let (runs, seconds) = monte_carlo(
+        args,
+        || BlocksSim::new(&sc),
+        |sim: &mut BlocksSim, s| sim.run(s),
+    );
+    let head = serde_json::json!({
+        "procs": args.procs,
+        "op": "allreduce",
+        "allreduce": "blocks",
+        "latency": logp.latency,
+        "overhead": logp.overhead,
+        "bytes": size.bytes,
+        "block_bytes": sc.block_bytes(0),
+        "gap_per_byte": size.gap_per_byte,
+        "detector": args.detector,
+        "fault_rate": args.fault_rate,
+        "seed": args.seed,
+        "runs": args.runs,
+    });
+    let title = format!(
+        "P={} op=allreduce by blocks (data phase; rounds 2: the run falls back) bytes={} \
+         G={} L={} o={} detector={} fault-rate={} runs={}",
+        args.procs,
+        size.bytes,
+        size.gap_per_byte,
+        logp.latency,
+        logp.overhead,
+        args.detector,
+        args.fault_rate,
+        args.runs
+    );
+    Ok(print_collective(args, head, &title, &runs, seconds, false))
+}
+
 /// `corrected sim --op reduce|allreduce`: Monte Carlo over the fault plan.
 fn run_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<ExitCode, CliError> {
+    if op == Op::Allreduce && args.allreduce == "blocks" {
+        return run_blocks(args, faults);
+    }
     let (spec, correction, logp) = args.model.parse()?;
     let scheme: FailureScheme = args.failure_scheme.parse()?;
     let config = ReduceConfig {
