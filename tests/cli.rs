@@ -704,6 +704,29 @@ fn run_drives_ftco_reduce_and_allreduce_on_threads() {
     );
 }
 
+/// `corrected sim --op allreduce --allreduce blocks`: the large allreduce
+/// by blocks' data phase in LogGP; two ranks take exactly two sends of
+/// half the vector plus 2 L + 2 o; a rank dead from the start makes every
+/// run fall back (rounds 2); fewer bytes than ranks is a typed refusal.
+#[test]
+fn sim_runs_the_allreduce_by_blocks_in_loggp() {
+    let base = "sim --op allreduce --allreduce blocks --runs 3 --threads 1 --json";
+    let v = succeeded(&format!("{base} --procs 2 --bytes 1024 --gap-per-byte 1"));
+    assert_eq!(v["allreduce"], "blocks", "{v}");
+    assert_eq!(v["block_bytes"], 512, "{v}");
+    // 2 (o + 511 G) + 2 L + 2 o at L = 2, o = 1, G = 1.
+    assert_eq!(v["latency_ticks"]["max"], 1030.0, "{v}");
+    assert_eq!(v["violations"], 0, "{v}");
+    let dead = succeeded(&format!("{base} --procs 8 --bytes 4096 --dead 3"));
+    assert_eq!(dead["rounds"]["max"], 2.0, "{dead}");
+    assert_eq!(dead["rounds"]["p50"], 2.0, "{dead}");
+    assert_eq!(dead["violations"], 0, "{dead}");
+    refused(
+        &format!("{base} --procs 8 --bytes 4"),
+        "--bytes 4 is out of range",
+    );
+}
+
 /// `corrected sim --algorithm ftco --op reduce|allreduce`: fault-free the
 /// plain binary tree's reduce (and broadcast) latency with 2(P - 1) and
 /// 4(P - 1) messages and no timeout; Definition 3.2 with nodes dead; a

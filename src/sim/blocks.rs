@@ -86,16 +86,16 @@ impl BlocksScenario {
         faults: FaultPlan,
     ) -> Result<Self, ConfigError> {
         if procs < 2 {
-            return Err(ConfigError::BadFaults(format!(
-                "an allreduce by blocks needs 2 ranks or more, not {procs}"
-            )));
+            return Err(ConfigError::Unsupported {
+                what: "an allreduce by blocks of one rank",
+                why: "it exchanges blocks between ranks: two or more",
+            });
         }
         if size.bytes < u64::from(procs) {
-            return Err(ConfigError::BadFaults(format!(
-                "an allreduce by blocks of {} bytes over {procs} ranks: every rank owns a block \
-                 of at least one byte",
-                size.bytes
-            )));
+            return Err(ConfigError::Unsupported {
+                what: "an allreduce by blocks of fewer bytes than ranks",
+                why: "every rank owns a block of at least one byte",
+            });
         }
         // No root: `procs` names none.
         faults.validate(procs, procs)?;

@@ -764,6 +764,18 @@ impl BroadcastReport {
 /// large as its block.
 fn run_blocks(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
     let (_, _, logp) = args.model.parse()?;
+    if args.procs < 2 || args.bytes < u64::from(args.procs) {
+        return Err(out_of_range(
+            "--bytes",
+            args.bytes,
+            format!(
+                "an allreduce by blocks cuts the input into one block per rank: at least 2 ranks \
+                 and as many bytes as ranks ({})",
+                args.procs
+            ),
+            "pass --bytes of at least --procs, and --procs 2 or more",
+        ));
+    }
     let size = MessageSize::new(args.bytes, args.gap_per_byte)?;
     let sc = BlocksScenario::new(args.procs, logp, size, args.detector, faults)?;
     let (runs, seconds) = monte_carlo(
