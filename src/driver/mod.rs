@@ -1014,7 +1014,15 @@ impl<'t, T: Transport> Driver<'t, T> {
     /// the other ranks' go on (no head-of-line blocking: a peer that died
     /// unannounced, whose channel stays full until it is declared failed,
     /// delays nobody else's messages).
+    #[inline]
     fn flush_outbox(&mut self) {
+        if self.outbox.is_empty() {
+            return;
+        }
+        self.flush_outbox_slow();
+    }
+
+    fn flush_outbox_slow(&mut self) {
         let mut full: Vec<Rank> = Vec::new();
         for _ in 0..self.outbox.len() {
             let Some((to, msg)) = self.outbox.pop_front() else {

@@ -100,6 +100,11 @@ pub struct Engine<P> {
 /// A payload's bytes, and LogGP's gap per byte G.
 type SizeOf<P> = (fn(&P) -> u64, Tick);
 
+/// LogGP's (bytes - 1) G of a message of its own size.
+fn sized_extra<P>((bytes, g): SizeOf<P>, payload: &P) -> Tick {
+    bytes(payload).saturating_sub(1).saturating_mul(g)
+}
+
 impl<P: Clone> Engine<P> {
     /// An engine for the model `logp`.
     pub fn new(logp: LogP) -> Self {
@@ -217,38 +222,12 @@ impl<P: Clone> Engine<P> {
             self.start(cores, r, trace);
         }
         self.notify(cores, &at_start, 0, trace);
-        for r in 0..n {
-            self.drive(cores, r as Rank, 0, trace);
-        }
-        let mut now = 0;
-        while let Some(t) = self.wakes.next_after(now) {
-            now = t;
-            let events = self.deliveries.take(now);
-            for Delivery { to, from, msg } in &events {
-                let (to, from) = (*to, *from);
-                if self.slots[to as usize].death > now {
-                    let core = &mut cores[to as usize];
-                    let msg = msg.clone();
-                    core.handle(now, Event::Message { from, msg });
-                    Self::collect(core, to as usize, now, trace);
-                }
-            }
-            self.deliveries.recycle(now, events);
-            let failed = self.notices.take(now);
-            self.notify(cores, &failed, now, trace);
-            self.notices.recycle(now, failed);
-            // Every receive ending at `now` is in before any rank decides.
-            let mut wakes = self.wakes.take(now);
-            WakeSets::drain(&mut wakes, |r| {
-                let slot = &mut self.slots[r as usize];
-                if slot.timer_at == now && slot.death > now {
-                    slot.timer_at = NEVER;
-                    cores[r as usize].handle(now, Event::Timer);
-                    Self::collect(&mut cores[r as usize], r as usize, now, trace);
-                }
-                self.drive(cores, r, now, trace);
-            });
-            self.wakes.recycle(now, wakes);
+        // Messages of sizes of their own take another send path, chosen
+        // once per run: inline, their cost slowed every other run.
+        if self.sized.is_some() {
+            self.event_loop::<C, true>(cores, trace);
+        } else {
+            self.event_loop::<C, false>(cores, trace);
         }
         trace.death.clear();
         trace.death.extend(self.slots.iter().map(|s| s.death));
@@ -306,6 +285,48 @@ impl<P: Clone> Engine<P> {
         }
     }
 
+    /// The first sends, then every tick with an event until none is left.
+    /// `SIZED`: messages have sizes of their own ([`Engine::set_message_bytes`]).
+    fn event_loop<C, const SIZED: bool>(&mut self, cores: &mut [C], trace: &mut Trace<C::Output>)
+    where
+        C: Protocol<Payload = P>,
+    {
+        let n = cores.len();
+        for r in 0..n {
+            self.drive::<C, SIZED>(cores, r as Rank, 0, trace);
+        }
+        let mut now = 0;
+        while let Some(t) = self.wakes.next_after(now) {
+            now = t;
+            let events = self.deliveries.take(now);
+            for Delivery { to, from, msg } in &events {
+                let (to, from) = (*to, *from);
+                if self.slots[to as usize].death > now {
+                    let core = &mut cores[to as usize];
+                    let msg = msg.clone();
+                    core.handle(now, Event::Message { from, msg });
+                    Self::collect(core, to as usize, now, trace);
+                }
+            }
+            self.deliveries.recycle(now, events);
+            let failed = self.notices.take(now);
+            self.notify(cores, &failed, now, trace);
+            self.notices.recycle(now, failed);
+            // Every receive ending at `now` is in before any rank decides.
+            let mut wakes = self.wakes.take(now);
+            WakeSets::drain(&mut wakes, |r| {
+                let slot = &mut self.slots[r as usize];
+                if slot.timer_at == now && slot.death > now {
+                    slot.timer_at = NEVER;
+                    cores[r as usize].handle(now, Event::Timer);
+                    Self::collect(&mut cores[r as usize], r as usize, now, trace);
+                }
+                self.drive::<C, SIZED>(cores, r, now, trace);
+            });
+            self.wakes.recycle(now, wakes);
+        }
+    }
+
     #[inline]
     fn collect<C: Protocol>(core: &mut C, r: usize, now: Tick, trace: &mut Trace<C::Output>) {
         if let Some(out) = core.take_output() {
@@ -318,8 +339,13 @@ impl<P: Clone> Engine<P> {
 
     /// Lets rank `r` start a send if its send port is free, and re-arms its timer.
     #[inline]
-    fn drive<C>(&mut self, cores: &mut [C], r: Rank, now: Tick, trace: &mut Trace<C::Output>)
-    where
+    fn drive<C, const SIZED: bool>(
+        &mut self,
+        cores: &mut [C],
+        r: Rank,
+        now: Tick,
+        trace: &mut Trace<C::Output>,
+    ) where
         C: Protocol<Payload = P>,
     {
         let ri = r as usize;
@@ -330,12 +356,13 @@ impl<P: Clone> Engine<P> {
         // A send occupies its process o + (bytes - 1) G (LogGP; G = 0: LogP),
         // a receive o.
         let (o, l) = (self.logp.overhead, self.logp.latency);
+        let send = o + self.extra;
         let core = &mut cores[ri];
         if slot.send_free <= now {
             if let Some(Transmit { to, msg }) = core.poll_transmit(now) {
-                let send = o + match self.sized {
-                    Some((bytes, g)) => bytes(&msg.payload).saturating_sub(1).saturating_mul(g),
-                    None => self.extra,
+                let send = match self.sized {
+                    Some(sized) if SIZED => o + sized_extra(sized, &msg.payload),
+                    _ => send,
                 };
                 trace.sends_by_rank[ri] += 1;
                 trace.sends_by_tag[msg.tag as usize] += 1;
