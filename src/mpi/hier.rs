@@ -188,7 +188,12 @@ impl NodeTeam {
                 .map(|_| AtomicU64::new(0))
                 .collect(),
         };
-        let report = self.threads.run(|local| {
+        // While a thread of this process waits at the thread level, the
+        // process still beats at the process level (its proxy may be busy
+        // at the thread level for longer than the process level's failure
+        // timeout: a live process must not look failed).
+        let beat = || upper.beat();
+        let report = self.threads.run_with_idle(Some(&beat), |local| {
             let locals = local.size();
             let mut comm = NodeComm {
                 local,
@@ -236,6 +241,21 @@ struct Upper {
     kept: Mutex<History>,
     /// Per local rank: the last node operation it finished.
     progress: Box<[AtomicU64]>,
+}
+
+impl Upper {
+    /// Progress at the process level, if no thread is in a step of it (then
+    /// that one makes it): takes what other processes sent (so that their
+    /// sends complete), serves what this process kept from past steps, and
+    /// sends its heartbeat if due. Never waits.
+    fn beat(&self) {
+        if let Ok(mut level) = self.level.try_lock() {
+            if let State::Ours(up) = &mut level.0 {
+                // The process level's own failure is its steps' business.
+                let _ = up.progress();
+            }
+        }
+    }
 }
 
 /// This process in the process level.

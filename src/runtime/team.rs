@@ -664,6 +664,19 @@ pub(crate) struct Shared<'t> {
     /// FTCO's answer delays, with operation records on
     /// ([`TeamReport::answer_delays_ns`]).
     pub(crate) answer_delays: std::sync::Mutex<Vec<Tick>>,
+    /// Called by a rank about to wait (a node team's process-level
+    /// heartbeat, `crate::mpi::hier`): never blocks.
+    pub(crate) idle: Option<&'t (dyn Fn() + Sync)>,
+}
+
+impl Shared<'_> {
+    /// A rank is about to wait: the team's idle hook, if it has one.
+    #[inline]
+    pub(crate) fn idle(&self) {
+        if let Some(idle) = self.idle {
+            idle();
+        }
+    }
 }
 
 #[derive(Default)]
@@ -828,6 +841,21 @@ impl Team {
         R: Send,
         F: Fn(&mut Comm<'_>) -> R + Sync,
     {
+        self.run_with_idle(None, f)
+    }
+
+    /// [`Team::run`], calling `idle` whenever a rank is about to wait
+    /// inside a call (it must not block: a node team's process-level
+    /// heartbeat).
+    pub(crate) fn run_with_idle<R, F>(
+        &self,
+        idle: Option<&(dyn Fn() + Sync)>,
+        f: F,
+    ) -> TeamReport<R>
+    where
+        R: Send,
+        F: Fn(&mut Comm<'_>) -> R + Sync,
+    {
         let cores = pin::available_cores();
         let shared = Shared {
             config: &self.config,
@@ -849,6 +877,7 @@ impl Team {
             core_mates: core_mates(&self.config.pinning, self.config.ranks, &cores),
             segments: SegmentPool::new(),
             answer_delays: std::sync::Mutex::default(),
+            idle,
         };
         // One pinned rank per core: nobody else needs the core, so a waiting
         // rank spins instead of letting its (virtual) cpu halt.

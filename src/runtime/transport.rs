@@ -97,6 +97,7 @@ impl Transport for MailboxTransport<'_> {
     }
 
     fn block(&mut self, until: Tick) {
+        self.shared.idle();
         let at = self.instant(until);
         self.endpoint.block(Some(at));
     }
@@ -114,6 +115,7 @@ impl Transport for MailboxTransport<'_> {
         if !shared.helping {
             return t.block(until);
         }
+        shared.idle();
         let lend = call.worth_lending();
         let loan = &shared.loans[me];
         let mut idle = 0;
@@ -146,6 +148,7 @@ impl Transport for MailboxTransport<'_> {
     }
 
     fn wait(&mut self, until: Tick) {
+        self.shared.idle();
         let at = self.instant(until);
         self.endpoint.wait(Some(at));
     }
