@@ -26,8 +26,8 @@ use crate::runtime::broadcast::{drive_broadcast, root_failed, BcastObserver};
 use crate::runtime::data::Data;
 use crate::runtime::segment::SegmentPool;
 use crate::runtime::{
-    data_op, drive_ftco_reduction, ftco_allreduce_result, Fault, FaultSchedule, Plans, TeamBuilder,
-    FTCO_ALLREDUCE_ROOT,
+    data_op, drive_ftco_reduction, ftco_allreduce_kind, ftco_allreduce_result,
+    ftco_reduce_result_into, Fault, FaultSchedule, Plans, TeamBuilder, FTCO_ALLREDUCE_ROOT,
 };
 use crate::types::{Collective, OpId, Rank};
 
@@ -155,11 +155,7 @@ impl MpiComm {
         combine: &(dyn Fn(&mut Data, &Data) + Sync),
     ) -> Result<(OpId, Data), Error> {
         if let Some(plan) = &self.plans.ftco_reduce {
-            let kind = match kind {
-                Collective::Barrier => FtcoCollective::Barrier,
-                _ => FtcoCollective::Allreduce,
-            };
-            let root = FTCO_ALLREDUCE_ROOT;
+            let (root, kind) = (FTCO_ALLREDUCE_ROOT, ftco_allreduce_kind(kind));
             let (id, output) = self.ftco_reduction(plan, root, kind, input, combine)?;
             return Ok((id, ftco_allreduce_result(output)));
         }
@@ -473,12 +469,7 @@ impl Collectives for MpiComm {
             let input = Data::encode(send.items(), &pool);
             let kind = FtcoCollective::Reduce;
             let (id, result) = self.ftco_reduction(plan, root, kind, input, &combine)?;
-            return match result {
-                FtcoOutput::Value(value) => {
-                    value.decode_into(recv.items_mut(), id, Some(send.items().len()))
-                }
-                FtcoOutput::Contributed => Ok(()),
-            };
+            return ftco_reduce_result_into(result, recv.items_mut(), id, send.items().len());
         }
         let input = Contribution::input(Data::encode(send.items(), &pool));
         let id = self.begin_call()?;

@@ -20,7 +20,9 @@ use crate::protocol::Protocol;
 use crate::runtime::broadcast::{drive_broadcast, root_failed, BcastObserver};
 use crate::runtime::data::Data;
 use crate::runtime::faults::Fault;
-use crate::runtime::ftco_reduction::{allreduce_result, drive_ftco_reduction, FTCO_ALLREDUCE_ROOT};
+use crate::runtime::ftco_reduction::{
+    allreduce_kind, allreduce_result, drive_ftco_reduction, reduce_result_into, FTCO_ALLREDUCE_ROOT,
+};
 use crate::runtime::lazy::LAZY_MIN_BYTES;
 use crate::runtime::lent::Lending;
 use crate::runtime::team::{Generation, Plans, Shared};
@@ -325,12 +327,7 @@ impl<'t> Comm<'t> {
             let input = Data::encode(send.items(), pool);
             let kind = FtcoCollective::Reduce;
             let (id, result) = self.ftco_reduction(plan, root, kind, input, &combine)?;
-            return match result {
-                FtcoOutput::Value(value) => {
-                    value.decode_into(recv.items_mut(), id, Some(send.items().len()))
-                }
-                FtcoOutput::Contributed => Ok(()),
-            };
+            return reduce_result_into(result, recv.items_mut(), id, send.items().len());
         }
         let input = Contribution::input(Data::encode(send.items(), pool));
         let id = self.begin_op()?;
@@ -388,13 +385,6 @@ impl<'t> Comm<'t> {
     {
         op.check()?;
         let pool = &self.shared.segments;
-        if let Some(plan) = &self.plans.ftco_reduce {
-            let input = Data::encode(send.items(), pool);
-            let combine = data_op(&op, pool);
-            let kind = FtcoCollective::Allreduce;
-            let (id, value) = self.ftco_allreduce(plan, kind, input, &combine)?;
-            return value.decode_into(recv.items_mut(), id, Some(send.items().len()));
-        }
         // From `LAZY_MIN_BYTES` the protocol agrees on the inputs, and then
         // every rank reduces its share of the chunks
         // ([`crate::runtime::lazy`]), reading the input where it is, lent
@@ -402,7 +392,9 @@ impl<'t> Comm<'t> {
         // every way out of the call, revokes it (copying the input first,
         // unless this rank completed the reduction).
         let bytes: &[u8] = bytemuck::cast_slice(send.items());
-        let mut lending = (bytes.len() >= LAZY_MIN_BYTES).then(|| Lending::new(bytes, pool));
+        // FTCO reduces values as they travel, whatever their size.
+        let lazy = bytes.len() >= LAZY_MIN_BYTES && self.plans.ftco_reduce.is_none();
+        let mut lending = lazy.then(|| Lending::new(bytes, pool));
         let input = match &lending {
             Some(lending) => Data::lazy(self.rank(), lending.lent()),
             None => Data::encode(send.items(), pool),
@@ -429,12 +421,6 @@ impl<'t> Comm<'t> {
     /// Errors: this rank failed or hung, ranks disagree on the operation,
     /// more than f failures, or the team's timeout.
     pub fn barrier(&mut self) -> Result<(), Error> {
-        if let Some(plan) = &self.plans.ftco_reduce {
-            let kind = FtcoCollective::Barrier;
-            return self
-                .ftco_allreduce(plan, kind, Data::EMPTY, &never_combines)
-                .map(|_| ());
-        }
         self.allreduce(Collective::Barrier, Data::EMPTY, &never_combines)
             .map(|_| ())
     }
@@ -461,19 +447,6 @@ impl<'t> Comm<'t> {
         Ok((id, output))
     }
 
-    /// An FTCO allreduce or barrier: the result every rank delivers.
-    fn ftco_allreduce(
-        &mut self,
-        plan: &'t FtcoPlan,
-        kind: FtcoCollective,
-        input: Data,
-        combine: &(dyn Fn(&mut Data, &Data) + Sync),
-    ) -> Result<(OpId, Data), Error> {
-        let root = FTCO_ALLREDUCE_ROOT;
-        let (id, output) = self.ftco_reduction(plan, root, kind, input, combine)?;
-        Ok((id, allreduce_result(output)))
-    }
-
     #[inline]
     fn allreduce(
         &mut self,
@@ -481,6 +454,11 @@ impl<'t> Comm<'t> {
         input: Data,
         combine: &(dyn Fn(&mut Data, &Data) + Sync),
     ) -> Result<(OpId, Data), Error> {
+        if let Some(plan) = &self.plans.ftco_reduce {
+            let (root, kind) = (FTCO_ALLREDUCE_ROOT, allreduce_kind(kind));
+            let (id, output) = self.ftco_reduction(plan, root, kind, input, combine)?;
+            return Ok((id, allreduce_result(output)));
+        }
         let id = self.begin_op()?;
         let started = self.driver.call_started();
         let (plans, me) = (self.plans, self.rank());

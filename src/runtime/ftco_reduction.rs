@@ -18,7 +18,7 @@ use crate::protocol::ftco::{FtcoCollective, FtcoData, FtcoOutput, FtcoPlan, Ftco
 use crate::protocol::op_clock::OpClock;
 use crate::runtime::broadcast::{root_failed, BcastObserver};
 use crate::runtime::data::Data;
-use crate::types::{OpId, Rank, Tick};
+use crate::types::{Collective, OpId, Rank, Tick};
 
 /// The root of an FTCO allreduce or barrier (Section 2's immune root).
 pub const FTCO_ALLREDUCE_ROOT: Rank = 0;
@@ -77,6 +77,29 @@ where
         driver.keep(clock.map(|core| core.with_op(never_combines as Absorb)));
     }
     got.map_err(|e| root_failed(driver, e, op, root))
+}
+
+/// The FTCO collective an engine's allreduce-like call runs: a barrier's
+/// messages say barrier, an allreduce's allreduce.
+pub(crate) fn allreduce_kind(kind: Collective) -> FtcoCollective {
+    match kind {
+        Collective::Barrier => FtcoCollective::Barrier,
+        _ => FtcoCollective::Allreduce,
+    }
+}
+
+/// A reduce's output into `recv`: the result at the root (checked against
+/// this rank's input of `mine` elements), nothing elsewhere.
+pub(crate) fn reduce_result_into<T: bytemuck::Pod>(
+    output: FtcoOutput<Data>,
+    recv: &mut [T],
+    op: OpId,
+    mine: usize,
+) -> Result<(), Error> {
+    match output {
+        FtcoOutput::Value(value) => value.decode_into(recv, op, Some(mine)),
+        FtcoOutput::Contributed => Ok(()),
+    }
 }
 
 /// An FTCO allreduce's or barrier's output: the result, which its core

@@ -53,7 +53,10 @@ pub use comm::Comm;
 pub use faults::{Fault, FaultSchedule};
 pub use ftco_reduction::FTCO_ALLREDUCE_ROOT;
 #[cfg(feature = "mpi")]
-pub(crate) use ftco_reduction::{allreduce_result as ftco_allreduce_result, drive_ftco_reduction};
+pub(crate) use ftco_reduction::{
+    allreduce_kind as ftco_allreduce_kind, allreduce_result as ftco_allreduce_result,
+    drive_ftco_reduction, reduce_result_into as ftco_reduce_result_into,
+};
 pub use packet::Packet;
 pub use pin::Pinning;
 #[cfg(feature = "mpi")]
