@@ -41,7 +41,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mpi::point_to_point::{Destination, Source, Status};
+use mpi::point_to_point::{Destination, Message, Source, Status};
 use mpi::request::{Request, StaticScope};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::Equivalence;
@@ -79,8 +79,12 @@ struct InFlight {
 
 /// The memory a pending send reads, kept from reuse until it completes.
 enum Reads {
-    /// A frame: the leaked buffer (from `Box::leak`).
-    Frame(*mut Vec<u8>),
+    /// A frame: its buffer's parts (a `Vec` taken apart), lent to MPI.
+    Frame {
+        ptr: *mut u8,
+        len: usize,
+        cap: usize,
+    },
     /// A detached value (`wire::encode_parts`): its segment, held (never
     /// read: holding it keeps the pool from writing it).
     Value { _held: Data },
@@ -127,13 +131,12 @@ impl Outgoing {
         while let Some(front) = self.pending[to].pop_front() {
             match front.request.test() {
                 Ok(_) => match front.reads {
-                    Reads::Frame(buffer) => {
-                        // SAFETY: `buffer` came from `Box::leak` in `start`,
-                        // and the only other reference to it, the
-                        // request's, was consumed by a successful test:
-                        // MPI no longer reads it.
-                        let buffer = unsafe { Box::from_raw(buffer) };
-                        self.spare.push(*buffer);
+                    Reads::Frame { ptr, len, cap } => {
+                        // SAFETY: the parts of the `Vec` taken apart in
+                        // `start`, whose request a successful test consumed:
+                        // MPI no longer reads them.
+                        let buffer = unsafe { Vec::from_raw_parts(ptr, len, cap) };
+                        self.spare.push(buffer);
                     }
                     // MPI no longer reads the segment: let it go.
                     Reads::Value { .. } => {}
@@ -158,15 +161,17 @@ impl Outgoing {
                 return false;
             }
         };
-        let buffer: &'static mut Vec<u8> = Box::leak(Box::new(bytes));
-        let raw: *mut Vec<u8> = buffer;
-        // Only shared access from here on, until the request completes.
-        let slice: &'static [u8] = &buffer[..];
+        let mut bytes = std::mem::ManuallyDrop::new(bytes);
+        let (ptr, len, cap) = (bytes.as_mut_ptr(), bytes.len(), bytes.capacity());
+        // SAFETY: the buffer was taken apart just now and is put together
+        // again only in `reap`, after the request completed (or never, if
+        // abandoned): MPI alone reads its `len` initialized bytes meanwhile.
+        let slice: &'static [u8] = unsafe { std::slice::from_raw_parts(ptr, len) };
         let dest = comm.process_at_rank(to as i32);
         let request = dest.immediate_send_with_tag(StaticScope, slice, TAG);
         self.pending[to as usize].push_back(InFlight {
             request,
-            reads: Reads::Frame(raw),
+            reads: Reads::Frame { ptr, len, cap },
         });
         // `encode_parts` detaches only values of bytes.
         if let Some((value, Some(Ok(bytes)))) = detached.as_ref().map(|v| (v, v.to_wire())) {
@@ -203,6 +208,9 @@ pub struct MpiTransport {
     receiving: Vec<VecDeque<Receiving>>,
     /// Receives in progress, over all peers.
     receives: usize,
+    /// A message a wait matched ([`MpiTransport::probe`]), for the next
+    /// `try_recv` to receive: matched once, not probed again.
+    probed: Option<(Message, Status)>,
     /// Receive buffers not in use, for reuse (one, unless receives from
     /// several peers are in progress).
     inboxes: Vec<Vec<u8>>,
@@ -293,6 +301,7 @@ impl MpiTransport {
             }),
             receiving: (0..procs).map(|_| VecDeque::new()).collect(),
             receives: 0,
+            probed: None,
             inboxes: Vec::new(),
             awaiting: vec![None; procs as usize],
             segments,
@@ -486,12 +495,18 @@ impl MpiTransport {
         None
     }
 
-    /// Whether a message is waiting.
-    fn probe(&self) -> bool {
-        self.comm
-            .any_process()
-            .immediate_probe_with_tag(TAG)
-            .is_some()
+    /// Whether a message is waiting. One that is is matched here and kept
+    /// for the next `try_recv` (a probe that finds a message, then a
+    /// matched probe that finds it again, cost two passes of MPI's
+    /// progress engine where one does).
+    fn probe(&mut self) -> bool {
+        if self.probed.is_none() {
+            self.probed = self
+                .comm
+                .any_process()
+                .immediate_matched_probe_with_tag(TAG);
+        }
+        self.probed.is_some()
     }
 
     /// True once every send to a rank not known failed has completed.
@@ -514,6 +529,8 @@ impl Drop for MpiTransport {
         for to in 0..out.pending.len() {
             out.reap(to);
         }
+        // A matched message never received (rsmpi panics on its drop).
+        std::mem::forget(self.probed.take());
         // Receives in progress: MPI may still write their memory.
         for r in self.receiving.iter_mut().flat_map(|q| q.drain(..)) {
             std::mem::forget(r);
@@ -582,10 +599,13 @@ impl Transport for MpiTransport {
                     return Some(msg);
                 }
             }
-            let (message, status): (_, Status) = self
-                .comm
-                .any_process()
-                .immediate_matched_probe_with_tag(TAG)?;
+            let (message, status): (_, Status) = match self.probed.take() {
+                Some(probed) => probed,
+                None => self
+                    .comm
+                    .any_process()
+                    .immediate_matched_probe_with_tag(TAG)?,
+            };
             let from = status.source_rank() as Rank;
             let len = status.count(u8::equivalent_datatype()) as usize;
             let peer = from as usize;
