@@ -6,8 +6,8 @@
 //! `mpirun -np P target/release/examples/mpi_timing OP MODE ITERS BYTES F [THREADS]`
 //! prints the slowest rank's mean time per call in microseconds. OP is
 //! `allreduce` (an f64 sum, element by element) or `bcast` (from rank 0);
-//! MODE `b2b` or `lone` (see `common/timed.rs`); BYTES the value's size (a
-//! multiple of 8: f64 elements); F the fault budget between processes.
+//! MODE `b2b` or `lone` (see `common/timed.rs`; its `fenced` is for
+//! threads only); BYTES the value's size (a multiple of 8: f64 elements); F the fault budget between processes.
 //! THREADS (default 1): more than 1 runs a node team of that many threads
 //! per process (`corrected::mpi::NodeTeam`, our protocols at both levels),
 //! every thread timing its loop. `ALLREDUCE=auto|tree|star` in the
@@ -21,13 +21,14 @@ use corrected::prelude::*;
 use mpi::traits::{Communicator, Root};
 
 #[path = "common/timed.rs"]
+#[allow(dead_code)] // its fence: for threads of one process only
 mod timed;
 
 /// One rank's mean per call of `op`.
 fn time_one(
     comm: &mut impl Collectives,
     op: &str,
-    lone: bool,
+    mode: timed::Mode<'_>,
     iters: u32,
     bytes: usize,
 ) -> Result<Duration, Error> {
@@ -35,11 +36,11 @@ fn time_one(
     let mine = vec![f64::from(me); bytes / 8];
     let mut out = vec![0.0; bytes / 8];
     if op == "allreduce" {
-        timed::mean_per_call(comm, iters, lone, |c| {
+        timed::mean_per_call(comm, iters, mode, |c| {
             c.all_reduce_into(&mine[..], &mut out[..], SystemOperation::sum())
         })
     } else {
-        timed::mean_per_call(comm, iters, lone, |c| {
+        timed::mean_per_call(comm, iters, mode, |c| {
             if me == 0 {
                 out.copy_from_slice(&mine);
             }
@@ -62,7 +63,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let (iters, bytes, f): (u32, usize, u32) = (iters.parse()?, bytes.parse()?, f.parse()?);
     let threads: u32 = threads.parse()?;
-    let lone = mode == "lone";
+    let mode = timed::Mode::parse(mode, None)?;
     let threading = if threads > 1 {
         mpi::environment::Threading::Serialized
     } else {
@@ -77,11 +78,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             builder = builder.allreduce(algorithm.parse()?);
         }
         let mut comm = MpiComm::new(&world, &builder)?;
-        time_one(&mut comm, op, lone, iters, bytes)?
+        time_one(&mut comm, op, mode, iters, bytes)?
     } else {
         let level = ProcessLevel::Corrected(Team::builder().fault_budget(f));
         let node = NodeTeam::new(Team::builder().ranks(threads), level)?;
-        let report = node.run(|comm| time_one(comm, op, lone, iters, bytes));
+        let report = node.run(|comm| time_one(comm, op, mode, iters, bytes));
         let mut slowest = Duration::ZERO;
         for (rank, got) in report.returned() {
             slowest = slowest.max(got.clone().map_err(|e| format!("thread {rank}: {e}"))?);

@@ -7,7 +7,10 @@
 //! budget; MODE `b2b` (ITERS calls back to back after one barrier, each rank
 //! timing the whole loop) or `lone` (ITERS times a barrier then the call,
 //! minus ITERS barriers alone, each loop timed whole by each rank: the cost
-//! a call adds to a barrier-separated step, whatever the barrier's skew). `... -- pingpong` prints the raw
+//! a call adds to a barrier-separated step, whatever the barrier's skew) or
+//! `fenced` (as `lone`, with a fence outside the library instead of its
+//! barrier, the same code as Open MPI's side uses: `common/fence.rs`).
+//! `... -- pingpong` prints the raw
 //! two-thread ping-pong (one way, ns): two atomics on separate cache lines,
 //! each side spinning on its own, the floor two-rank numbers follow.
 //! `... -- handoff N` prints the cost of one hand-off between N threads
@@ -21,7 +24,9 @@
 //! pinned ranks outnumber cores); `PIN=rr` pins round-robin instead of packed;
 //! `PARTS=1` prints rank 0's two lone loops (barrier + call, barrier alone)
 //! to stderr; `CORRECTION=delayed:10000` (any `--correction` spelling) for
-//! another correction than checked; `ALLREDUCE=tree` (or `star`) for that
+//! another correction than checked; `TREE=kary:4` (any `--tree` spelling)
+//! for another broadcast tree than the team's default; `PACE_NS=300` for a
+//! correction pace (`TeamBuilder::correction_pace`); `ALLREDUCE=tree` (or `star`) for that
 //! allreduce and barrier algorithm instead of the team's default (`auto`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -109,11 +114,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "bcast" => true,
         other => return Err(format!("unknown OP {other}").into()),
     };
-    let lone = match mode.as_str() {
-        "b2b" => false,
-        "lone" => true,
-        other => return Err(format!("unknown MODE {other}").into()),
-    };
+    let fence = timed::fence::Fence::new(ranks);
+    let mode = timed::Mode::parse(mode, Some(&fence))?;
     let mut team = Team::builder()
         .ranks(ranks)
         .fault_budget(f)
@@ -127,6 +129,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .unwrap_or_else(|_| "auto".into())
                 .parse()?,
         );
+    if let Ok(pace) = std::env::var("PACE_NS") {
+        team = team.correction_pace(std::time::Duration::from_nanos(pace.parse()?));
+    }
+    if let Ok(tree) = std::env::var("TREE") {
+        team = team.tree(tree.parse()?);
+    }
     match std::env::var("HELP").ok().as_deref() {
         Some("0") => team = team.helping(false),
         Some("1") => team = team.helping(true),
@@ -146,7 +154,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 comm.all_reduce_into(&mine, &mut x, SystemOperation::sum())
             }
         };
-        timed::mean_per_call(comm, iters, lone, |comm| call(comm))
+        timed::mean_per_call(comm, iters, mode, |comm| call(comm))
     });
     let mut slowest = Duration::ZERO;
     for (rank, got) in report.returned() {

@@ -18,7 +18,15 @@
 #         whole loop;
 #   lone: ITERS times a barrier then the call, minus ITERS barriers alone
 #         (each loop timed whole by each rank): what one call adds to a
-#         barrier-separated step, whatever skew the barrier leaves;
+#         barrier-separated step, whatever skew the barrier leaves (each
+#         side's own barrier: a faster barrier leaves less of the step for
+#         the call to hide in, docs/benchmarks.md);
+#   fenced: as lone, with the same fence on both sides instead of each
+#         library's barrier (a sense-reversing barrier waiting with
+#         sched_yield: scripts/mpi/timing.c in shared memory between
+#         processes, examples/common/fence.rs between threads, which also
+#         calls our progress while it waits), so both calls start from
+#         the same skew;
 # and the number is the slowest rank's mean per call. Open MPI 4.1 from
 # Debian's packages, ob1 + vader; P <= cores: one rank per core (both sides
 # pinned); P > cores: --oversubscribe --bind-to none, mpi_yield_when_idle 1.
@@ -45,7 +53,7 @@ results=$(mktemp)
 iters() { # P MODE
   local n
   case $1 in 2) n=100000 ;; 4|8) n=20000 ;; 16) n=5000 ;; 32) n=2000 ;; *) n=1000 ;; esac
-  [ "$2" = lone ] && n=$((n / 4))
+  [ "$2" != b2b ] && n=$((n / 4))
   echo "$n"
 }
 ompi() { # P OP MODE
@@ -65,7 +73,7 @@ for round in $(seq "$rounds"); do
   echo "== round $round"
   floor start
   for p in $procs; do
-    for mode in b2b lone; do
+    for mode in b2b lone fenced; do
       for op in allreduce bcast; do
         run_ompi() { local v; v=$(ompi "$p" "$op" "$mode"); record "$op $mode $p ompi $v"; echo "   $op $mode P=$p open-mpi $v us"; }
         run_ours() {
@@ -101,7 +109,7 @@ def med(op, mode, p, who):
     v = [float(r[4]) for r in rows if r[:4] == [op, mode, p, who]]
     return statistics.median(v) if v else None
 for op in ("allreduce", "bcast"):
-    for mode in ("b2b", "lone"):
+    for mode in ("b2b", "lone", "fenced"):
         for p in procs:
             o = med(op, mode, p, "ompi")
             cells = []

@@ -7,34 +7,75 @@ use std::time::{Duration, Instant};
 
 use corrected::prelude::*;
 
+#[path = "fence.rs"]
+pub mod fence;
+
+/// How the calls are lined up.
+#[derive(Clone, Copy)]
+pub enum Mode<'f> {
+    /// Back to back after one barrier.
+    B2b,
+    /// Each call after the library's own barrier, minus as many barriers
+    /// alone.
+    Lone,
+    /// Each call after a [`fence::Fence`] (the same code on both sides),
+    /// minus as many fences alone.
+    Fenced(&'f fence::Fence),
+}
+
+impl<'f> Mode<'f> {
+    /// `b2b`, `lone` or `fenced` (the last with `fence`, if the engine has
+    /// one: threads of one process).
+    pub fn parse(mode: &str, fence: Option<&'f fence::Fence>) -> Result<Self, String> {
+        match (mode, fence) {
+            ("b2b", _) => Ok(Mode::B2b),
+            ("lone", _) => Ok(Mode::Lone),
+            ("fenced", Some(f)) => Ok(Mode::Fenced(f)),
+            ("fenced", None) => Err("MODE fenced: threads of one process only".into()),
+            (other, _) => Err(format!("unknown MODE {other}")),
+        }
+    }
+}
+
 /// Warms up with `iters.min(100)` calls, then times `iters` calls on this
-/// rank and returns the mean per call. `lone`: each call after a barrier,
-/// minus `iters` barriers alone (the cost a call adds to a barrier-separated
-/// step, whatever skew the barrier leaves); otherwise back to back after one
-/// barrier. Each rank times its whole loop.
+/// rank and returns the mean per call. [`Mode::Lone`] and [`Mode::Fenced`]:
+/// each call after a barrier (the library's or the fence), minus `iters`
+/// barriers alone (the cost a call adds to a barrier-separated step,
+/// whatever skew the barrier leaves); [`Mode::B2b`]: back to back after one
+/// barrier. Each rank times its whole loop. `PARTS=1` prints rank 0's two
+/// loops of the first two modes to stderr.
 pub fn mean_per_call<C: Collectives>(
     comm: &mut C,
     iters: u32,
-    lone: bool,
+    mode: Mode<'_>,
     mut call: impl FnMut(&mut C) -> Result<(), Error>,
 ) -> Result<Duration, Error> {
     for _ in 0..iters.min(100) {
         call(comm)?;
     }
-    comm.barrier()?;
+    let step = |comm: &mut C| match mode {
+        Mode::Fenced(fence) => {
+            fence.wait(|| {
+                let _ = comm.progress();
+            });
+            Ok(())
+        }
+        _ => comm.barrier(),
+    };
+    step(comm)?;
     let t = Instant::now();
     for _ in 0..iters {
-        if lone {
-            comm.barrier()?;
+        if !matches!(mode, Mode::B2b) {
+            step(comm)?;
         }
         call(comm)?;
     }
     let mut total = t.elapsed();
-    if lone {
-        comm.barrier()?;
+    if !matches!(mode, Mode::B2b) {
+        step(comm)?;
         let t = Instant::now();
         for _ in 0..iters {
-            comm.barrier()?;
+            step(comm)?;
         }
         if std::env::var("PARTS").is_ok() && comm.rank() == 0 {
             eprintln!(
