@@ -102,6 +102,9 @@ struct Outcome {
     first_error: Option<String>,
     /// Mean time per operation, microseconds, over the whole loop.
     mean_us: f64,
+    /// The slowest operation: microseconds, and its iteration.
+    slowest_us: f64,
+    slowest_iter: u32,
     /// Frames that could not be read or written (must be 0).
     bad_frames: (u64, u64),
     /// The first element of each allreduce's result, by iteration (the
@@ -284,6 +287,8 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
         first_wrong: None,
         first_error: None,
         mean_us: 0.0,
+        slowest_us: 0.0,
+        slowest_iter: 0,
         bad_frames: (0, 0),
         firsts: Vec::new(),
         fallbacks: 0,
@@ -319,6 +324,7 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
     };
     let mut buf = vec![0u64; len];
     for iter in 0..args.iters {
+        let op_started = Instant::now();
         if args.sigkill == Some((me / threads, iter)) {
             let _ = std::process::Command::new("kill")
                 .args(["-9", &std::process::id().to_string()])
@@ -363,6 +369,10 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
                 reduced.map(|()| holds_every_live_rank(&buf))
             }
         };
+        let took = op_started.elapsed().as_secs_f64() * 1e6;
+        if took > outcome.slowest_us {
+            (outcome.slowest_us, outcome.slowest_iter) = (took, iter);
+        }
         if args.op == "allreduce" && iter < 100 {
             let first = match result {
                 Ok(_) => buf.first().copied().unwrap_or(0),
