@@ -9,9 +9,10 @@
 #              and f = 1 (`examples/timing.rs`);
 #   bcast:     MPI_Bcast from rank 0 against ours (checked correction, f = 1).
 # Where ranks outnumber cores, ours with f = 1 also runs with the tree
-# allreduce (ALLREDUCE=tree: the default there is the star) and with helping
-# off (HELP=0, see examples/timing.rs), the befores of issue 13 in the same
-# run.
+# allreduce (ALLREDUCE=tree: the default there is the star), the broadcast
+# on the binomial tree (TREE=binomial: the default there is the flat tree;
+# both in the "tree" column) and with helping off (HELP=0, see
+# examples/timing.rs), the befores of issue 13 in the same run.
 # Both sides are timed the same way (scripts/mpi/timing.c mirrors
 # examples/timing.rs): 100 warm-up calls, then
 #   b2b:  ITERS calls back to back after one barrier, each rank timing its
@@ -85,6 +86,8 @@ for round in $(seq "$rounds"); do
           if [ "$p" -gt "$cores" ]; then
             if [ "$op" = allreduce ]; then
               v=$(ALLREDUCE=tree mine "$p" "$op" 1 "$mode"); record "$op $mode $p f1-tree $v"; echo "   $op $mode P=$p corrected-f1-tree $v us"
+            else
+              v=$(TREE=binomial mine "$p" "$op" 1 "$mode"); record "$op $mode $p f1-tree $v"; echo "   $op $mode P=$p corrected-f1-binomial $v us"
             fi
             v=$(HELP=0 mine "$p" "$op" 1 "$mode"); record "$op $mode $p f1-nohelp $v"; echo "   $op $mode P=$p corrected-f1-helping-off $v us"
           fi

@@ -267,8 +267,10 @@ fn run_text_names_the_failed_root() {
 fn run_counts_opportunistic_misses_apart_from_violations() {
     // No correction and a dead inner rank of the tree: its subtree misses
     // the value (each waits the operation timeout), as the algorithm allows.
+    // (The binomial tree named: the team's pick where ranks outnumber
+    // cores is the flat tree, which has no inner rank but the root.)
     let (code, v, stderr) = run_json(
-        "--ranks 8 --iters 2 --kill 1 --correction none --timeout 0.05 --failure-timeout-ms 50",
+        "--ranks 8 --iters 2 --kill 1 --tree binomial --correction none --timeout 0.05 --failure-timeout-ms 50",
     );
     assert_eq!(code, Some(0), "{v} {stderr}");
     assert!(v["expected_misses"].as_u64().unwrap() > 0, "{v}");

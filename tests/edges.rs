@@ -37,8 +37,11 @@ fn team_with(
     failure_timeout: Duration,
     algorithm: AllreduceAlgorithm,
 ) -> Team {
+    // The binomial tree, named: the findings below are its inner ranks'
+    // (the team's own pick where ranks outnumber cores is the flat tree).
     Team::builder()
         .ranks(ranks)
+        .tree("binomial".parse().unwrap())
         .fault_budget(f)
         .allreduce(algorithm)
         .faults(faults)

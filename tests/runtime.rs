@@ -7,7 +7,7 @@ use std::time::Duration;
 use corrected::protocol::bcast::Correction;
 use corrected::runtime::{Fault, FaultSchedule, Pinning, RankOutcome, Team};
 use corrected::sim::{BcastScenario, BcastSim, FaultPlan};
-use corrected::topology::TreeSpec;
+use corrected::topology::{Shape, TreeSpec};
 use corrected::types::{LogP, Rank};
 use corrected::{ConfigError, Error};
 
@@ -577,4 +577,49 @@ fn a_rank_does_not_run_ahead_of_a_full_lane() {
         "rank 0 ended operation 3 at {:?}, before rank 2 took anything (stalled from {stalled_from:?} for {STALL:?})",
         root[3]
     );
+}
+
+/// Unset, the team's tree is the binomial one, except for the corrected
+/// broadcast where ranks outnumber the cores: the flat tree, whose root
+/// reaches every rank itself (`TeamBuilder::tree`). A tree set is kept
+/// as set; and a broadcast on the flat tree survives dead ranks as on any
+/// other (the correction makes up for the tree).
+#[test]
+fn the_team_picks_a_flat_broadcast_tree_where_ranks_outnumber_cores() {
+    let _serial = serial();
+    let cores = corrected::runtime::pin::available_cores().len() as u32;
+    let binomial = TreeSpec::interleaved(Shape::Binomial);
+    let few = Team::builder().ranks(cores.max(1)).build().unwrap();
+    assert_eq!(few.broadcast_tree(), binomial);
+    let crowd = 4 * cores.max(1) + 1;
+    let many = Team::builder()
+        .ranks(crowd)
+        .faults(FaultSchedule::none().kill(1, 0).kill(crowd - 1, 3))
+        .build()
+        .unwrap();
+    assert_eq!(
+        many.broadcast_tree(),
+        TreeSpec::interleaved(Shape::KAry(crowd - 1))
+    );
+    let lame: TreeSpec = "lame:2".parse().unwrap();
+    let set = Team::builder().ranks(crowd).tree(lame).build().unwrap();
+    assert_eq!(set.broadcast_tree(), lame);
+    let report = many.run(|comm| {
+        (0..8u32)
+            .map(|i| {
+                let mut v = if comm.rank() == 0 { i + 1 } else { 0 };
+                comm.broadcast_into(0, &mut v).map(|()| v)
+            })
+            .collect::<Vec<_>>()
+    });
+    for (rank, got) in report.returned() {
+        for (i, got) in got.iter().enumerate() {
+            let i = i as u32;
+            if rank == 1 || (rank == crowd - 1 && i >= 3) {
+                assert_eq!(*got, Err(Error::Failed(rank)), "rank {rank} op {i}");
+            } else {
+                assert_eq!(*got, Ok(i + 1), "rank {rank} op {i}");
+            }
+        }
+    }
 }

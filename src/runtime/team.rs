@@ -22,7 +22,7 @@ use crate::runtime::pin::{self, Pinning};
 use crate::runtime::segment::SegmentPool;
 use crate::runtime::transport::MailboxTransport;
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use crate::topology::{Tree, TreeSpec, MAX_PROCS};
+use crate::topology::{Shape, Tree, TreeSpec, MAX_PROCS};
 use crate::types::{LogP, OpId, Rank, Tick};
 use crossbeam_utils::CachePadded;
 
@@ -58,7 +58,8 @@ pub const MAX_RANKS: u32 = 4096;
 pub struct TeamBuilder {
     ranks: u32,
     pinning: Pinning,
-    tree: TreeSpec,
+    /// `None`: the team picks (see [`TeamBuilder::tree`]).
+    tree: Option<TreeSpec>,
     correction: Correction,
     fault_budget: Option<u32>,
     scheme: FailureScheme,
@@ -189,7 +190,7 @@ impl Default for TeamBuilder {
         TeamBuilder {
             ranks: pin::available_cores().len().max(1) as u32,
             pinning: Pinning::Packed,
-            tree: "binomial".parse().expect("valid"),
+            tree: None,
             correction: Correction::Checked,
             fault_budget: None,
             scheme: FailureScheme::Bit,
@@ -222,9 +223,20 @@ impl TeamBuilder {
         self
     }
 
-    /// The dissemination tree, named as in the CLI (`binomial`, `lame:2`, ...).
+    /// The dissemination tree, named as in the CLI (`binomial`, `lame:2`,
+    /// ...), for every algorithm that uses one. Unset, the team picks: the
+    /// binomial tree, except for the corrected broadcast where ranks
+    /// outnumber the cores they run on, which gets the flat tree (the root
+    /// sends to every rank itself, `kary:P-1`). Where ranks share cores a
+    /// rank's message waits for that rank to be scheduled, so each level
+    /// of a tree costs a scheduling round: a flat tree has one. Any tree
+    /// keeps the corrections' guarantees (Corrected Trees, Section 4: the
+    /// correction makes up for whatever the tree missed). Measured after a
+    /// fence, 8-64 ranks on 2 cores: 0.55-0.8x the binomial tree's time,
+    /// back to back about the same (docs/benchmarks.md). See
+    /// [`Team::broadcast_tree`].
     pub fn tree(mut self, tree: TreeSpec) -> Self {
-        self.tree = tree;
+        self.tree = Some(tree);
         self
     }
 
@@ -439,6 +451,8 @@ pub struct Team {
 /// The plans every rank's cores share.
 #[derive(Debug)]
 pub(crate) struct Plans {
+    /// The corrected broadcast's tree, as resolved (TeamBuilder::tree).
+    pub(crate) bcast_tree: TreeSpec,
     pub(crate) bcast: BcastPlan,
     pub(crate) reduce: ReducePlan,
     /// Its broadcast uses the team's correction if that guarantees
@@ -461,9 +475,19 @@ impl Plans {
     /// The plans of `config`'s tree, correction and failure scheme for a
     /// team of `ranks` with fault budget `f < ranks`.
     pub(crate) fn build(config: &TeamBuilder, ranks: u32, f: u32) -> Result<Self, ConfigError> {
+        let crowded = ranks as usize > pin::available_cores().len();
+        // The tree set, or the binomial tree; for the corrected broadcast
+        // where ranks outnumber cores, the flat tree (TeamBuilder::tree).
+        let given = config
+            .tree
+            .unwrap_or(TreeSpec::interleaved(Shape::Binomial));
+        let bcast_tree = match config.tree {
+            None if crowded => TreeSpec::interleaved(Shape::KAry(ranks.saturating_sub(1).max(2))),
+            _ => given,
+        };
         // Threads have no LogP model: trees are built for the paper's.
-        let tree = Tree::build(config.tree, ranks, LogP::PAPER)?;
-        let reduce = ReducePlan::new(config.tree, ranks, f, config.scheme, LogP::PAPER)?;
+        let tree = Tree::build(bcast_tree, ranks, LogP::PAPER)?;
+        let reduce = ReducePlan::new(given, ranks, f, config.scheme, LogP::PAPER)?;
         // Allreduce needs a broadcast that reaches every live rank.
         let correction = if config.correction.guarantees_delivery() {
             config.correction
@@ -474,7 +498,7 @@ impl Plans {
         let star = match config.allreduce {
             AllreduceAlgorithm::Star => true,
             AllreduceAlgorithm::Tree => false,
-            AllreduceAlgorithm::Auto => ranks as usize > pin::available_cores().len(),
+            AllreduceAlgorithm::Auto => crowded,
         };
         let allreduce = if star {
             AllreducePlan::star(ranks, f, config.scheme)?
@@ -499,22 +523,23 @@ impl Plans {
         let ftco = match config.broadcast {
             BroadcastAlgorithm::Ftco { timeout } => {
                 let timeout = ftco_timeout(timeout)?;
-                Some(FtcoPlan::new(config.tree, ranks, FTCO_LOGP, Some(timeout))?)
+                Some(FtcoPlan::new(given, ranks, FTCO_LOGP, Some(timeout))?)
             }
             _ => None,
         };
         let ack_tree = match config.broadcast {
-            BroadcastAlgorithm::AckTree => Some(AckTreePlan::new(config.tree, ranks, LogP::PAPER)?),
+            BroadcastAlgorithm::AckTree => Some(AckTreePlan::new(given, ranks, LogP::PAPER)?),
             _ => None,
         };
         let ftco_reduce = match config.reduce {
             ReduceAlgorithm::Ftco { timeout } => {
                 let timeout = ftco_timeout(timeout)?;
-                Some(FtcoPlan::new(config.tree, ranks, FTCO_LOGP, Some(timeout))?)
+                Some(FtcoPlan::new(given, ranks, FTCO_LOGP, Some(timeout))?)
             }
             ReduceAlgorithm::UpCorrection => None,
         };
         Ok(Plans {
+            bcast_tree,
             bcast: BcastPlan::new(tree, config.correction, 0).with_pace(pace),
             reduce,
             allreduce,
@@ -819,6 +844,13 @@ impl Team {
     /// The fault budget f of reduce, allreduce and barrier.
     pub fn fault_budget(&self) -> u32 {
         self.plans.reduce.f()
+    }
+
+    /// The tree of the team's corrected broadcast (and of its tree
+    /// allreduce's broadcast), with the team's pick resolved if none was
+    /// set ([`TeamBuilder::tree`]).
+    pub fn broadcast_tree(&self) -> TreeSpec {
+        self.plans.bcast_tree
     }
 
     /// The allreduce (and barrier) algorithm the team runs:

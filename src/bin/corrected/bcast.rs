@@ -19,8 +19,8 @@ use crate::op::Op;
 /// The broadcast algorithm's options (flattened into a subcommand's).
 #[derive(Args, Debug)]
 pub struct BcastArgs {
-    /// Dissemination tree: binomial, lame:K, kary:K, knomial:K, multiroot:K (FTCO 5.2.1; its roots exchange in an FTCO allreduce) or optimal; prefix inorder- for depth-first numbering.
-    #[arg(long, default_value = "binomial")]
+    /// Dissemination tree: auto (binomial, but for the corrected broadcast a flat tree, kary:P-1, where ranks outnumber cores), binomial, lame:K, kary:K, knomial:K, multiroot:K (FTCO 5.2.1; its roots exchange in an FTCO allreduce) or optimal; prefix inorder- for depth-first numbering.
+    #[arg(long, default_value = "auto")]
     pub tree: String,
     /// Correction: none, opportunistic:D, optimized:D, relaying:D, forwarding:D, checked, checked-sync or delayed:NANOS (NANOS + (ranks - 1) x --pace-us below --timeout);
     /// with --algorithm gossip: none (GOS), ocg, ocg:C, ccg or fcg:F (FCG surviving F failures during the correction).
@@ -60,8 +60,9 @@ pub struct Chosen {
     pub delivery: Delivery,
     /// Its name for reports.
     pub name: String,
-    /// The team's tree (also FTCO's and the ack tree's).
-    pub tree: TreeSpec,
+    /// The team's tree (also FTCO's and the ack tree's); `None`: the
+    /// team's pick (`TeamBuilder::tree`).
+    pub tree: Option<TreeSpec>,
     /// The team's tree correction: `--correction` with the corrected tree,
     /// checked otherwise (with gossip `--correction` names gossip's; the
     /// allreduce's broadcast takes this one).
@@ -78,7 +79,10 @@ impl BcastArgs {
     /// tree needs `op` to be a broadcast), with `op_timeout_s` the
     /// operation timeout in seconds (FTCO's unit must stay below it).
     pub fn choose(&self, op: Op, op_timeout_s: f64) -> Result<Chosen, CliError> {
-        let tree: TreeSpec = self.tree.parse()?;
+        let tree: Option<TreeSpec> = match self.tree.trim() {
+            t if t.eq_ignore_ascii_case("auto") => None,
+            t => Some(t.parse()?),
+        };
         let ftco_reduction = op != Op::Bcast && self.algorithm.eq_ignore_ascii_case("ftco");
         let (algorithm, delivery, name, reduce) = if ftco_reduction {
             // FTCO reduce and allreduce (Definition 3.2): with the root
@@ -121,8 +125,11 @@ impl BcastArgs {
 impl Chosen {
     /// `builder` with the chosen tree, correction, algorithm and seed.
     pub fn apply(&self, builder: TeamBuilder) -> TeamBuilder {
+        let builder = match self.tree {
+            Some(tree) => builder.tree(tree),
+            None => builder,
+        };
         builder
-            .tree(self.tree)
             .correction(self.correction)
             .broadcast(self.algorithm)
             .reduce(self.reduce)

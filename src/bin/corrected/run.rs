@@ -17,6 +17,7 @@ use corrected::runtime::{
 use corrected::sim::engine::NEVER;
 use corrected::sim::reduce::{includes_exactly, input_of};
 use corrected::sim::Stats;
+use corrected::topology::{Shape, TreeSpec};
 use corrected::types::{Rank, Tick};
 use corrected::{ConfigError, Error};
 
@@ -573,6 +574,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         faults = faults.at(r, 0, Fault::Hang);
     }
     let team = builder.faults(faults).build()?;
+    // The tree as run: the corrected broadcast's as the team resolved it,
+    // else the one given or the binomial (TeamBuilder::tree).
+    let tree = match (op, algorithm) {
+        (Op::Bcast, BroadcastAlgorithm::Tree) => team.broadcast_tree(),
+        _ => tree.unwrap_or(TreeSpec::interleaved(Shape::Binomial)),
+    };
     let ranks = team.ranks();
     for &r in std::iter::once(&args.root).chain(&args.panic) {
         if r >= ranks {
