@@ -50,7 +50,8 @@ pub const DEFAULT_PACE: Duration = Duration::ZERO;
 pub const MAX_RANKS: u32 = 4096;
 
 /// Builds a [`Team`]. Every setting has a sane default: all cores' worth of
-/// ranks, packed pinning, binomial tree with checked correction, fault
+/// ranks, packed pinning, binomial tree (flat for the broadcast where ranks
+/// outnumber cores, see [`TeamBuilder::tree`]) with checked correction, fault
 /// budget f = 1 for reduce and allreduce (0 for a team of one), single-bit
 /// failure information, no faults, a 1 s failure timeout, a 10 s
 /// operation timeout and no operation records.
