@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
+use corrected::protocol::bcast::Correction;
 use corrected::protocol::gossip::GossipSpec;
 use corrected::runtime::{BroadcastAlgorithm, Team};
 
@@ -57,19 +58,26 @@ fn bench_group(c: &mut Criterion, name: &str, lineup: Lineup) {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
     for ranks in [2u32, 8, 32, 64] {
-        // The corrected trees, and corrected gossip (CCG, T from Eq. 4) in
-        // the same run (issue 15).
-        for correction in ["none", "optimized:4", "checked", "gossip-ccg"] {
-            let builder = Team::builder()
-                .ranks(ranks)
-                .tree("binomial".parse().unwrap())
-                .op_records(true);
+        // The corrected trees (binomial), checked correction on the tree
+        // the team picks (`checked-auto`: flat where ranks outnumber
+        // cores, `TeamBuilder::tree`), and corrected gossip (CCG, T from
+        // Eq. 4) in the same run (issues 13 and 15).
+        for correction in [
+            "none",
+            "optimized:4",
+            "checked",
+            "checked-auto",
+            "gossip-ccg",
+        ] {
+            let builder = Team::builder().ranks(ranks).op_records(true);
+            let binomial = builder.clone().tree("binomial".parse().unwrap());
             let builder = match correction {
                 "gossip-ccg" if ranks < 8 => continue,
                 "gossip-ccg" => {
-                    builder.broadcast(BroadcastAlgorithm::Gossip(GossipSpec::default()))
+                    binomial.broadcast(BroadcastAlgorithm::Gossip(GossipSpec::default()))
                 }
-                tree => builder.correction(tree.parse().unwrap()),
+                "checked-auto" => builder.correction(Correction::Checked),
+                tree => binomial.correction(tree.parse().unwrap()),
             };
             let team = builder.build().unwrap();
             group.bench_with_input(BenchmarkId::new(correction, ranks), &team, |b, team| {
