@@ -7,7 +7,8 @@
 //! prints the slowest rank's mean time per call in microseconds. OP is
 //! `allreduce` (an f64 sum, element by element) or `bcast` (from rank 0);
 //! MODE `b2b` or `lone` (see `common/timed.rs`; its `fenced` is for
-//! threads only); BYTES the value's size (a multiple of 8: f64 elements); F the fault budget between processes.
+//! threads only); BYTES the value's size (a multiple of 8: f64 elements);
+//! F the fault budget between processes.
 //! THREADS (default 1): more than 1 runs a node team of that many threads
 //! per process (`corrected::mpi::NodeTeam`, our protocols at both levels),
 //! every thread timing its loop. `ALLREDUCE=auto|tree|star` in the

@@ -63,7 +63,7 @@ pub use pin::Pinning;
 pub(crate) use team::Plans;
 pub use team::{
     BroadcastAlgorithm, OpStats, RankOutcome, ReduceAlgorithm, Team, TeamBuilder, TeamReport,
-    DEFAULT_FTCO_TIMEOUT, FTCO_LOGP, MAX_FTCO_TIMEOUT, MAX_RANKS,
+    DEFAULT_FTCO_TIMEOUT, DEFAULT_TREE, FTCO_LOGP, MAX_FTCO_TIMEOUT, MAX_RANKS,
 };
 
 /// Operation fencing, which the loom models in `loom-tests/` check:

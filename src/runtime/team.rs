@@ -45,6 +45,10 @@ const SHARED_SPINS: u32 = 0;
 /// Default least time between two correction messages of one rank.
 pub const DEFAULT_PACE: Duration = Duration::ZERO;
 
+/// The tree of a team given none, for every algorithm but the corrected
+/// broadcast where ranks outnumber cores (see [`TeamBuilder::tree`]).
+pub const DEFAULT_TREE: TreeSpec = TreeSpec::interleaved(Shape::Binomial);
+
 /// The largest team [`Team`] runs (lanes are made lazily, so memory stays
 /// bounded by the pairs that talk).
 pub const MAX_RANKS: u32 = 4096;
@@ -452,8 +456,6 @@ pub struct Team {
 /// The plans every rank's cores share.
 #[derive(Debug)]
 pub(crate) struct Plans {
-    /// The corrected broadcast's tree, as resolved (TeamBuilder::tree).
-    pub(crate) bcast_tree: TreeSpec,
     pub(crate) bcast: BcastPlan,
     pub(crate) reduce: ReducePlan,
     /// Its broadcast uses the team's correction if that guarantees
@@ -479,9 +481,7 @@ impl Plans {
         let crowded = ranks as usize > pin::available_cores().len();
         // The tree set, or the binomial tree; for the corrected broadcast
         // where ranks outnumber cores, the flat tree (TeamBuilder::tree).
-        let given = config
-            .tree
-            .unwrap_or(TreeSpec::interleaved(Shape::Binomial));
+        let given = config.tree.unwrap_or(DEFAULT_TREE);
         let bcast_tree = match config.tree {
             None if crowded => TreeSpec::interleaved(Shape::KAry(ranks.saturating_sub(1).max(2))),
             _ => given,
@@ -540,7 +540,6 @@ impl Plans {
             ReduceAlgorithm::UpCorrection => None,
         };
         Ok(Plans {
-            bcast_tree,
             bcast: BcastPlan::new(tree, config.correction, 0).with_pace(pace),
             reduce,
             allreduce,
@@ -851,7 +850,7 @@ impl Team {
     /// allreduce's broadcast), with the team's pick resolved if none was
     /// set ([`TeamBuilder::tree`]).
     pub fn broadcast_tree(&self) -> TreeSpec {
-        self.plans.bcast_tree
+        self.plans.bcast.tree().spec()
     }
 
     /// The allreduce (and barrier) algorithm the team runs:

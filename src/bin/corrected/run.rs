@@ -12,12 +12,11 @@ use corrected::protocol::bcast::Correction;
 use corrected::protocol::reduce::FailureScheme;
 use corrected::runtime::{
     AllreduceAlgorithm, BroadcastAlgorithm, Fault, FaultSchedule, OpStats, Pinning, RankOutcome,
-    ReduceAlgorithm, Team, TeamReport, FTCO_ALLREDUCE_ROOT,
+    ReduceAlgorithm, Team, TeamReport, DEFAULT_TREE, FTCO_ALLREDUCE_ROOT,
 };
 use corrected::sim::engine::NEVER;
 use corrected::sim::reduce::{includes_exactly, input_of};
 use corrected::sim::Stats;
-use corrected::topology::{Shape, TreeSpec};
 use corrected::types::{Rank, Tick};
 use corrected::{ConfigError, Error};
 
@@ -578,7 +577,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     // else the one given or the binomial (TeamBuilder::tree).
     let tree = match (op, algorithm) {
         (Op::Bcast, BroadcastAlgorithm::Tree) => team.broadcast_tree(),
-        _ => tree.unwrap_or(TreeSpec::interleaved(Shape::Binomial)),
+        _ => tree.unwrap_or(DEFAULT_TREE),
     };
     let ranks = team.ranks();
     for &r in std::iter::once(&args.root).chain(&args.panic) {
