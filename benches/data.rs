@@ -34,6 +34,10 @@
 //!   shared chunk buffer, waits for all chunks, and copies them all out.
 //!   Unlike the floor it moves every input and every result between cores,
 //!   as any allreduce must.
+//! - `reduce/f=1`: `reduce_into(0, &x[..], &mut y[..], sum)`, next to the
+//!   allreduce: ranks that are not the root return once they sent, so a
+//!   loop of reduces is paced by the root (from 256 KiB it reduces the
+//!   inputs alone, chunk by chunk).
 //!
 //! Bandwidth (printed by criterion as throughput) is N bytes per call.
 
@@ -337,6 +341,19 @@ fn main() {
                 &move |comm, _, out, floors| {
                     floors.reduce().call(comm.rank() as usize, out);
                     assert_eq!(out.first().copied().unwrap_or(sum), sum);
+                },
+            );
+            bench(
+                &mut group,
+                "reduce/f=1",
+                &teams[1],
+                bytes,
+                &move |comm, input, out, _| {
+                    comm.reduce_into(0, input, out, SystemOperation::sum())
+                        .unwrap();
+                    if comm.rank() == 0 {
+                        assert_eq!(out.first().copied().unwrap_or(sum), sum);
+                    }
                 },
             );
             group.finish();

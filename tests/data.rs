@@ -305,6 +305,88 @@ fn large_vectors_keep_the_fault_guarantees_at_every_kill_point() {
     kills_during(6, 2, 40_000);
 }
 
+/// A large reduce (its inputs lent, the root reducing them by chunks once
+/// the protocol agreed on them) at every kill point of one victim, the root
+/// included: the root gets a vector each of whose elements includes the
+/// same contributions, exactly; the other live ranks' calls end without
+/// error, or with the root's failure when it is the victim.
+#[test]
+fn large_reduces_keep_the_fault_guarantees_at_every_kill_point() {
+    let _s = serial();
+    const END: u32 = 1 << 20;
+    let (ranks, root, n) = (5u32, 1u32, 40_000usize);
+    for victim in 0..ranks {
+        for point in (0..12).chain([END]) {
+            let faults = FaultSchedule::none()
+                .at(victim, 0, Fault::DieAfterSends(point))
+                .at(victim, 1, Fault::Dead);
+            let report = faulty_team(ranks, 1, faults).run(|comm| {
+                let me = comm.rank();
+                let local: Vec<u64> = (0..n).map(|i| element(me, i)).collect();
+                let mut out = vec![0u64; n];
+                comm.reduce_into(root, &local[..], &mut out[..], wrapping_sum)
+                    .map(|()| out)
+            });
+            let name = format!("victim {victim} at send {point}");
+            assert_eq!(report.failed, [victim], "{name}");
+            let mut death = vec![Tick::MAX; ranks as usize];
+            death[victim as usize] = u64::from(point != 0);
+            for (r, got) in report.returned().filter(|&(r, _)| r != victim) {
+                match got {
+                    Ok(v) if r == root => {
+                        let set = included(v[0], 0);
+                        assert!(includes_exactly(set, &death), "{name}: root");
+                        assert!(
+                            v.iter().enumerate().all(|(i, &x)| included(x, i) == set),
+                            "{name}: the root's elements disagree"
+                        );
+                    }
+                    Ok(_) => {}
+                    Err(Error::RootFailed { .. }) if victim == root => {}
+                    Err(e) => panic!("{name}: rank {r}: {e}"),
+                }
+            }
+        }
+    }
+}
+
+/// Ranks that are not the root return from a reduce once they sent, and
+/// may run ahead of a slower root; a large input's copy is held until the
+/// root has reduced it, so each rank waits, serving, once it has
+/// `LARGE_REDUCES_AHEAD` of them out. Here the root works for a
+/// millisecond between its calls: the others hold at most that many
+/// copies each, where without the limit they run up to a lane's capacity
+/// (64 messages) ahead, a copy for each (hundreds of segments).
+#[test]
+fn a_loop_of_large_reduces_holds_a_bounded_number_of_copies() {
+    let _s = serial();
+    let (ranks, n, rounds, root) = (8u32, 40_000usize, 200, 2u32);
+    let report = team(ranks, 1).run(|comm| {
+        let local = vec![comm.rank() as f64; n];
+        let mut out = vec![0.0; n];
+        for _ in 0..rounds {
+            comm.reduce_into(root, &local[..], &mut out[..], SystemOperation::sum())?;
+            if comm.rank() == root {
+                assert_eq!(out[n - 1], 28.0);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        Ok::<_, Error>(())
+    });
+    for (r, got) in report.returned() {
+        assert_eq!(*got, Ok(()), "rank {r}");
+    }
+    let ahead = corrected::runtime::LARGE_REDUCES_AHEAD as u64;
+    // Per rank its copies out and the one of the call it is in; the
+    // root's chunk results (5 per call) and the pool's slack besides.
+    let bound = u64::from(ranks) * (ahead + 1) + 10;
+    assert!(
+        report.segment_allocations <= bound,
+        "{} segments allocated in {rounds} rounds (bound {bound})",
+        report.segment_allocations
+    );
+}
+
 #[test]
 fn a_panic_in_the_user_operation_on_a_large_vector_fails_that_rank_only() {
     let _s = serial();

@@ -1087,13 +1087,27 @@ impl<'t, T: Transport> Driver<'t, T> {
         if self.outbox.len() <= self.config.outbox_limit {
             return;
         }
+        self.hold_back(|d| d.outbox.len() > d.config.outbox_limit);
+    }
+
+    /// Flow control's wait, between operations: while `held` says so, for
+    /// at most [`DriverConfig::op_timeout`], takes messages, serves the
+    /// lingering cores and flushes the outbox, waiting in between (so that
+    /// ranks held back by each other all drain). True if `held` ended.
+    pub fn hold_back(&mut self, mut held: impl FnMut(&Self) -> bool) -> bool {
         let deadline = self.transport.now().saturating_add(self.config.op_timeout);
-        while self.outbox.len() > self.config.outbox_limit && self.transport.now() < deadline {
+        loop {
+            if !held(self) {
+                return true;
+            }
+            if self.transport.now() >= deadline || !self.is_alive() {
+                return false;
+            }
             self.transport.beat();
             self.flush_outbox();
             while self.receive_with(|d, from, msg| d.route_other(from, msg)) {}
             let _ = self.serve_lingering();
-            if self.outbox.len() > self.config.outbox_limit {
+            if held(self) {
                 let until = self.transport.now().saturating_add(50_000);
                 self.transport.wait(until);
             }

@@ -3,6 +3,8 @@
 //! the rank's emulated fault, and hands the core to the
 //! [driver](crate::driver), which runs it over the mailboxes.
 
+use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::buffer::{Buffer, BufferMut};
@@ -24,7 +26,7 @@ use crate::runtime::ftco_reduction::{
     allreduce_kind, allreduce_result, drive_ftco_reduction, reduce_result_into, FTCO_ALLREDUCE_ROOT,
 };
 use crate::runtime::lazy::LAZY_MIN_BYTES;
-use crate::runtime::lent::Lending;
+use crate::runtime::lent::{Lending, Lent};
 use crate::runtime::team::{Generation, Plans, Shared};
 use crate::runtime::transport::MailboxTransport;
 use crate::types::{Collective, OpId, Rank, Tick};
@@ -37,6 +39,14 @@ pub const LENT_BCAST_MIN_BYTES: usize = 256 * 1024;
 /// The least time a broadcast root waits for its receivers to copy its
 /// lent buffer before it copies the value into a segment for them.
 const LENT_BCAST_WAIT: Duration = Duration::from_millis(10);
+
+/// How many of its large reduce inputs a rank may have out at once: lent
+/// in calls that ended (a copy, then, in a segment) and not yet reduced by
+/// their root. A rank that is not the root returns once it sent, so a
+/// loop of reduces would otherwise run up to a lane's capacity ahead of a
+/// slower root, each call holding a copy of its input (64 MiB for 1 MiB
+/// inputs); past this many it waits, serving, before the next one.
+pub const LARGE_REDUCES_AHEAD: usize = 2;
 
 /// The reduction function of a core kept after its call: a decided
 /// allreduce never combines again, so it is never called.
@@ -51,6 +61,9 @@ pub struct Comm<'t> {
     /// The plans of this communicator: the team's, or a shrunk one's.
     plans: &'t Plans,
     driver: Driver<'t, MailboxTransport<'t>>,
+    /// This rank's large reduce inputs still out (see
+    /// [`LARGE_REDUCES_AHEAD`]), with their root in transport numbering.
+    loans: VecDeque<(Rank, Arc<Lent>)>,
 }
 
 impl<'t> Comm<'t> {
@@ -69,6 +82,7 @@ impl<'t> Comm<'t> {
             shared,
             plans: shared.plans,
             driver,
+            loans: VecDeque::new(),
         }
     }
 
@@ -300,6 +314,12 @@ impl<'t> Comm<'t> {
     /// element). `recv` is untouched elsewhere. `op` must be associative
     /// and commutative; if it panics, this rank fails.
     ///
+    /// Ranks other than the root return once they sent. From 256 KiB the
+    /// root reduces the inputs by chunks once the protocol agreed on them
+    /// (`docs/algorithms.md`), and a rank whose inputs of
+    /// [`LARGE_REDUCES_AHEAD`] earlier large reduces the root has not
+    /// reduced yet waits for it (serving) before this one.
+    ///
     /// Errors: `root` out of range, an operation that does not apply to
     /// the element type, this rank failed or hung, ranks disagree on the
     /// operation ([`Error::Mismatch`]), more than f ranks failed
@@ -329,7 +349,22 @@ impl<'t> Comm<'t> {
             let (id, result) = self.ftco_reduction(plan, root, kind, input, &combine)?;
             return reduce_result_into(result, recv.items_mut(), id, send.items().len());
         }
-        let input = Contribution::input(Data::encode(send.items(), pool));
+        // From `LAZY_MIN_BYTES`, as an allreduce's: the protocol agrees on
+        // the inputs, lent in place, and the root reduces them chunk by
+        // chunk once it has the sum (`crate::runtime::lazy`), where
+        // reducing as the values travel would write a new segment at every
+        // step of the tree. The other ranks' calls end after their sends:
+        // the loan's drop copies their input out for the root to read.
+        let bytes: &[u8] = bytemuck::cast_slice(send.items());
+        let lazy = bytes.len() >= LAZY_MIN_BYTES;
+        if lazy {
+            self.limit_large_reduces_ahead();
+        }
+        let mut lending = lazy.then(|| Lending::new(bytes, pool));
+        let input = Contribution::input(match &lending {
+            Some(lending) => Data::lazy(self.rank(), lending.lent()),
+            None => Data::encode(send.items(), pool),
+        });
         let id = self.begin_op()?;
         let started = self.driver.call_started();
         let (plans, me) = (self.plans, self.rank());
@@ -351,10 +386,19 @@ impl<'t> Comm<'t> {
         };
         // A reduce core is finished once its call returns: nothing to keep.
         self.driver.record_latency(started);
-        match result {
-            Some(value) => value.decode_into(recv.items_mut(), id, Some(send.items().len())),
-            None => Ok(()),
+        let Some(value) = result else {
+            if let Some(lending) = &lending {
+                let root = self.driver.members().to_transport(root);
+                self.loans.push_back((root, Arc::clone(lending.lent())));
+            }
+            return Ok(());
+        };
+        let mine = send.items().len();
+        let result = value.reduce_into(me, recv.items_mut(), id, mine, &op, pool);
+        if let (Some(lending), Ok(()), true) = (&mut lending, &result, value.is_lazy()) {
+            lending.settle();
         }
+        result
     }
 
     /// Reduces every rank's `send` with `op`, element by element, and
@@ -526,6 +570,25 @@ impl<'t> Comm<'t> {
     /// *A rank must keep calling*). Errors: this rank failed or hung.
     pub fn progress(&mut self) -> Result<(), Error> {
         self.driver.progress()
+    }
+
+    /// Waits, serving, while [`LARGE_REDUCES_AHEAD`] of this rank's large
+    /// reduce inputs are still out: held by a live root (or a message on
+    /// its way there) that has not reduced them yet. A root known failed
+    /// holds nothing that matters; one that holds them past the operation
+    /// timeout (hung) is waited for no longer.
+    fn limit_large_reduces_ahead(&mut self) {
+        let out = |loans: &mut VecDeque<(Rank, Arc<Lent>)>, transport: &MailboxTransport| {
+            loans.retain(|(root, lent)| Arc::strong_count(lent) > 1 && !transport.is_failed(*root));
+            loans.len() >= LARGE_REDUCES_AHEAD
+        };
+        if !out(&mut self.loans, self.driver.transport()) {
+            return;
+        }
+        let loans = &mut self.loans;
+        if !self.driver.hold_back(|d| out(loans, d.transport())) {
+            loans.clear();
+        }
     }
 
     /// Numbers the next operation and applies this rank's planned fault. A

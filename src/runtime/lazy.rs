@@ -3,7 +3,8 @@
 //! results joins their lists of inputs. Every live rank delivers the same
 //! value, one shared [`LazySum`], so every rank knows the same inputs; then
 //! all of them reduce it together, chunk by chunk, each chunk once
-//! ([`LazySum::reduce_into`]).
+//! ([`LazySum::reduce_into`]). A large reduce's value is one too: the
+//! up-correction reduce delivers it to the root, which reduces it alone.
 //!
 //! This is how a vector's reduction uses every core while keeping the
 //! guarantees of a single value: the set of contributions is decided once,
