@@ -351,12 +351,13 @@ fn large_reduces_keep_the_fault_guarantees_at_every_kill_point() {
 }
 
 /// Ranks that are not the root return from a reduce once they sent, and
-/// may run ahead of a slower root; a large input's copy is held until the
-/// root has reduced it, so each rank waits, serving, once it has
-/// `LARGE_REDUCES_AHEAD` of them out. Here the root works for a
-/// millisecond between its calls: the others hold at most that many
-/// copies each, where without the limit they run up to a lane's capacity
-/// (64 messages) ahead, a copy for each (hundreds of segments).
+/// may run ahead of a slower root; a value that does not travel inline is
+/// held in a segment until the root has it, so a rank waits, serving,
+/// before a reduce while the root has not returned from the one
+/// `REDUCES_AHEAD` operations back. Here the root works for a millisecond
+/// between its calls: the others hold at most that many values each, where
+/// without the limit they run up to a lane's capacity (64 messages) ahead,
+/// a copy of their input for each (hundreds of segments).
 #[test]
 fn a_loop_of_large_reduces_holds_a_bounded_number_of_copies() {
     let _s = serial();
@@ -376,7 +377,7 @@ fn a_loop_of_large_reduces_holds_a_bounded_number_of_copies() {
     for (r, got) in report.returned() {
         assert_eq!(*got, Ok(()), "rank {r}");
     }
-    let ahead = corrected::runtime::LARGE_REDUCES_AHEAD as u64;
+    let ahead = u64::from(corrected::runtime::REDUCES_AHEAD);
     // Per rank its copies out and the one of the call it is in; the
     // root's chunk results (5 per call) and the pool's slack besides.
     let bound = u64::from(ranks) * (ahead + 1) + 10;
@@ -385,6 +386,45 @@ fn a_loop_of_large_reduces_holds_a_bounded_number_of_copies() {
         "{} segments allocated in {rounds} rounds (bound {bound})",
         report.segment_allocations
     );
+}
+
+/// The pacing of reduces gives up on a root whose heartbeat stands still
+/// for a failure timeout (here it hangs in its third call) until that root
+/// returns from another call: the others' loop of 20 reduces costs one
+/// failure timeout of waiting, not one per call (they are not the root:
+/// each call ends once it sent). With f = 0 no rank awaits the root in a
+/// reduce (no up-correction group holds it and another), so no detector
+/// declares it failed: only the pacing could wait for it.
+#[test]
+fn a_hung_root_holds_back_a_loop_of_reduces_once() {
+    let _s = serial();
+    let (ranks, n, rounds, root) = (4u32, 1000usize, 20, 1u32);
+    let failure_timeout = Duration::from_millis(200);
+    let team = Team::builder()
+        .ranks(ranks)
+        .fault_budget(0)
+        .faults(FaultSchedule::none().at(root, 2, Fault::Hang))
+        .failure_timeout(failure_timeout)
+        .op_timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let report = team.run(|comm| {
+        let local = vec![1u64; n];
+        let mut out = vec![0u64; n];
+        let started = std::time::Instant::now();
+        for _ in 0..rounds {
+            comm.reduce_into(root, &local[..], &mut out[..], wrapping_sum)?;
+        }
+        Ok::<_, Error>(started.elapsed())
+    });
+    assert_eq!(report.hung, [root]);
+    for (r, got) in report.returned().filter(|&(r, _)| r != root) {
+        let took = got.as_ref().unwrap_or_else(|e| panic!("rank {r}: {e}"));
+        assert!(
+            *took < failure_timeout * 3,
+            "rank {r}: {rounds} reduces took {took:?}"
+        );
+    }
 }
 
 #[test]

@@ -655,7 +655,9 @@ impl Collectives for NodeComm<'_, '_> {
         let (rp, rl) = self.split(root)?;
         op.check()?;
         let op = &op;
-        let apply = |a: &S::Item, b: &S::Item| op.apply(a, b);
+        // The operation whole, not a closure over `apply`: its slice loops
+        // (vectorized for the system operations) serve both levels.
+        let apply = || OpRef(op);
         // The proxy's local result, and the process level's: a scratch
         // buffer, so that `recv` stays untouched everywhere but at the root
         // thread. Only the threads that use them have them.
@@ -671,10 +673,10 @@ impl Collectives for NodeComm<'_, '_> {
             }
             let local = node
                 .local
-                .reduce_into(node.proxy, send, &mut partial[..], apply);
+                .reduce_into(node.proxy, send, &mut partial[..], apply());
             let upper = node.upper_step(local, &mut scratch[..], |level, scratch| match level {
-                Level::Ours(up) => up.reduce_into(rp, &partial[..], scratch, apply),
-                Level::Native(native) => native.reduce(Some(rp), &partial, scratch, &OpRef(op)),
+                Level::Ours(up) => up.reduce_into(rp, &partial[..], scratch, apply()),
+                Level::Native(native) => native.reduce(Some(rp), &partial, scratch, &apply()),
             });
             if node.proc_rank != rp {
                 // Threads of other processes have nothing to receive, but
@@ -713,7 +715,7 @@ impl Collectives for NodeComm<'_, '_> {
     {
         op.check()?;
         let op = &op;
-        let apply = |a: &S::Item, b: &S::Item| op.apply(a, b);
+        let apply = || OpRef(op);
         // The proxy's local result (only the proxy has one).
         let mut partial = Vec::new();
         let n = send.items().len();
@@ -724,10 +726,10 @@ impl Collectives for NodeComm<'_, '_> {
             }
             let local = node
                 .local
-                .reduce_into(node.proxy, send, &mut partial[..], apply);
+                .reduce_into(node.proxy, send, &mut partial[..], apply());
             let upper = node.upper_step(local, &mut *result, |level, result| match level {
-                Level::Ours(up) => up.all_reduce_into(&partial[..], result, apply),
-                Level::Native(native) => native.reduce(None, &partial, result, &OpRef(op)),
+                Level::Ours(up) => up.all_reduce_into(&partial[..], result, apply()),
+                Level::Native(native) => native.reduce(None, &partial, result, &apply()),
             });
             node.spread_from_proxy(upper, &mut *result)
         })
@@ -795,9 +797,9 @@ impl Collectives for NodeComm<'_, '_> {
     }
 }
 
-/// A borrowed operation, passed on whole (with its [`Operation::system`],
-/// which the native level needs), where the blanket impl for closures
-/// rules out an impl for references.
+/// A borrowed operation, passed on whole (its slice loops, and its
+/// [`Operation::system`], which the native level needs), where the blanket
+/// impl for closures rules out an impl for references.
 struct OpRef<'a, O: ?Sized>(&'a O);
 
 impl<T, O: Operation<T> + ?Sized> Operation<T> for OpRef<'_, O> {

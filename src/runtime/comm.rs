@@ -3,8 +3,6 @@
 //! the rank's emulated fault, and hands the core to the
 //! [driver](crate::driver), which runs it over the mailboxes.
 
-use std::collections::VecDeque;
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::buffer::{Buffer, BufferMut};
@@ -20,13 +18,13 @@ use crate::protocol::pair::PairAllreduce;
 use crate::protocol::reduce::{Contribution, Reduce, ReduceOutput};
 use crate::protocol::Protocol;
 use crate::runtime::broadcast::{drive_broadcast, root_failed, BcastObserver};
-use crate::runtime::data::Data;
+use crate::runtime::data::{Data, INLINE_BYTES};
 use crate::runtime::faults::Fault;
 use crate::runtime::ftco_reduction::{
     allreduce_kind, allreduce_result, drive_ftco_reduction, reduce_result_into, FTCO_ALLREDUCE_ROOT,
 };
 use crate::runtime::lazy::LAZY_MIN_BYTES;
-use crate::runtime::lent::{Lending, Lent};
+use crate::runtime::lent::Lending;
 use crate::runtime::team::{Generation, Plans, Shared};
 use crate::runtime::transport::MailboxTransport;
 use crate::types::{Collective, OpId, Rank, Tick};
@@ -40,13 +38,15 @@ pub const LENT_BCAST_MIN_BYTES: usize = 256 * 1024;
 /// lent buffer before it copies the value into a segment for them.
 const LENT_BCAST_WAIT: Duration = Duration::from_millis(10);
 
-/// How many of its large reduce inputs a rank may have out at once: lent
-/// in calls that ended (a copy, then, in a segment) and not yet reduced by
-/// their root. A rank that is not the root returns once it sent, so a
-/// loop of reduces would otherwise run up to a lane's capacity ahead of a
-/// slower root, each call holding a copy of its input (64 MiB for 1 MiB
-/// inputs); past this many it waits, serving, before the next one.
-pub const LARGE_REDUCES_AHEAD: usize = 2;
+/// How many reduces of values that do not travel inline (over
+/// [`INLINE_BYTES`](crate::runtime::data::INLINE_BYTES)) a rank that is not
+/// their root may have started that the root has not returned from. Such a
+/// rank returns once it sent, so a loop of reduces would otherwise run up to
+/// a lane's capacity (64 calls) ahead of a slower root, each call's value
+/// held in a segment until the root has it (for 320 KB values and 8 ranks
+/// on 2 cores: 360 segments in 200 calls, against 19), and the segment pool
+/// grows and slows with them. Past this many it waits, serving.
+pub const REDUCES_AHEAD: OpId = 2;
 
 /// The reduction function of a core kept after its call: a decided
 /// allreduce never combines again, so it is never called.
@@ -61,9 +61,10 @@ pub struct Comm<'t> {
     /// The plans of this communicator: the team's, or a shrunk one's.
     plans: &'t Plans,
     driver: Driver<'t, MailboxTransport<'t>>,
-    /// This rank's large reduce inputs still out (see
-    /// [`LARGE_REDUCES_AHEAD`]), with their root in transport numbering.
-    loans: VecDeque<(Rank, Arc<Lent>)>,
+    /// A root (transport numbering) this rank stopped pacing its reduces
+    /// to, and the `returned` count it stood still at (see
+    /// [`Comm::pace_reduce`]).
+    stalled_root: Option<(Rank, OpId)>,
 }
 
 impl<'t> Comm<'t> {
@@ -82,7 +83,7 @@ impl<'t> Comm<'t> {
             shared,
             plans: shared.plans,
             driver,
-            loans: VecDeque::new(),
+            stalled_root: None,
         }
     }
 
@@ -314,11 +315,11 @@ impl<'t> Comm<'t> {
     /// element). `recv` is untouched elsewhere. `op` must be associative
     /// and commutative; if it panics, this rank fails.
     ///
-    /// Ranks other than the root return once they sent. From 256 KiB the
-    /// root reduces the inputs by chunks once the protocol agreed on them
-    /// (`docs/algorithms.md`), and a rank whose inputs of
-    /// [`LARGE_REDUCES_AHEAD`] earlier large reduces the root has not
-    /// reduced yet waits for it (serving) before this one.
+    /// Ranks other than the root return once they sent; one whose value
+    /// does not travel inline waits (serving) before it starts a reduce
+    /// while the root has not returned from [`REDUCES_AHEAD`] - 1 of its
+    /// earlier ones. From 256 KiB the root reduces the inputs by chunks
+    /// once the protocol agreed on them (`docs/algorithms.md`).
     ///
     /// Errors: `root` out of range, an operation that does not apply to
     /// the element type, this rank failed or hung, ranks disagree on the
@@ -357,8 +358,8 @@ impl<'t> Comm<'t> {
         // the loan's drop copies their input out for the root to read.
         let bytes: &[u8] = bytemuck::cast_slice(send.items());
         let lazy = bytes.len() >= LAZY_MIN_BYTES;
-        if lazy {
-            self.limit_large_reduces_ahead();
+        if bytes.len() > INLINE_BYTES {
+            self.pace_reduce(root);
         }
         let mut lending = lazy.then(|| Lending::new(bytes, pool));
         let input = Contribution::input(match &lending {
@@ -387,10 +388,6 @@ impl<'t> Comm<'t> {
         // A reduce core is finished once its call returns: nothing to keep.
         self.driver.record_latency(started);
         let Some(value) = result else {
-            if let Some(lending) = &lending {
-                let root = self.driver.members().to_transport(root);
-                self.loans.push_back((root, Arc::clone(lending.lent())));
-            }
             return Ok(());
         };
         let mine = send.items().len();
@@ -572,23 +569,47 @@ impl<'t> Comm<'t> {
         self.driver.progress()
     }
 
-    /// Waits, serving, while [`LARGE_REDUCES_AHEAD`] of this rank's large
-    /// reduce inputs are still out: held by a live root (or a message on
-    /// its way there) that has not reduced them yet. A root known failed
-    /// holds nothing that matters; one that holds them past the operation
-    /// timeout (hung) is waited for no longer.
-    fn limit_large_reduces_ahead(&mut self) {
-        let out = |loans: &mut VecDeque<(Rank, Arc<Lent>)>, transport: &MailboxTransport| {
-            loans.retain(|(root, lent)| Arc::strong_count(lent) > 1 && !transport.is_failed(*root));
-            loans.len() >= LARGE_REDUCES_AHEAD
-        };
-        if !out(&mut self.loans, self.driver.transport()) {
+    /// Flow control of reduces ([`REDUCES_AHEAD`]): waits, serving, while
+    /// `root` is alive, has not returned from the reduce [`REDUCES_AHEAD`]
+    /// operations before the next one, and shows signs of life. A root
+    /// whose heartbeat stands still for a failure timeout (hung, or busy
+    /// outside the library) is not declared anything: this rank stops
+    /// pacing to it until it returns from another operation, so a hung
+    /// root costs one failure timeout, not one per call.
+    fn pace_reduce(&mut self, root: Rank) {
+        if root == self.rank() {
             return;
         }
-        let loans = &mut self.loans;
-        if !self.driver.hold_back(|d| out(loans, d.transport())) {
-            loans.clear();
+        let next = self.driver.next_op();
+        let t = self.driver.members().to_transport(root);
+        let behind = |d: &Driver<'t, MailboxTransport<'t>>| {
+            let transport = d.transport();
+            let view = transport.peer(t).filter(|_| !transport.is_failed(t))?;
+            (view.returned + REDUCES_AHEAD <= next).then_some(view)
+        };
+        let Some(view) = behind(&self.driver) else {
+            return;
+        };
+        if self.stalled_root == Some((t, view.returned)) {
+            return;
         }
+        let timeout = self.driver.config().failure_timeout;
+        let mut heard = (view.beat, self.driver.transport().now());
+        let mut stalled = None;
+        self.driver.hold_back(|d| {
+            let Some(view) = behind(d) else {
+                return false;
+            };
+            let now = d.transport().now();
+            if view.beat != heard.0 {
+                heard = (view.beat, now);
+            } else if now.saturating_sub(heard.1) >= timeout {
+                stalled = Some((t, view.returned));
+                return false;
+            }
+            true
+        });
+        self.stalled_root = stalled;
     }
 
     /// Numbers the next operation and applies this rank's planned fault. A
