@@ -317,9 +317,10 @@ impl<'t> Comm<'t> {
     ///
     /// Ranks other than the root return once they sent; one whose value
     /// does not travel inline waits (serving) before it starts a reduce
-    /// while the root has not returned from [`REDUCES_AHEAD`] - 1 of its
-    /// earlier ones. From 256 KiB the root reduces the inputs by chunks
-    /// once the protocol agreed on them (`docs/algorithms.md`).
+    /// while the root has not returned from the operation
+    /// [`REDUCES_AHEAD`] before this one. From 256 KiB the root reduces the
+    /// inputs by chunks once the protocol agreed on them
+    /// (`docs/algorithms.md`).
     ///
     /// Errors: `root` out of range, an operation that does not apply to
     /// the element type, this rank failed or hung, ranks disagree on the
@@ -585,7 +586,7 @@ impl<'t> Comm<'t> {
         let behind = |d: &Driver<'t, MailboxTransport<'t>>| {
             let transport = d.transport();
             let view = transport.peer(t).filter(|_| !transport.is_failed(t))?;
-            (view.returned + REDUCES_AHEAD <= next).then_some(view)
+            (view.returned.saturating_add(REDUCES_AHEAD) <= next).then_some(view)
         };
         let Some(view) = behind(&self.driver) else {
             return;
