@@ -9,8 +9,9 @@
 #              engine (corrected::mpi::MpiComm) with f = 0 and f = 1;
 #   bcast:     MPI_Bcast from rank 0 against ours (checked correction, f = 1);
 #   hier:      ours as a node team, HIER="2x4" (2 processes of 4 threads,
-#              corrected::mpi::NodeTeam, f = 1 between processes) against
-#              Open MPI with as many processes (8).
+#              corrected::mpi::NodeTeam, f = 1 between processes, each
+#              process bound to its share of the cores) against Open MPI
+#              with as many processes (8), unbound as above.
 # Both sides are timed by the same loop (scripts/mpi/timing.c and
 # examples/mpi_timing.rs, which shares examples/common/timed.rs with the
 # thread timing): 100 warm-up calls, then ITERS calls back to back after one
@@ -51,8 +52,11 @@ launch() { # P PROGRAM ARGS...
   local p=$1 bind="--bind-to core"
   shift
   [ "$p" -gt "$cores" ] && bind="--oversubscribe --bind-to none --mca mpi_yield_when_idle 1"
-  # A node team places its own threads: its processes are not bound.
-  [ -n "${UNBOUND:-}" ] && bind="--bind-to none"
+  # A node team pins its threads to the cores its process may use: each
+  # process gets its own share of the cores (PE of them), as one process per
+  # node or socket would have, not all of them (two unbound teams pin
+  # their threads to the same cores and compete: docs/mpi.md).
+  [ -n "${PE:-}" ] && bind="--map-by slot:PE=$PE --bind-to core"
   # shellcheck disable=SC2086
   mpirun --allow-run-as-root -np "$p" $bind --mca pml ob1 --mca btl self,vader "$@"
 }
@@ -84,7 +88,12 @@ for round in $(seq "$rounds"); do
       for op in allreduce bcast; do
         n=$(iters "$total" "$bytes")
         run_ompi() { local v; v=$(launch "$total" target/mpi-timing "$op" b2b "$n" "$bytes"); record "$op $h $bytes ompi $v"; echo "   $op ${h} (Open MPI: $total processes) ${bytes}B open-mpi $v us"; }
-        run_ours() { local v; v=$(UNBOUND=1 launch "$hp" "$ours" "$op" b2b "$n" "$bytes" 1 "$ht"); record "$op $h $bytes f1 $v"; echo "   $op ${h} ${bytes}B corrected-node-team-f1 $v us"; }
+        pe=$(( cores / hp ))
+        run_ours() {
+          local v
+          if (( pe >= 1 )); then v=$(PE=$pe launch "$hp" "$ours" "$op" b2b "$n" "$bytes" 1 "$ht"); else v=$(launch "$hp" "$ours" "$op" b2b "$n" "$bytes" 1 "$ht"); fi
+          record "$op $h $bytes f1 $v"; echo "   $op ${h} ${bytes}B corrected-node-team-f1 $v us"
+        }
         if (( round % 2 )); then run_ompi; run_ours; else run_ours; run_ompi; fi
       done
     done
