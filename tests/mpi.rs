@@ -494,6 +494,60 @@ fn a_node_team_gives_every_thread_of_every_process_the_result() {
     }
 }
 
+/// Unbound processes of one node may all run on the same cores: each node
+/// team then takes its own share of them for its threads (process i of k
+/// the i-th k-th), so that two teams do not pin their threads to the same
+/// cores. With more processes than cores they share them all.
+#[test]
+fn a_node_teams_processes_share_out_the_cores_they_all_may_use() {
+    let cores = core_affinity::get_core_ids().unwrap_or_default().len();
+    let cpus = |o: &Value| -> Vec<u64> {
+        o["cpus"]
+            .as_array()
+            .expect("cpus")
+            .iter()
+            .map(|c| c.as_u64().unwrap())
+            .collect()
+    };
+    for procs in [2u32, 3] {
+        let outcomes = mpirun(
+            procs,
+            &["--op", "allreduce", "--iters", "20", "--threads", "2"],
+        );
+        assert_eq!(outcomes.len(), 2 * procs as usize);
+        let of = |p: usize| -> Vec<u64> {
+            let mut all: Vec<u64> = outcomes[2 * p..2 * p + 2].iter().flat_map(cpus).collect();
+            all.sort_unstable();
+            all.dedup();
+            all
+        };
+        for o in &outcomes {
+            assert_eq!(field(o, "ok"), 20, "{o}");
+            assert_eq!(cpus(o).len(), 1, "a node team's thread is pinned: {o}");
+        }
+        if cores >= procs as usize {
+            for (p, q) in
+                (0..procs as usize).flat_map(|p| (p + 1..procs as usize).map(move |q| (p, q)))
+            {
+                let (a, b) = (of(p), of(q));
+                assert!(
+                    a.iter().all(|c| !b.contains(c)),
+                    "{procs} processes on {cores} cores: {p} on {a:?}, {q} on {b:?}"
+                );
+            }
+        } else {
+            let mut used: Vec<u64> = (0..procs as usize).flat_map(of).collect();
+            used.sort_unstable();
+            used.dedup();
+            assert_eq!(
+                used.len(),
+                cores,
+                "{procs} processes share all {cores} cores"
+            );
+        }
+    }
+}
+
 /// The native process level: MPI's own collectives between the proxies,
 /// `MPI_Allreduce` for a built-in operation, gather and fold for a closure,
 /// `MPI_Bcast` for a broadcast; every thread's result checked.

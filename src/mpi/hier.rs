@@ -47,7 +47,7 @@ use crate::mpi::comm::no_perfect_detector;
 use crate::mpi::native::NativeLevel;
 use crate::mpi::MpiComm;
 use crate::op::{Operation, SystemOperation};
-use crate::runtime::{Comm, ReduceAlgorithm, Team, TeamBuilder, TeamReport};
+use crate::runtime::{Comm, Pinning, ReduceAlgorithm, Team, TeamBuilder, TeamReport};
 use crate::types::Rank;
 
 /// What runs between the processes' proxies.
@@ -89,6 +89,11 @@ impl NodeTeam {
     /// the proxy's heartbeat in the thread team stands still. (So a hung
     /// thread is found that much later; a thread that dies or panics is
     /// known at once, as on threads.)
+    ///
+    /// Processes of one node that may all run on the same cores (nobody
+    /// bound them) each take their own share of those cores for their
+    /// threads, unless `threads` sets a pinning other than the default
+    /// packed one (docs/mpi.md, *Each process its own cores*).
     ///
     /// Errors: MPI not initialized or without that threading level, thread
     /// counts that differ between processes, FTCO's reduce
@@ -143,12 +148,20 @@ impl NodeTeam {
         // as fast as ever (with the raised timeout, a proxy that died with
         // its last broadcasts unsent cost a raised failure timeout per
         // broadcast: 12 s each, seen as a hang under load).
-        let threads = threads
+        let world = SimpleCommunicator::world();
+        let mut threads = threads
             .op_timeout(local_op + upper_wait)
             .failure_timeout(local_failure + upper_wait)
-            .root_wait(local_failure)
-            .build()?;
-        let world = SimpleCommunicator::world();
+            .root_wait(local_failure);
+        if let (Pinning::Packed, Some(share)) = (threads.pinning_policy(), own_cores(&world)) {
+            let ranks = threads.ranks_set();
+            let cpus = (0..ranks)
+                .filter_map(|t| Pinning::Packed.core_for(t, ranks, &share))
+                .map(|c| c.id)
+                .collect();
+            threads = threads.pinning(Pinning::Placed(cpus));
+        }
+        let threads = threads.build()?;
         let mine = threads.ranks();
         let (mut least, mut most) = (0u32, 0u32);
         world.all_reduce_into(&mine, &mut least, mpi::collective::SystemOperation::min());
@@ -596,6 +609,33 @@ impl<'t> NodeComm<'_, 't> {
         }
         Ok((root / self.locals, root % self.locals))
     }
+}
+
+/// This process's share of the cores, if the processes of its node may all
+/// run on the same cores (nobody bound them) and there are at least as many
+/// cores as processes: the i-th of k processes takes the i-th k-th of them.
+/// Otherwise `None`: the launcher placed them (or too few cores to share
+/// out), and the team uses the cores this process may run on. Two teams
+/// pinned to the same cores compete where helping can only pass a core
+/// between threads of one process (docs/mpi.md, *Give each process its own
+/// cores*). Collective over `world`.
+fn own_cores(world: &SimpleCommunicator) -> Option<Vec<core_affinity::CoreId>> {
+    const WORDS: usize = 16;
+    let node = world.split_shared(0);
+    let k = node.size() as usize;
+    let mine = crate::runtime::pin::available_cores();
+    let mut mask = [0u64; WORDS];
+    for c in mine.iter().filter(|c| c.id < 64 * WORDS) {
+        mask[c.id / 64] |= 1 << (c.id % 64);
+    }
+    let mut all = vec![0u64; WORDS * k];
+    node.all_gather_into(&mask[..], &mut all[..]);
+    let same = all.chunks(WORDS).all(|m| m == mask);
+    if k < 2 || !same || mine.len() < k {
+        return None;
+    }
+    let (i, n) = (node.rank() as usize, mine.len());
+    Some(mine[i * n / k..(i + 1) * n / k].to_vec())
 }
 
 /// The process leaves the process level for good: announced failed to the

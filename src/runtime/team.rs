@@ -413,6 +413,18 @@ impl TeamBuilder {
         self.reduce
     }
 
+    /// The pinning set.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn pinning_policy(&self) -> &Pinning {
+        &self.pinning
+    }
+
+    /// The number of ranks set.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn ranks_set(&self) -> u32 {
+        self.ranks
+    }
+
     /// Checks the settings and builds the team. Errors (never panics) on no
     /// ranks or too many, a placement of another size, faults naming a rank
     /// outside the team, a bad tree, or a fault budget that leaves no rank

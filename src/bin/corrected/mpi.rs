@@ -121,6 +121,9 @@ struct Outcome {
     /// Timeouts FTCO's broadcasts fired on this process (one rank per
     /// process only).
     ftco_timeouts: u64,
+    /// The cpus this rank's thread may run on at the end of its loop (a
+    /// node team's thread: the one it is pinned to).
+    cpus: Vec<usize>,
 }
 
 /// Parses `RANK:ITER:SENDS`.
@@ -295,6 +298,7 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
         algorithm: String::new(),
         gossip_colored: 0,
         ftco_timeouts: 0,
+        cpus: Vec::new(),
     };
     // The ranks failed by `iter`: --die-at's, and every thread of the
     // process --sigkill names.
@@ -399,6 +403,10 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
     }
     let ops = (outcome.ok + outcome.wrong + outcome.errors.values().sum::<u32>()).max(1);
     outcome.mean_us = started.elapsed().as_secs_f64() * 1e6 / f64::from(ops);
+    outcome.cpus = corrected::runtime::pin::available_cores()
+        .iter()
+        .map(|c| c.id)
+        .collect();
     outcome
 }
 
