@@ -354,7 +354,7 @@ fn large_reduces_keep_the_fault_guarantees_at_every_kill_point() {
 /// may run ahead of a slower root; a value that does not travel inline is
 /// held in a segment until the root has it, so a rank waits, serving,
 /// before a reduce while the root has not returned from the one
-/// `REDUCES_AHEAD` operations back. Here the root works for a millisecond
+/// `reduces_ahead(bytes)` operations back. Here the root works for a millisecond
 /// between its calls: the others hold at most that many values each, where
 /// without the limit they run up to a lane's capacity (64 messages) ahead,
 /// a copy of their input for each (hundreds of segments).
@@ -377,7 +377,7 @@ fn a_loop_of_large_reduces_holds_a_bounded_number_of_copies() {
     for (r, got) in report.returned() {
         assert_eq!(*got, Ok(()), "rank {r}");
     }
-    let ahead = u64::from(corrected::runtime::REDUCES_AHEAD);
+    let ahead = u64::from(corrected::runtime::reduces_ahead(n * 8));
     // Per rank its copies out and the one of the call it is in; the
     // root's chunk results (5 per call) and the pool's slack besides.
     let bound = u64::from(ranks) * (ahead + 1) + 10;

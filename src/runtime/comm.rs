@@ -38,15 +38,32 @@ pub const LENT_BCAST_MIN_BYTES: usize = 256 * 1024;
 /// lent buffer before it copies the value into a segment for them.
 const LENT_BCAST_WAIT: Duration = Duration::from_millis(10);
 
-/// How many reduces of values that do not travel inline (over
-/// [`INLINE_BYTES`](crate::runtime::data::INLINE_BYTES)) a rank that is not
-/// their root may have started that the root has not returned from. Such a
-/// rank returns once it sent, so a loop of reduces would otherwise run up to
-/// a lane's capacity (64 calls) ahead of a slower root, each call's value
-/// held in a segment until the root has it (for 320 KB values and 8 ranks
-/// on 2 cores: 360 segments in 200 calls, against 19), and the segment pool
-/// grows and slows with them. Past this many it waits, serving.
-pub const REDUCES_AHEAD: OpId = 2;
+/// How far a rank that is not a reduce's root may run ahead of it with
+/// values that do not travel inline (over
+/// [`INLINE_BYTES`](crate::runtime::data::INLINE_BYTES)): before a reduce,
+/// it waits (serving) while the root has not returned from the operation
+/// [`reduces_ahead`] before this one. Such a rank returns once it sent, so a
+/// loop of reduces would otherwise run up to a lane's capacity (64 calls)
+/// ahead of a slower root, each call's value held in a segment until the
+/// root has it (for 320 KB values and 8 ranks on 2 cores: 360 segments in
+/// 200 calls, against 19), and the segment pool grows and slows with them.
+/// The values held ahead come to about this many bytes per rank, at least
+/// two calls' and at most [`REDUCES_AHEAD_MAX`] calls' worth.
+pub const REDUCES_AHEAD_BYTES: usize = 1 << 20;
+
+/// The most reduces a rank may run ahead of their root (see
+/// [`REDUCES_AHEAD_BYTES`]).
+pub const REDUCES_AHEAD_MAX: OpId = 16;
+
+/// How many operations ahead of the root a reduce of `bytes` may start
+/// (see [`REDUCES_AHEAD_BYTES`]): 2 from 512 KiB, up to
+/// [`REDUCES_AHEAD_MAX`] for small values. Where ranks share cores a wait
+/// costs a scheduling round, so small values go further ahead
+/// (docs/benchmarks.md).
+pub fn reduces_ahead(bytes: usize) -> OpId {
+    let calls = REDUCES_AHEAD_BYTES / bytes.max(1);
+    (calls.min(REDUCES_AHEAD_MAX as usize) as OpId).max(2)
+}
 
 /// The reduction function of a core kept after its call: a decided
 /// allreduce never combines again, so it is never called.
@@ -318,7 +335,7 @@ impl<'t> Comm<'t> {
     /// Ranks other than the root return once they sent; one whose value
     /// does not travel inline waits (serving) before it starts a reduce
     /// while the root has not returned from the operation
-    /// [`REDUCES_AHEAD`] before this one. From 256 KiB the root reduces the
+    /// [`reduces_ahead`] before this one. From 256 KiB the root reduces the
     /// inputs by chunks once the protocol agreed on them
     /// (`docs/algorithms.md`).
     ///
@@ -360,7 +377,7 @@ impl<'t> Comm<'t> {
         let bytes: &[u8] = bytemuck::cast_slice(send.items());
         let lazy = bytes.len() >= LAZY_MIN_BYTES;
         if bytes.len() > INLINE_BYTES {
-            self.pace_reduce(root);
+            self.pace_reduce(root, reduces_ahead(bytes.len()));
         }
         let mut lending = lazy.then(|| Lending::new(bytes, pool));
         let input = Contribution::input(match &lending {
@@ -570,14 +587,14 @@ impl<'t> Comm<'t> {
         self.driver.progress()
     }
 
-    /// Flow control of reduces ([`REDUCES_AHEAD`]): waits, serving, while
-    /// `root` is alive, has not returned from the reduce [`REDUCES_AHEAD`]
+    /// Flow control of reduces ([`REDUCES_AHEAD_BYTES`]): waits, serving,
+    /// while `root` is alive, has not returned from the operation `ahead`
     /// operations before the next one, and shows signs of life. A root
     /// whose heartbeat stands still for a failure timeout (hung, or busy
     /// outside the library) is not declared anything: this rank stops
     /// pacing to it until it returns from another operation, so a hung
     /// root costs one failure timeout, not one per call.
-    fn pace_reduce(&mut self, root: Rank) {
+    fn pace_reduce(&mut self, root: Rank, ahead: OpId) {
         if root == self.rank() {
             return;
         }
@@ -586,7 +603,7 @@ impl<'t> Comm<'t> {
         let behind = |d: &Driver<'t, MailboxTransport<'t>>| {
             let transport = d.transport();
             let view = transport.peer(t).filter(|_| !transport.is_failed(t))?;
-            (view.returned.saturating_add(REDUCES_AHEAD) <= next).then_some(view)
+            (view.returned.saturating_add(ahead) <= next).then_some(view)
         };
         let Some(view) = behind(&self.driver) else {
             return;

@@ -49,7 +49,7 @@ pub use crate::op::{Operation, Reducible, SystemOperation};
 pub use crate::protocol::allreduce::AllreduceAlgorithm;
 #[cfg(feature = "mpi")]
 pub(crate) use comm::data_op;
-pub use comm::{Comm, REDUCES_AHEAD};
+pub use comm::{reduces_ahead, Comm, REDUCES_AHEAD_BYTES, REDUCES_AHEAD_MAX};
 pub use faults::{Fault, FaultSchedule};
 pub use ftco_reduction::FTCO_ALLREDUCE_ROOT;
 #[cfg(feature = "mpi")]
