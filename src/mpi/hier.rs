@@ -623,6 +623,9 @@ fn own_cores(world: &SimpleCommunicator) -> Option<Vec<core_affinity::CoreId>> {
     const WORDS: usize = 16;
     let node = world.split_shared(0);
     let k = node.size() as usize;
+    if k < 2 {
+        return None;
+    }
     let mine = crate::runtime::pin::available_cores();
     let mut mask = [0u64; WORDS];
     for c in mine.iter().filter(|c| c.id < 64 * WORDS) {
@@ -631,7 +634,7 @@ fn own_cores(world: &SimpleCommunicator) -> Option<Vec<core_affinity::CoreId>> {
     let mut all = vec![0u64; WORDS * k];
     node.all_gather_into(&mask[..], &mut all[..]);
     let same = all.chunks(WORDS).all(|m| m == mask);
-    if k < 2 || !same || mine.len() < k {
+    if !same || mine.len() < k {
         return None;
     }
     let (i, n) = (node.rank() as usize, mine.len());

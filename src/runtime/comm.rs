@@ -374,16 +374,12 @@ impl<'t> Comm<'t> {
         // reducing as the values travel would write a new segment at every
         // step of the tree. The other ranks' calls end after their sends:
         // the loan's drop copies their input out for the root to read.
-        let bytes: &[u8] = bytemuck::cast_slice(send.items());
-        let lazy = bytes.len() >= LAZY_MIN_BYTES;
-        if bytes.len() > INLINE_BYTES {
-            self.pace_reduce(root, reduces_ahead(bytes.len()));
+        let bytes = std::mem::size_of_val(send.items());
+        if bytes > INLINE_BYTES {
+            self.pace_reduce(root, reduces_ahead(bytes));
         }
-        let mut lending = lazy.then(|| Lending::new(bytes, pool));
-        let input = Contribution::input(match &lending {
-            Some(lending) => Data::lazy(self.rank(), lending.lent()),
-            None => Data::encode(send.items(), pool),
-        });
+        let (mut lending, input) = self.reduction_input(send.items(), true);
+        let input = Contribution::input(input);
         let id = self.begin_op()?;
         let started = self.driver.call_started();
         let (plans, me) = (self.plans, self.rank());
@@ -405,15 +401,10 @@ impl<'t> Comm<'t> {
         };
         // A reduce core is finished once its call returns: nothing to keep.
         self.driver.record_latency(started);
-        let Some(value) = result else {
-            return Ok(());
-        };
-        let mine = send.items().len();
-        let result = value.reduce_into(me, recv.items_mut(), id, mine, &op, pool);
-        if let (Some(lending), Ok(()), true) = (&mut lending, &result, value.is_lazy()) {
-            lending.settle();
+        match result {
+            Some(value) => self.reduction_output(&value, &mut lending, send, recv, id, &op),
+            None => Ok(()),
         }
-        result
     }
 
     /// Reduces every rank's `send` with `op`, element by element, and
@@ -450,28 +441,12 @@ impl<'t> Comm<'t> {
         // for this call ([`crate::runtime::lent`]): the loan's drop, on
         // every way out of the call, revokes it (copying the input first,
         // unless this rank completed the reduction).
-        let bytes: &[u8] = bytemuck::cast_slice(send.items());
         // FTCO reduces values as they travel, whatever their size.
-        let lazy = bytes.len() >= LAZY_MIN_BYTES && self.plans.ftco_reduce.is_none();
-        let mut lending = lazy.then(|| Lending::new(bytes, pool));
-        let input = match &lending {
-            Some(lending) => Data::lazy(self.rank(), lending.lent()),
-            None => Data::encode(send.items(), pool),
-        };
+        let lazy = self.plans.ftco_reduce.is_none();
+        let (mut lending, input) = self.reduction_input(send.items(), lazy);
         let combine = data_op(&op, pool);
         let (id, value) = self.allreduce(Collective::Allreduce, input, &combine)?;
-        let result = value.reduce_into(
-            self.rank(),
-            recv.items_mut(),
-            id,
-            send.items().len(),
-            &op,
-            pool,
-        );
-        if let (Some(lending), Ok(()), true) = (&mut lending, &result, value.is_lazy()) {
-            lending.settle();
-        }
-        result
+        self.reduction_output(&value, &mut lending, send, recv, id, &op)
     }
 
     /// Returns once every live rank has entered the barrier (an allreduce of
@@ -585,6 +560,55 @@ impl<'t> Comm<'t> {
     /// *A rank must keep calling*). Errors: this rank failed or hung.
     pub fn progress(&mut self) -> Result<(), Error> {
         self.driver.progress()
+    }
+
+    /// A reduction's input as a value: from [`LAZY_MIN_BYTES`] (if `lazy`
+    /// may apply) this rank's buffer, lent for the call ([`Lending`]; the
+    /// loan's drop, on every way out of the call, copies it out first
+    /// unless this rank completed the reduction), in a lazy sum of one
+    /// ([`crate::runtime::lazy`]); otherwise a copy (inline, or a segment).
+    fn reduction_input<'b, T: bytemuck::Pod>(
+        &self,
+        items: &'b [T],
+        lazy: bool,
+    ) -> (Option<Lending<'b>>, Data)
+    where
+        't: 'b,
+    {
+        let pool = &self.shared.segments;
+        let bytes: &[u8] = bytemuck::cast_slice(items);
+        if lazy && bytes.len() >= LAZY_MIN_BYTES {
+            let lending = Lending::new(bytes, pool);
+            let input = Data::lazy(self.rank(), lending.lent());
+            (Some(lending), input)
+        } else {
+            (None, Data::encode(items, pool))
+        }
+    }
+
+    /// The reduced `value` into `recv` (a lazy sum reduced by chunks here),
+    /// and the loan of [`Comm::reduction_input`] settled if that completed
+    /// the reduction: every chunk is computed, nobody reads the inputs
+    /// again.
+    fn reduction_output<S, R>(
+        &self,
+        value: &Data,
+        lending: &mut Option<Lending<'_>>,
+        send: &S,
+        recv: &mut R,
+        id: OpId,
+        op: &impl Operation<S::Item>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized,
+    {
+        let (me, mine, pool) = (self.rank(), send.items().len(), &self.shared.segments);
+        let result = value.reduce_into(me, recv.items_mut(), id, mine, op, pool);
+        if let (Some(lending), Ok(()), true) = (lending, &result, value.is_lazy()) {
+            lending.settle();
+        }
+        result
     }
 
     /// Flow control of reduces ([`REDUCES_AHEAD_BYTES`]): waits, serving,
