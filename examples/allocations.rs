@@ -1,38 +1,16 @@
 //! Heap allocations per collective in a steady loop, counted by a global
 //! allocator: `cargo run --release --example allocations`. Prints, for a few
 //! collectives and sizes, the allocations all ranks together make per call
-//! once warm, and the segments the pool allocated (none, once warm).
+//! once warm (1000 calls after 500), and the segments the pool allocated
+//! (none, once warm).
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use corrected::runtime::{Comm, SystemOperation, Team};
 
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: forwards every call to the system allocator unchanged; counting
-// is a relaxed atomic add, which allocates nothing.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller's contract is System's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: as above.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: as above.
-        unsafe { System.realloc(ptr, layout, new) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+#[path = "common/counting.rs"]
+mod counting;
+use counting::allocations;
 
 /// Allocations per call of `call`, over `iters` calls after `warm` ones,
 /// all ranks together (ranks line up on barriers around the counted loop).
@@ -48,16 +26,13 @@ fn per_call(team: &Team, n: usize, warm: u32, iters: u32, call: &Call) -> (f64, 
             call(comm, &input, &mut out);
         }
         comm.barrier().unwrap();
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        let before = allocations();
         for _ in 0..iters {
             call(comm, &input, &mut out);
         }
         comm.barrier().unwrap();
         if comm.rank() == 0 {
-            counted.store(
-                ALLOCATIONS.load(Ordering::Relaxed) - before,
-                Ordering::Relaxed,
-            );
+            counted.store(allocations() - before, Ordering::Relaxed);
         }
     });
     (
@@ -74,10 +49,10 @@ fn main() {
             .build()
             .unwrap();
         for (what, n) in [("8 B", 1), ("1 KiB", 128), ("1 MiB", 1 << 17)] {
-            let (ar, segs) = per_call(&team, n, 20, 200, &|comm, x, y| {
+            let (ar, segs) = per_call(&team, n, 500, 1000, &|comm, x, y| {
                 comm.all_reduce_into(x, y, SystemOperation::sum()).unwrap()
             });
-            let (bc, _) = per_call(&team, n, 20, 200, &|comm, _, y| {
+            let (bc, _) = per_call(&team, n, 500, 1000, &|comm, _, y| {
                 comm.broadcast_into(0, y).unwrap()
             });
             println!(

@@ -48,9 +48,22 @@ impl<M> Default for Fence<M> {
 }
 
 impl<M> Fence<M> {
-    /// A fence before operation 0.
+    /// A fence before operation 0 (no room made: see [`Fence::with_room`]).
+    #[cfg(any(test, loom))]
     pub fn new() -> Self {
         Fence::default()
+    }
+
+    /// A fence before operation 0 with room, made now, for the early
+    /// messages of `ops` operations, `per_op` each: a rank that runs one
+    /// operation ahead of a peer or two (every allreduce's neighbours do)
+    /// then allocates nothing when it first happens, in a steady loop.
+    pub fn with_room(ops: usize, per_op: usize) -> Self {
+        Fence {
+            early: VecDeque::with_capacity(ops),
+            spare: (0..ops).map(|_| Vec::with_capacity(per_op)).collect(),
+            ..Fence::default()
+        }
     }
 
     /// The number the next [`enter`](Fence::enter) gives.

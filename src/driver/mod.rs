@@ -52,6 +52,8 @@ pub use transport::{Carries, PeerView, Progress, Transport};
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use recycle_box::{coerce_box, RecycleBox};
+
 use crate::error::Error;
 use crate::protocol::{Event, Header, Leave, Msg, Protocol, Tag};
 use crate::types::{OpId, Rank, Tick};
@@ -98,6 +100,13 @@ pub struct DriverConfig {
 
 /// Cores of past operations a rank keeps serving at most, by default.
 pub const LINGER: usize = 32;
+
+/// Operations whose early messages a new driver's fence has room for.
+const EARLY_OPS: usize = 4;
+
+/// Heap blocks of cores no longer kept that a driver holds for the next
+/// kept cores (each call keeps at most one core and retires about one).
+const SPARE_BLOCKS: usize = 4;
 
 impl Default for DriverConfig {
     /// 10 s operation timeout, 1 s failure timeout, 50 ms grace, 1 ms
@@ -156,6 +165,9 @@ pub struct Driver<'t, T: Transport> {
     /// (a list kept between calls, so that taking them allocates nothing).
     early: Vec<(Rank, Msg<T::Payload>)>,
     lingering: VecDeque<Kept<'t, T::Payload>>,
+    /// Heap blocks of cores no longer kept, for the next cores kept: in a
+    /// steady loop, keeping a core allocates nothing.
+    spares: Vec<RecycleBox<()>>,
     /// The communicator's ranks as transport ranks (see [`Members`]): the
     /// cores of calls from now on number ranks so. Every other rank number
     /// the driver holds (outbox, fence, failures, detector) is a transport
@@ -165,6 +177,9 @@ pub struct Driver<'t, T: Transport> {
     me: Rank,
     /// Sends a full channel refused, in order; retried before any new send.
     outbox: VecDeque<(Rank, Msg<T::Payload>)>,
+    /// The peers whose channels a flush of the outbox found full (a list
+    /// kept between flushes, so that a flush allocates nothing).
+    full_lanes: Vec<Rank>,
     /// The registry's epoch whose failures every core has been told.
     seen_epoch: u64,
     /// The failed ranks as of `seen_epoch`.
@@ -183,16 +198,21 @@ impl<'t, T: Transport> Driver<'t, T> {
     /// A driver for one rank over `transport`.
     pub fn new(transport: T, config: DriverConfig) -> Self {
         let me = transport.rank();
+        // Early messages per operation made room for: a message from every
+        // peer, up to a bound (more grow the lists once).
+        let room = (transport.procs() as usize).min(64);
         Driver {
             transport,
             config,
             state: RankState::Alive,
-            fence: Fence::new(),
-            early: Vec::new(),
+            fence: Fence::with_room(EARLY_OPS, room),
+            early: Vec::with_capacity(room),
             lingering: VecDeque::new(),
+            spares: Vec::new(),
             members: Members::ALL,
             me,
-            outbox: VecDeque::new(),
+            outbox: VecDeque::with_capacity(room),
+            full_lanes: Vec::with_capacity(room),
             seen_epoch: u64::MAX,
             known_failed: Vec::new(),
             records: Vec::new(),
@@ -392,7 +412,14 @@ impl<'t, T: Transport> Driver<'t, T> {
         self.returned(op);
         if result.is_ok() {
             let done = core.header();
-            self.lingering.retain(|k| !k.core.retired_by(&done));
+            let mut i = 0;
+            while i < self.lingering.len() {
+                if self.lingering[i].core.retired_by(&done) {
+                    self.drop_kept(i);
+                } else {
+                    i += 1;
+                }
+            }
         }
         result
     }
@@ -439,12 +466,26 @@ impl<'t, T: Transport> Driver<'t, T> {
             return;
         }
         if self.lingering.len() == self.config.linger {
-            self.lingering.pop_front();
+            self.drop_kept(0);
         }
+        let core: RecycleBox<dyn Lingering<T::Payload> + Send + 't> = match self.spares.pop() {
+            Some(spare) => coerce_box!(RecycleBox::recycle(spare, core)),
+            None => coerce_box!(RecycleBox::new(core)),
+        };
         self.lingering.push_back(Kept {
             members: self.members,
-            core: Box::new(core),
+            core,
         });
+    }
+
+    /// Stops keeping the `i`-th lingering core; its heap block is kept
+    /// for the next core kept (a few blocks at most).
+    fn drop_kept(&mut self, i: usize) {
+        if let Some(kept) = self.lingering.remove(i) {
+            if self.spares.len() < SPARE_BLOCKS {
+                self.spares.push(RecycleBox::vacate(kept.core));
+            }
+        }
     }
 
     fn drive_loop<C>(
@@ -925,7 +966,7 @@ impl<'t, T: Transport> Driver<'t, T> {
         if msg.tag == Tag::Abort {
             // The operation was aborted after this rank completed it: its
             // core has nobody left to serve.
-            self.lingering.remove(i);
+            self.drop_kept(i);
             return;
         }
         let Some(from) = self.lingering[i].members.of_transport(from) else {
@@ -960,7 +1001,7 @@ impl<'t, T: Transport> Driver<'t, T> {
                 self.transmit(op, to, tx.msg)?;
             }
             if self.lingering[i].core.is_finished() {
-                self.lingering.remove(i);
+                self.drop_kept(i);
             } else {
                 i += 1;
             }
@@ -1031,7 +1072,8 @@ impl<'t, T: Transport> Driver<'t, T> {
     }
 
     fn flush_outbox_slow(&mut self) {
-        let mut full: Vec<Rank> = Vec::new();
+        let mut full = std::mem::take(&mut self.full_lanes);
+        full.clear();
         for _ in 0..self.outbox.len() {
             let Some((to, msg)) = self.outbox.pop_front() else {
                 break;
@@ -1043,6 +1085,7 @@ impl<'t, T: Transport> Driver<'t, T> {
                 self.outbox.push_back((to, msg));
             }
         }
+        self.full_lanes = full;
     }
 
     /// Takes the next message, if any, counting it handled once `handle`
@@ -1172,7 +1215,7 @@ impl<'t, T: Transport> Driver<'t, T> {
 /// was made in.
 struct Kept<'t, W> {
     members: Members<'t>,
-    core: Box<dyn Lingering<W> + Send + 't>,
+    core: RecycleBox<dyn Lingering<W> + Send + 't>,
 }
 
 /// Hands `core` (rank `me` of `members`) the failure of every member in

@@ -544,6 +544,18 @@ impl<'a, T: Send> Endpoint<'a, T> {
         }
     }
 
+    /// Makes the calling thread the one wakers unpark, now rather than at
+    /// its first park (which registers it otherwise, allocating its handle):
+    /// a thread that drives this endpoint for good calls this once, so that
+    /// its waits allocate nothing later.
+    pub fn register_thread(&mut self) {
+        let me = thread::current();
+        if self.registered != Some(me.id()) {
+            self.registered = Some(me.id());
+            self.boxes.headers[self.rank as usize].register(me);
+        }
+    }
+
     /// Sends `msg` to `to`. Never blocks: `Err(msg)` hands the value back
     /// when the lane is full. No allocation except on the very first send on
     /// a lane. Sending to oneself is allowed.
@@ -728,14 +740,10 @@ impl<'a, T: Send> Endpoint<'a, T> {
     /// The doorbell's slow path: announce, re-check, park.
     #[cold]
     fn park(&mut self, deadline: Option<Instant>) -> Woke {
-        let me = thread::current();
-        if self.registered != Some(me.id()) {
-            // Registered before `state = SLEEPING`, so a sender that sees
-            // SLEEPING finds this thread (the Release swap of the pointer is
-            // sequenced before the probe's Release RMWs).
-            self.registered = Some(me.id());
-            self.boxes.headers[self.rank as usize].register(me);
-        }
+        // Registered before `state = SLEEPING`, so a sender that sees
+        // SLEEPING finds this thread (the Release swap of the pointer is
+        // sequenced before the probe's Release RMWs).
+        self.register_thread();
         let boxes = self.boxes;
         let header = &boxes.headers[self.rank as usize];
         // Relaxed: published by the Release half of the RMWs in `probe`,

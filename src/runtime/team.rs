@@ -940,6 +940,7 @@ impl Team {
                                 .mailboxes
                                 .endpoint(rank)
                                 .expect("one endpoint per rank");
+                            endpoint.register_thread();
                             if alone_on_core {
                                 endpoint.set_spins(ALONE_SPINS);
                             } else if sharing_cores {
