@@ -149,11 +149,13 @@ impl AllreducePlan {
         self.reduce.procs()
     }
 
-    /// True when the team is a pair with f >= 1: the allreduce is then a
-    /// [pair exchange](crate::protocol::pair), one message each way. (With
-    /// f = 0 a pair runs the paper's plain reduce and broadcast.)
+    /// True when the team is a pair: the allreduce is then a [pair
+    /// exchange](crate::protocol::pair), one message each way, whatever f
+    /// (it survives the one failure a pair can have; with f = 0 the paper's
+    /// reduce and broadcast took three message delays and four times as
+    /// long on threads, docs/benchmarks.md).
     pub fn is_pair(&self) -> bool {
-        self.procs() == 2 && self.reduce.f() >= 1
+        self.procs() == 2
     }
 }
 
