@@ -78,6 +78,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if let Ok(algorithm) = std::env::var("ALLREDUCE") {
             builder = builder.allreduce(algorithm.parse()?);
         }
+        // CORRECTION=checked|none|...: the broadcast's correction.
+        if let Ok(correction) = std::env::var("CORRECTION") {
+            builder = builder.correction(correction.parse()?);
+        }
         let mut comm = MpiComm::new(&world, &builder)?;
         time_one(&mut comm, op, mode, iters, bytes)?
     } else {
