@@ -714,3 +714,52 @@ fn values_that_are_not_plain_data_broadcast_through_an_encoding() {
         }
     }
 }
+
+/// A call's recorded latency (`TeamBuilder::op_records`) is the whole call:
+/// a large allreduce's and reduce's include the reduction by chunks after
+/// the protocol agreed on the inputs. The user operation spins 50 µs at
+/// the start of each of the 16 chunks (8192 elements), so no rank's call
+/// can end before 16 x 50 µs of spinning is done on two cores: 400 µs. (The
+/// latency was once taken before the chunks: 1-2 µs.)
+#[test]
+fn a_large_reductions_recorded_latency_covers_its_chunks() {
+    let _serial = serial();
+    let n = 1 << 17;
+    let team = Team::builder()
+        .ranks(2)
+        .fault_budget(1)
+        .op_records(true)
+        .build()
+        .unwrap();
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    let slow = |a: &u64, b: &u64| {
+        if calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 8192 == 0 {
+            let until = std::time::Instant::now() + Duration::from_micros(50);
+            while std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
+        }
+        a.wrapping_add(*b)
+    };
+    let report = team.run(|comm| {
+        let x = vec![1u64; n];
+        let mut y = vec![0u64; n];
+        comm.all_reduce_into(&x[..], &mut y[..], &slow)?;
+        assert!(y.iter().all(|&v| v == 2));
+        comm.reduce_into(0, &x[..], &mut y[..], &slow)
+    });
+    for (rank, got) in report.returned() {
+        assert!(got.is_ok(), "rank {rank}: {got:?}");
+    }
+    // The allreduce (operation 0) on both ranks, the reduce's root.
+    let allreduce = &report.ops[0].latency_ns;
+    assert_eq!(allreduce.len(), 2);
+    for &ns in allreduce {
+        assert!(ns >= 400_000, "allreduce recorded {ns} ns");
+    }
+    let reduce = &report.ops[1].latency_ns;
+    assert!(
+        reduce.iter().any(|&ns| ns >= 400_000),
+        "reduce recorded {reduce:?} ns"
+    );
+}

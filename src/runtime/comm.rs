@@ -299,12 +299,15 @@ impl<'t> Comm<'t> {
         }
         // The loan ends here, on the way out (or, unsettled, copies first).
         drop(lending);
+        // The root's buffer holds the value already.
+        let result = if root == me {
+            Ok(())
+        } else {
+            got.decode_into(buf.items_mut(), op, None)
+        };
+        // The whole call, the receiver's copy included.
         self.driver.record_latency(started);
-        if root == me {
-            // The root's buffer holds the value already.
-            return Ok(());
-        }
-        got.decode_into(buf.items_mut(), op, None)
+        result
     }
 
     /// A broadcast root's loan ends once every other rank has copied the
@@ -365,8 +368,10 @@ impl<'t> Comm<'t> {
         if let Some(plan) = &self.plans.ftco_reduce {
             let input = Data::encode(send.items(), pool);
             let kind = FtcoCollective::Reduce;
-            let (id, result) = self.ftco_reduction(plan, root, kind, input, &combine)?;
-            return reduce_result_into(result, recv.items_mut(), id, send.items().len());
+            let (id, result, started) = self.ftco_reduction(plan, root, kind, input, &combine)?;
+            let result = reduce_result_into(result, recv.items_mut(), id, send.items().len());
+            self.driver.record_latency(started);
+            return result;
         }
         // From `LAZY_MIN_BYTES`, as an allreduce's: the protocol agrees on
         // the inputs, lent in place, and the root reduces them chunk by
@@ -400,11 +405,13 @@ impl<'t> Comm<'t> {
             Err(e) => return Err(self.root_failed(e, id, root)),
         };
         // A reduce core is finished once its call returns: nothing to keep.
-        self.driver.record_latency(started);
-        match result {
+        let result = match result {
             Some(value) => self.reduction_output(&value, &mut lending, send, recv, id, &op),
             None => Ok(()),
-        }
+        };
+        // The whole call, the root's reduction by chunks included.
+        self.driver.record_latency(started);
+        result
     }
 
     /// Reduces every rank's `send` with `op`, element by element, and
@@ -445,8 +452,11 @@ impl<'t> Comm<'t> {
         let lazy = self.plans.ftco_reduce.is_none();
         let (mut lending, input) = self.reduction_input(send.items(), lazy);
         let combine = data_op(&op, pool);
-        let (id, value) = self.allreduce(Collective::Allreduce, input, &combine)?;
-        self.reduction_output(&value, &mut lending, send, recv, id, &op)
+        let (id, value, started) = self.allreduce(Collective::Allreduce, input, &combine)?;
+        let result = self.reduction_output(&value, &mut lending, send, recv, id, &op);
+        // The whole call, the reduction by chunks included.
+        self.driver.record_latency(started);
+        result
     }
 
     /// Returns once every live rank has entered the barrier (an allreduce of
@@ -455,13 +465,15 @@ impl<'t> Comm<'t> {
     /// Errors: this rank failed or hung, ranks disagree on the operation,
     /// more than f failures, or the team's timeout.
     pub fn barrier(&mut self) -> Result<(), Error> {
-        self.allreduce(Collective::Barrier, Data::EMPTY, &never_combines)
-            .map(|_| ())
+        let (_, _, started) = self.allreduce(Collective::Barrier, Data::EMPTY, &never_combines)?;
+        self.driver.record_latency(started);
+        Ok(())
     }
 
     /// An FTCO reduce to `root` ([`crate::runtime::ReduceAlgorithm::Ftco`];
     /// [`drive_ftco_reduction`]), or an allreduce or barrier rooted at
-    /// [`FTCO_ALLREDUCE_ROOT`].
+    /// [`FTCO_ALLREDUCE_ROOT`]. Returns, besides the output, when the call
+    /// started (with op records on), as [`Comm::allreduce`] does.
     fn ftco_reduction(
         &mut self,
         plan: &'t FtcoPlan,
@@ -469,7 +481,7 @@ impl<'t> Comm<'t> {
         kind: FtcoCollective,
         input: Data,
         combine: &(dyn Fn(&mut Data, &Data) + Sync),
-    ) -> Result<(OpId, FtcoOutput<Data>), Error> {
+    ) -> Result<(OpId, FtcoOutput<Data>, Option<Tick>), Error> {
         let id = self.begin_op()?;
         let started = self.driver.call_started();
         let counters = &mut TeamCounters(self.shared);
@@ -477,21 +489,23 @@ impl<'t> Comm<'t> {
         let output = drive_ftco_reduction(
             driver, plan, root, id, started, kind, input, combine, counters,
         )?;
-        self.driver.record_latency(started);
-        Ok((id, output))
+        Ok((id, output, started))
     }
 
+    /// The protocol part of an allreduce or barrier: its operation, the
+    /// value delivered, and when the call started (with op records on), for
+    /// the caller to record its latency once the whole call is done.
     #[inline]
     fn allreduce(
         &mut self,
         kind: Collective,
         input: Data,
         combine: &(dyn Fn(&mut Data, &Data) + Sync),
-    ) -> Result<(OpId, Data), Error> {
+    ) -> Result<(OpId, Data, Option<Tick>), Error> {
         if let Some(plan) = &self.plans.ftco_reduce {
             let (root, kind) = (FTCO_ALLREDUCE_ROOT, allreduce_kind(kind));
-            let (id, output) = self.ftco_reduction(plan, root, kind, input, combine)?;
-            return Ok((id, allreduce_result(output)));
+            let (id, output, started) = self.ftco_reduction(plan, root, kind, input, combine)?;
+            return Ok((id, allreduce_result(output), started));
         }
         let id = self.begin_op()?;
         let started = self.driver.call_started();
@@ -521,8 +535,7 @@ impl<'t> Comm<'t> {
             AllreduceOutput::Value { value, .. } => value,
             AllreduceOutput::TooManyFailures { .. } => return Err(self.too_many_failures(id)),
         };
-        self.driver.record_latency(started);
-        Ok((id, value))
+        Ok((id, value, started))
     }
 
     /// A call that ends before its core is driven still returns: peers
