@@ -46,7 +46,7 @@ fn broadcast(comm: &mut Comm<'_>) {
 }
 
 #[test]
-fn a_steady_loop_of_small_collectives_allocates_nothing_per_call() {
+fn a_steady_loop_of_small_collectives_allocates_nothing_but_the_star_roots_list() {
     let calls = 1000;
     // The pair exchange: nothing at all.
     let pair = Team::builder().ranks(2).fault_budget(1).build().unwrap();
