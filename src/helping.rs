@@ -235,6 +235,14 @@ impl Loan {
         self.helped.load(Ordering::Relaxed)
     }
 
+    /// True while a call is lent and no helper has moved it since its
+    /// lender last looked: its thread has nothing to do until a message or
+    /// news comes (a call a helper moved, maybe to its end, wants its
+    /// thread back).
+    pub fn is_idle(&self) -> bool {
+        self.is_lent() && !self.progressed.load(Ordering::Relaxed)
+    }
+
     /// True while a call is lent (free or being pumped).
     pub fn is_lent(&self) -> bool {
         self.state.load(Ordering::Relaxed) != EMPTY

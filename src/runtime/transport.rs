@@ -16,6 +16,18 @@ use crate::types::{OpId, Rank, Tick};
 /// rank parks (see [`MailboxTransport::block_call`]).
 const IDLE_ROUNDS: u32 = 16;
 
+/// Polls a waiting rank makes at most per wait, instead of yielding, while
+/// every core mate is idle in a lent call (see
+/// [`MailboxTransport::block_call`]): about 20 µs.
+const MATES_IDLE_SPINS: u32 = 512;
+
+/// Whether every core mate of `me` is idle in a lent call (and there is
+/// one).
+fn mates_idle(shared: &Shared<'_>, me: usize) -> bool {
+    let mates = &shared.core_mates[me];
+    !mates.is_empty() && mates.iter().all(|&r| shared.loans[r as usize].is_idle())
+}
+
 /// One pass over the loans of `me`'s core mates, pumping each that is lent,
 /// poked and free. True if any pump moved something.
 fn help_others(shared: &Shared<'_>, me: usize) -> bool {
@@ -119,15 +131,23 @@ impl Transport for MailboxTransport<'_> {
         let lend = call.worth_lending();
         let loan = &shared.loans[me];
         let mut idle = 0;
+        let mut spins = 0u32;
         while idle < IDLE_ROUNDS {
             let round = || {
                 let helped = help_others(shared, me);
-                if !helped {
+                // Every core mate idle in a lent call: none of them has
+                // anything to run, so a yield would only pass the core
+                // round them (a switch each) until a message comes from
+                // another core. Poll here instead, for a while.
+                let spin = !helped && spins < MATES_IDLE_SPINS && mates_idle(shared, me);
+                if spin {
+                    crate::sync::spin_loop();
+                } else if !helped {
                     thread::yield_now();
                 }
-                helped
+                (helped, spin)
             };
-            let (helped, moved) = if lend {
+            let ((helped, spun), moved) = if lend {
                 loan.lend(call, round)
             } else {
                 (round(), false)
@@ -136,6 +156,10 @@ impl Transport for MailboxTransport<'_> {
             t.beat();
             if moved || t.endpoint.spin().is_some() {
                 return;
+            }
+            if spun {
+                spins += 1;
+                continue;
             }
             idle = if helped { 0 } else { idle + 1 };
             // The clock only when idle, every fourth round: a read costs
