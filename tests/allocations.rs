@@ -76,4 +76,16 @@ fn a_steady_loop_of_small_collectives_allocates_nothing_but_the_star_roots_list(
         n <= u64::from(calls) / 4,
         "{n} allocations in {calls} broadcasts of 4 ranks"
     );
+
+    // Cores of two sizes kept in turn (a barrier's and a broadcast's); the
+    // barrier is a star allreduce where ranks outnumber cores (its root's
+    // list), a pair exchange otherwise.
+    let n = counted(&four, 1000, calls, &|comm| {
+        comm.barrier().unwrap();
+        broadcast(comm);
+    });
+    assert!(
+        n <= u64::from(calls) + u64::from(calls) / 4,
+        "{n} allocations in {calls} barriers and broadcasts of 4 ranks"
+    );
 }

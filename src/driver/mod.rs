@@ -49,6 +49,7 @@ mod transport;
 pub use members::Members;
 pub use transport::{Carries, PeerView, Progress, Transport};
 
+use std::alloc::Layout;
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -165,9 +166,10 @@ pub struct Driver<'t, T: Transport> {
     /// (a list kept between calls, so that taking them allocates nothing).
     early: Vec<(Rank, Msg<T::Payload>)>,
     lingering: VecDeque<Kept<'t, T::Payload>>,
-    /// Heap blocks of cores no longer kept, for the next cores kept: in a
-    /// steady loop, keeping a core allocates nothing.
-    spares: Vec<RecycleBox<()>>,
+    /// Heap blocks of cores no longer kept, with the size and alignment
+    /// they hold at least, for the next cores kept: in a steady loop,
+    /// keeping a core allocates nothing.
+    spares: Vec<(Layout, RecycleBox<()>)>,
     /// The communicator's ranks as transport ranks (see [`Members`]): the
     /// cores of calls from now on number ranks so. Every other rank number
     /// the driver holds (outbox, fence, failures, detector) is a transport
@@ -468,8 +470,18 @@ impl<'t, T: Transport> Driver<'t, T> {
         if self.lingering.len() == self.config.linger {
             self.drop_kept(0);
         }
-        let core: RecycleBox<dyn Lingering<T::Payload> + Send + 't> = match self.spares.pop() {
-            Some(spare) => coerce_box!(RecycleBox::recycle(spare, core)),
+        // The smallest spare block that holds a `C` (cores of several
+        // kinds take turns: a barrier's and a broadcast's).
+        let need = Layout::new::<C>();
+        let fits = self
+            .spares
+            .iter()
+            .enumerate()
+            .filter(|(_, (l, _))| l.size() >= need.size() && l.align() >= need.align())
+            .min_by_key(|(_, (l, _))| l.size())
+            .map(|(i, _)| i);
+        let core: RecycleBox<dyn Lingering<T::Payload> + Send + 't> = match fits {
+            Some(i) => coerce_box!(RecycleBox::recycle(self.spares.swap_remove(i).1, core)),
             None => coerce_box!(RecycleBox::new(core)),
         };
         self.lingering.push_back(Kept {
@@ -483,7 +495,8 @@ impl<'t, T: Transport> Driver<'t, T> {
     fn drop_kept(&mut self, i: usize) {
         if let Some(kept) = self.lingering.remove(i) {
             if self.spares.len() < SPARE_BLOCKS {
-                self.spares.push(RecycleBox::vacate(kept.core));
+                let held = Layout::for_value(&*kept.core);
+                self.spares.push((held, RecycleBox::vacate(kept.core)));
             }
         }
     }
