@@ -33,6 +33,8 @@ pub struct Fence<M> {
     /// Emptied lists, for reuse.
     spare: Vec<Vec<(Rank, M)>>,
     held: usize,
+    /// Messages a new list has room for when it is made.
+    per_op: usize,
 }
 
 impl<M> Default for Fence<M> {
@@ -43,6 +45,7 @@ impl<M> Default for Fence<M> {
             base: 0,
             spare: Vec::new(),
             held: 0,
+            per_op: 0,
         }
     }
 }
@@ -62,6 +65,7 @@ impl<M> Fence<M> {
         Fence {
             early: VecDeque::with_capacity(ops),
             spare: (0..ops).map(|_| Vec::with_capacity(per_op)).collect(),
+            per_op,
             ..Fence::default()
         }
     }
@@ -92,21 +96,33 @@ impl<M> Fence<M> {
     /// Keeps a message of a later operation.
     pub fn hold(&mut self, from: Rank, op: OpId, msg: M) {
         debug_assert!(op >= self.next);
-        if self.early.is_empty() {
+        if self.held == 0 {
+            // Every list is empty (a caller skips releasing while nothing is
+            // held): start over at `op`, rather than fill the gap from a
+            // stale base with lists (made anew once the spares run out).
+            self.spare.extend(self.early.drain(..));
             self.base = op;
         }
         while op < self.base {
-            let list = self.spare.pop().unwrap_or_default();
+            let list = self.list();
             self.early.push_front(list);
             self.base -= 1;
         }
         let i = (op - self.base) as usize;
         while self.early.len() <= i {
-            let list = self.spare.pop().unwrap_or_default();
+            let list = self.list();
             self.early.push_back(list);
         }
         self.early[i].push((from, msg));
         self.held += 1;
+    }
+
+    /// A spare list, or a new one with room made (so that a list made to
+    /// fill a gap, and used later, does not allocate then).
+    fn list(&mut self) -> Vec<(Rank, M)> {
+        self.spare
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(self.per_op))
     }
 
     /// Whether no message waits here.

@@ -30,7 +30,7 @@ use crate::error::{ConfigError, Error};
 use crate::protocol::bcast::{Bcast, BcastPlan, Correction};
 use crate::protocol::pair::PairAllreduce;
 use crate::protocol::reduce::{
-    Combine, Contribution, FailureScheme, Reduce, ReduceOutput, ReducePlan,
+    Combine, Contribution, FailureScheme, Reduce, ReduceLists, ReduceOutput, ReducePlan,
 };
 use crate::protocol::{Event, Header, Leave, Msg, Protocol, Transmit};
 use crate::topology::{Shape, Tree, TreeSpec};
@@ -337,6 +337,20 @@ where
         input: P,
         op: O,
     ) -> Result<Self, Error> {
+        Self::new_in(plan, me, op_id, kind, input, op, ReduceLists::default())
+    }
+
+    /// [`Allreduce::new`], its first round's reduce keeping its lists in
+    /// `lists` ([`Allreduce::take_reduce_lists`] of an earlier core).
+    pub fn new_in(
+        plan: &'p AllreducePlan,
+        me: Rank,
+        op_id: OpId,
+        kind: Collective,
+        input: P,
+        op: O,
+        lists: ReduceLists<P>,
+    ) -> Result<Self, Error> {
         let (reduce, bcast) = Self::round(
             plan,
             0,
@@ -345,6 +359,7 @@ where
             kind,
             Contribution::input(input.clone()),
             &op,
+            lists,
         )?;
         Ok(Allreduce {
             plan,
@@ -366,7 +381,7 @@ where
         })
     }
 
-    #[allow(clippy::type_complexity)]
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
     fn round(
         plan: &'p AllreducePlan,
         root: Rank,
@@ -375,8 +390,9 @@ where
         kind: Collective,
         input: Contribution<P>,
         op: &O,
+        lists: ReduceLists<P>,
     ) -> Result<(Reduce<'p, P, O>, Bcast<'p, Contribution<P>>), Error> {
-        let reduce = Reduce::new(
+        let reduce = Reduce::new_in(
             &plan.reduce,
             root,
             me,
@@ -384,6 +400,7 @@ where
             kind,
             input.clone(),
             op.clone(),
+            lists,
         )?;
         // The root's value is set when its reduce delivers.
         let bcast = Bcast::new(&plan.bcast, root, me, op_id, Some(input))?.with_kind(kind);
@@ -393,6 +410,16 @@ where
     /// The operation number.
     pub fn op(&self) -> OpId {
         self.op_id
+    }
+
+    /// Once this rank has the result, its round's reduce lists, emptied,
+    /// for the engine's next core ([`Allreduce::new_in`]); `None` before.
+    /// The round's reduce is retired ([`Reduce::retire`]): nobody needs it
+    /// once a rank has the result, and a later round, if a root fails,
+    /// gets a new one.
+    pub fn take_reduce_lists(&mut self) -> Option<ReduceLists<P>> {
+        self.decided.as_ref()?;
+        Some(self.reduce.retire())
     }
 
     /// The same core with another reduction function. Once a rank has its
@@ -451,8 +478,9 @@ where
             .decided
             .clone()
             .unwrap_or_else(|| Contribution::input(self.input.clone()));
+        let lists = self.reduce.retire();
         let (reduce, bcast) = Self::round(
-            self.plan, root, self.me, self.op_id, self.kind, input, &self.op,
+            self.plan, root, self.me, self.op_id, self.kind, input, &self.op, lists,
         )
         .expect("ranks were checked when the core was made");
         self.root = root;

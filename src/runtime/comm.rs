@@ -15,10 +15,10 @@ use crate::protocol::bcast::Bcast;
 use crate::protocol::ftco::{FtcoCollective, FtcoOutput, FtcoPlan, Timeouts};
 use crate::protocol::op_clock::OpClock;
 use crate::protocol::pair::PairAllreduce;
-use crate::protocol::reduce::{Contribution, Reduce, ReduceOutput};
+use crate::protocol::reduce::{Contribution, Reduce, ReduceLists, ReduceOutput};
 use crate::protocol::Protocol;
 use crate::runtime::broadcast::{drive_broadcast, root_failed, BcastObserver};
-use crate::runtime::data::{Data, INLINE_BYTES};
+use crate::runtime::data::Data;
 use crate::runtime::faults::Fault;
 use crate::runtime::ftco_reduction::{
     allreduce_kind, allreduce_result, drive_ftco_reduction, reduce_result_into, FTCO_ALLREDUCE_ROOT,
@@ -38,15 +38,16 @@ pub const LENT_BCAST_MIN_BYTES: usize = 256 * 1024;
 /// lent buffer before it copies the value into a segment for them.
 const LENT_BCAST_WAIT: Duration = Duration::from_millis(10);
 
-/// How far a rank that is not a reduce's root may run ahead of it with
-/// values that do not travel inline (over
-/// [`INLINE_BYTES`](crate::runtime::data::INLINE_BYTES)): before a reduce,
-/// it waits (serving) while the root has not returned from the operation
-/// [`reduces_ahead`] before this one. Such a rank returns once it sent, so a
-/// loop of reduces would otherwise run up to a lane's capacity (64 calls)
-/// ahead of a slower root, each call's value held in a segment until the
-/// root has it (for 320 KB values and 8 ranks on 2 cores: 360 segments in
-/// 200 calls, against 19), and the segment pool grows and slows with them.
+/// How far a rank that is not a reduce's root may run ahead of it: before a
+/// reduce, it waits (serving) while the root has not returned from the
+/// operation [`reduces_ahead`] before this one. Such a rank returns once it
+/// sent, and the root takes what arrives into its fence while it works, so
+/// no lane fills up to hold the sender back: a loop of reduces would
+/// otherwise run ahead of a slower root without bound. Values that do not
+/// travel inline were held in segments (for 320 KB values and 8 ranks on 2
+/// cores: 360 segments in 200 calls, against 19), and the segment pool grew
+/// and slowed with them; 8-byte values piled up as early messages at the
+/// root (160 MB after 200 000 reduces of 8 ranks, against 3 MB paced).
 /// The values held ahead come to about this many bytes per rank, at least
 /// two calls' and at most [`REDUCES_AHEAD_MAX`] calls' worth.
 pub const REDUCES_AHEAD_BYTES: usize = 1 << 20;
@@ -82,6 +83,12 @@ pub struct Comm<'t> {
     /// to, and the `returned` count it stood still at (see
     /// [`Comm::pace_reduce`]).
     stalled_root: Option<(Rank, OpId)>,
+    /// A root (transport numbering) and the `returned` count this rank last
+    /// read of it (see [`Comm::pace_reduce`]).
+    root_returned: Option<(Rank, OpId)>,
+    /// The reduce lists of the last reduce or allreduce core done with, for
+    /// the next ([`ReduceLists`]): a loop allocates them once.
+    reduce_lists: ReduceLists<Data>,
 }
 
 impl<'t> Comm<'t> {
@@ -101,6 +108,8 @@ impl<'t> Comm<'t> {
             plans: shared.plans,
             driver,
             stalled_root: None,
+            root_returned: None,
+            reduce_lists: ReduceLists::default(),
         }
     }
 
@@ -335,10 +344,9 @@ impl<'t> Comm<'t> {
     /// element). `recv` is untouched elsewhere. `op` must be associative
     /// and commutative; if it panics, this rank fails.
     ///
-    /// Ranks other than the root return once they sent; one whose value
-    /// does not travel inline waits (serving) before it starts a reduce
-    /// while the root has not returned from the operation
-    /// [`reduces_ahead`] before this one. From 256 KiB the root reduces the
+    /// Ranks other than the root return once they sent, and wait (serving)
+    /// before they start a reduce while the root has not returned from the
+    /// operation [`reduces_ahead`] before this one. From 256 KiB the root reduces the
     /// inputs by chunks once the protocol agreed on them
     /// (`docs/algorithms.md`).
     ///
@@ -380,15 +388,14 @@ impl<'t> Comm<'t> {
         // step of the tree. The other ranks' calls end after their sends:
         // the loan's drop copies their input out for the root to read.
         let bytes = std::mem::size_of_val(send.items());
-        if bytes > INLINE_BYTES {
-            self.pace_reduce(root, reduces_ahead(bytes));
-        }
+        self.pace_reduce(root, reduces_ahead(bytes));
         let (mut lending, input) = self.reduction_input(send.items(), true);
         let input = Contribution::input(input);
         let id = self.begin_op()?;
         let started = self.driver.call_started();
         let (plans, me) = (self.plans, self.rank());
-        let mut core = Reduce::new(
+        let lists = std::mem::take(&mut self.reduce_lists);
+        let mut core = Reduce::new_in(
             &plans.reduce,
             root,
             me,
@@ -396,9 +403,14 @@ impl<'t> Comm<'t> {
             Collective::Reduce,
             input,
             &combine,
+            lists,
         )
         .map_err(|e| self.abandon(id, e))?;
-        let result = match self.driver.drive(id, started, &mut core) {
+        let driven = self.driver.drive(id, started, &mut core);
+        if let Some(lists) = core.take_lists() {
+            self.reduce_lists = lists;
+        }
+        let result = match driven {
             Ok(ReduceOutput::Sent) => None,
             Ok(ReduceOutput::Root { value, .. }) => Some(value),
             Ok(ReduceOutput::TooManyFailures { .. }) => return Err(self.too_many_failures(id)),
@@ -520,9 +532,13 @@ impl<'t> Comm<'t> {
             // A pair exchange is over once delivered: nothing to keep.
             self.driver.drive(id, started, &mut core)?
         } else {
-            let mut core = Allreduce::new(&plans.allreduce, me, id, kind, input, combine)
+            let lists = std::mem::take(&mut self.reduce_lists);
+            let mut core = Allreduce::new_in(&plans.allreduce, me, id, kind, input, combine, lists)
                 .map_err(|e| self.abandon(id, e))?;
             let output = self.driver.drive(id, started, &mut core)?;
+            if let Some(lists) = core.take_reduce_lists() {
+                self.reduce_lists = lists;
+            }
             if let AllreduceOutput::Value { .. } = output {
                 // A rooted core may have to join a later round. Kept, it
                 // gets a function of its own: the one lent by this call
@@ -637,11 +653,22 @@ impl<'t> Comm<'t> {
         }
         let next = self.driver.next_op();
         let t = self.driver.members().to_transport(root);
+        // A root's `returned` only grows: a value read before is a bound
+        // that spares reading its line (which it writes every call) again
+        // until this rank is `ahead` operations past it.
+        if let Some((r, returned)) = self.root_returned {
+            if r == t && returned.saturating_add(ahead) > next {
+                return;
+            }
+        }
         let behind = |d: &Driver<'t, MailboxTransport<'t>>| {
             let transport = d.transport();
             let view = transport.peer(t).filter(|_| !transport.is_failed(t))?;
             (view.returned.saturating_add(ahead) <= next).then_some(view)
         };
+        if let Some(view) = self.driver.transport().peer(t) {
+            self.root_returned = Some((t, view.returned));
+        }
         let Some(view) = behind(&self.driver) else {
             return;
         };

@@ -196,6 +196,25 @@ pub enum ReduceOutput<P> {
     },
 }
 
+/// The lists a reduce core keeps its group peers' and tree children's
+/// values in, empty: handed from a core an engine is done with to its next
+/// ([`Reduce::take_lists`], [`Reduce::new_in`]), so that a loop of reduces
+/// and allreduces allocates them once (`tests/allocations.rs`).
+#[derive(Debug)]
+pub struct ReduceLists<P> {
+    peers: Vec<(Rank, Slot<(P, bool)>)>,
+    children: Vec<(Rank, Slot<Contribution<P>>)>,
+}
+
+impl<P> Default for ReduceLists<P> {
+    fn default() -> Self {
+        ReduceLists {
+            peers: Vec::new(),
+            children: Vec::new(),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Slot<P> {
     Pending,
@@ -246,6 +265,32 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
         input: Contribution<P>,
         op: O,
     ) -> Result<Self, Error> {
+        Self::new_in(
+            plan,
+            root,
+            me,
+            op_id,
+            kind,
+            input,
+            op,
+            ReduceLists::default(),
+        )
+    }
+
+    /// [`Reduce::new`], keeping its lists in `lists` (those of a core the
+    /// engine is done with, [`Reduce::take_lists`]): a loop of reduces then
+    /// allocates them once.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new_in(
+        plan: &'p ReducePlan,
+        root: Rank,
+        me: Rank,
+        op_id: OpId,
+        kind: Collective,
+        input: Contribution<P>,
+        op: O,
+        lists: ReduceLists<P>,
+    ) -> Result<Self, Error> {
         let procs = plan.procs();
         for rank in [root, me] {
             if rank >= procs {
@@ -253,7 +298,18 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
             }
         }
         let v = ring::left(me, root, procs);
-        let peers: Vec<_> = plan.groups.peers(v).map(|p| (p, Slot::Pending)).collect();
+        let ReduceLists {
+            mut peers,
+            mut children,
+        } = lists;
+        peers.clear();
+        peers.extend(plan.groups.peers(v).map(|p| (p, Slot::Pending)));
+        children.clear();
+        if !plan.star {
+            children.extend(plan.tree.children(v).map(|c| (c, Slot::Pending)));
+        } else if v == 0 {
+            children.extend((1..procs).map(|c| (c, Slot::Pending)));
+        }
         Ok(Reduce {
             plan,
             op,
@@ -264,13 +320,7 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
             input,
             peers,
             next_peer: 0,
-            children: if !plan.star {
-                plan.tree.children(v).map(|c| (c, Slot::Pending)).collect()
-            } else if v == 0 {
-                (1..procs).map(|c| (c, Slot::Pending)).collect()
-            } else {
-                Vec::new()
-            },
+            children,
             info: FailureInfo::default(),
             peer_info: FailureInfo::default(),
             sent_up: false,
@@ -283,6 +333,41 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
     /// The operation number.
     pub fn op(&self) -> OpId {
         self.op_id
+    }
+
+    /// The core's lists, emptied, once its output has been taken (`None`
+    /// before): for the engine's next core ([`Reduce::new_in`]). The core
+    /// is left with no group peer and no child, so it sends nothing more
+    /// and ignores the messages of its operation; a reduce whose output was
+    /// taken has nothing left to do, and an allreduce round that delivered
+    /// takes part in later rounds with new cores.
+    pub fn take_lists(&mut self) -> Option<ReduceLists<P>> {
+        self.finished.then(|| self.abandon_lists())
+    }
+
+    /// Ends this core whatever its state, and returns its lists, emptied:
+    /// it sends nothing more, gives no output and ignores the messages of
+    /// its operation. For an allreduce round this rank has the result of
+    /// (nobody needs its reduce any more: the root that broadcast the
+    /// result had its own, and a later round, if that root fails, runs new
+    /// cores), or that gives way to the next.
+    pub fn retire(&mut self) -> ReduceLists<P> {
+        self.sent_up = true;
+        self.finished = true;
+        self.output = None;
+        self.abandon_lists()
+    }
+
+    /// The core's lists, emptied, whatever its state.
+    fn abandon_lists(&mut self) -> ReduceLists<P> {
+        let mut lists = ReduceLists {
+            peers: std::mem::take(&mut self.peers),
+            children: std::mem::take(&mut self.children),
+        };
+        self.next_peer = 0;
+        lists.peers.clear();
+        lists.children.clear();
+        lists
     }
 
     /// Replaces this rank's input by a result already delivered (allreduce):
