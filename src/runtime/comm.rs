@@ -47,7 +47,7 @@ const LENT_BCAST_WAIT: Duration = Duration::from_millis(10);
 /// travel inline were held in segments (for 320 KB values and 8 ranks on 2
 /// cores: 360 segments in 200 calls, against 19), and the segment pool grew
 /// and slowed with them; 8-byte values piled up as early messages at the
-/// root (160 MB after 200 000 reduces of 8 ranks, against 3 MB paced).
+/// root (127 MB after 200 000 reduces of 8 ranks, against 3 MB paced).
 /// The values held ahead come to about this many bytes per rank, at least
 /// two calls' and at most [`REDUCES_AHEAD_MAX`] calls' worth.
 pub const REDUCES_AHEAD_BYTES: usize = 1 << 20;
@@ -407,16 +407,15 @@ impl<'t> Comm<'t> {
         )
         .map_err(|e| self.abandon(id, e))?;
         let driven = self.driver.drive(id, started, &mut core);
-        if let Some(lists) = core.take_lists() {
-            self.reduce_lists = lists;
-        }
+        // Done with once the call returns (nothing to keep): its lists serve
+        // the next reduce or allreduce.
+        self.reduce_lists = core.retire();
         let result = match driven {
             Ok(ReduceOutput::Sent) => None,
             Ok(ReduceOutput::Root { value, .. }) => Some(value),
             Ok(ReduceOutput::TooManyFailures { .. }) => return Err(self.too_many_failures(id)),
             Err(e) => return Err(self.root_failed(e, id, root)),
         };
-        // A reduce core is finished once its call returns: nothing to keep.
         let result = match result {
             Some(value) => self.reduction_output(&value, &mut lending, send, recv, id, &op),
             None => Ok(()),
@@ -666,12 +665,14 @@ impl<'t> Comm<'t> {
             let view = transport.peer(t).filter(|_| !transport.is_failed(t))?;
             (view.returned.saturating_add(ahead) <= next).then_some(view)
         };
-        if let Some(view) = self.driver.transport().peer(t) {
-            self.root_returned = Some((t, view.returned));
-        }
-        let Some(view) = behind(&self.driver) else {
+        let transport = self.driver.transport();
+        let Some(view) = transport.peer(t) else {
             return;
         };
+        self.root_returned = Some((t, view.returned));
+        if transport.is_failed(t) || view.returned.saturating_add(ahead) > next {
+            return;
+        }
         if self.stalled_root == Some((t, view.returned)) {
             return;
         }

@@ -117,7 +117,9 @@ impl Transport for MailboxTransport<'_> {
     /// With helping on (ranks outnumber cores), a waiting rank lends its
     /// call (unless it [waits once](crate::protocol::Protocol::waits_once))
     /// and pumps the calls its core mates lend, yielding the core whenever
-    /// none of them moved; after [`IDLE_ROUNDS`] rounds in a row in which
+    /// none of them moved, unless every core mate is idle in a lent call:
+    /// then it polls, up to [`MATES_IDLE_SPINS`] rounds per wait (those are
+    /// not idle rounds). After [`IDLE_ROUNDS`] rounds in a row in which
     /// nothing moved anywhere, it takes its call back and parks as
     /// [`block`](Transport::block) does (not lent while parked: a message
     /// wakes it as usual).

@@ -198,7 +198,7 @@ pub enum ReduceOutput<P> {
 
 /// The lists a reduce core keeps its group peers' and tree children's
 /// values in, empty: handed from a core an engine is done with to its next
-/// ([`Reduce::take_lists`], [`Reduce::new_in`]), so that a loop of reduces
+/// ([`Reduce::retire`], [`Reduce::new_in`]), so that a loop of reduces
 /// and allreduces allocates them once (`tests/allocations.rs`).
 #[derive(Debug)]
 pub struct ReduceLists<P> {
@@ -278,7 +278,7 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
     }
 
     /// [`Reduce::new`], keeping its lists in `lists` (those of a core the
-    /// engine is done with, [`Reduce::take_lists`]): a loop of reduces then
+    /// engine is done with, [`Reduce::retire`]): a loop of reduces then
     /// allocates them once.
     #[allow(clippy::too_many_arguments)]
     pub fn new_in(
@@ -298,13 +298,12 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
             }
         }
         let v = ring::left(me, root, procs);
+        // Empty: a `ReduceLists` is made empty or by `retire`.
         let ReduceLists {
             mut peers,
             mut children,
         } = lists;
-        peers.clear();
         peers.extend(plan.groups.peers(v).map(|p| (p, Slot::Pending)));
-        children.clear();
         if !plan.star {
             children.extend(plan.tree.children(v).map(|c| (c, Slot::Pending)));
         } else if v == 0 {
@@ -335,36 +334,23 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
         self.op_id
     }
 
-    /// The core's lists, emptied, once its output has been taken (`None`
-    /// before): for the engine's next core ([`Reduce::new_in`]). The core
-    /// is left with no group peer and no child, so it sends nothing more
-    /// and ignores the messages of its operation; a reduce whose output was
-    /// taken has nothing left to do, and an allreduce round that delivered
-    /// takes part in later rounds with new cores.
-    pub fn take_lists(&mut self) -> Option<ReduceLists<P>> {
-        self.finished.then(|| self.abandon_lists())
-    }
-
-    /// Ends this core whatever its state, and returns its lists, emptied:
-    /// it sends nothing more, gives no output and ignores the messages of
-    /// its operation. For an allreduce round this rank has the result of
+    /// Ends this core whatever its state, and returns its lists, emptied
+    /// (their values dropped now), for the engine's next core
+    /// ([`Reduce::new_in`]): it sends nothing more, gives no output and
+    /// ignores the messages of its operation. For a reduce whose call
+    /// returned, and for an allreduce round this rank has the result of
     /// (nobody needs its reduce any more: the root that broadcast the
     /// result had its own, and a later round, if that root fails, runs new
-    /// cores), or that gives way to the next.
+    /// cores) or that gives way to the next.
     pub fn retire(&mut self) -> ReduceLists<P> {
         self.sent_up = true;
         self.finished = true;
         self.output = None;
-        self.abandon_lists()
-    }
-
-    /// The core's lists, emptied, whatever its state.
-    fn abandon_lists(&mut self) -> ReduceLists<P> {
+        self.next_peer = 0;
         let mut lists = ReduceLists {
             peers: std::mem::take(&mut self.peers),
             children: std::mem::take(&mut self.children),
         };
-        self.next_peer = 0;
         lists.peers.clear();
         lists.children.clear();
         lists
