@@ -11,6 +11,7 @@ use crate::buffer::{Buffer, BufferMut};
 use crate::collectives::Collectives;
 use crate::driver::{Driver, DriverConfig, Transport};
 use crate::error::{ConfigError, Error};
+use crate::mpi::shm::{NodeRegions, RefList};
 use crate::mpi::transport::MpiTransport;
 use crate::op::Operation;
 use crate::protocol::allreduce::{Allreduce, AllreduceAlgorithm, AllreduceOutput};
@@ -66,6 +67,9 @@ pub struct MpiComm {
     agreed_failed: Vec<Rank>,
     /// Segments of values too large to travel inline (the transport's too).
     segments: Arc<SegmentPool>,
+    /// Every process's region of shared memory, if all run on one node
+    /// ([`NodeRegions`]): large allreduces go through them.
+    regions: Option<NodeRegions>,
     /// What the broadcasts so far counted.
     counts: BroadcastCounts,
     _one_thread: PhantomData<*const ()>,
@@ -82,6 +86,10 @@ impl MpiComm {
     /// Errors: a configuration that does not fit `world`'s size.
     pub fn new(world: &SimpleCommunicator, config: &TeamBuilder) -> Result<MpiComm, ConfigError> {
         let (op_timeout, failure_timeout) = config.timeouts();
+        let regions = match config.mpi_shared_memory_bytes() {
+            0 => None,
+            slot => NodeRegions::new(world, slot),
+        };
         let segments = Arc::new(SegmentPool::new());
         let transport =
             MpiTransport::new(world, Arc::clone(&segments), failure_timeout, op_timeout);
@@ -114,9 +122,16 @@ impl MpiComm {
             agreed_failed: Vec::new(),
             by_blocks: config.allreduce_choice() == AllreduceAlgorithm::Auto,
             segments,
+            regions,
             counts: BroadcastCounts::default(),
             _one_thread: PhantomData,
         })
+    }
+
+    /// Whether large allreduces go through shared memory (every process
+    /// runs on this node and made its region, [`TeamBuilder::mpi_shared_memory`]).
+    pub fn shares_memory(&self) -> bool {
+        self.regions.is_some()
     }
 
     /// This process's rank.
@@ -245,6 +260,89 @@ impl MpiComm {
             self.driver.returned(op);
         }
         result
+    }
+
+    /// An allreduce through the node's shared memory ([`NodeRegions`]):
+    /// this process copies its input into its region, the allreduce of
+    /// Section 5 runs on lists of region references (combining joins
+    /// them), and every process folds the inputs its list names, in rank
+    /// order, from the regions into `recv`. What Section 5.1 proves of the
+    /// value holds of the list (every live process delivers the same one,
+    /// every live process's input in it once, a failed one's everywhere or
+    /// nowhere), so every element of every live process's result is the
+    /// reduction over one and the same set of inputs, bit for bit. A
+    /// process that died after it published its input leaves it readable.
+    /// A slot changed under the fold (only a process that the others left
+    /// out as failed can see that) ends this process: [`Error::Failed`].
+    fn all_reduce_shared<T: bytemuck::Pod>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+        op: &impl Operation<T>,
+    ) -> Result<(), Error> {
+        let me = self.rank();
+        let bytes: &[u8] = bytemuck::cast_slice(send);
+        let regions = self.regions.as_mut().expect("the caller checked");
+        let mine = regions.publish(bytes);
+        let pool = Arc::clone(&self.segments);
+        let list = RefList {
+            len: bytes.len() as u64,
+            refs: vec![mine],
+        };
+        let input = Data::encode(&list.encode(), &pool);
+        let combine = |acc: &mut Data, other: &Data| join_refs(acc, other, &pool);
+        let (id, value) = self.allreduce(Collective::Allreduce, input, &combine)?;
+        let list = match value.to_wire() {
+            Some(Ok(b)) => RefList::decode(b),
+            _ => None,
+        };
+        let Some(list) = list else {
+            // A mismatch of lengths (or of paths: a process whose input
+            // was small sent its bytes).
+            return value.decode_into(recv, id, Some(send.len()));
+        };
+        let out: &mut [u8] = bytemuck::cast_slice_mut(recv);
+        if list.len != out.len() as u64 {
+            let size = std::mem::size_of::<T>().max(1) as u64;
+            return Err(Error::LengthMismatch {
+                op: id,
+                mine: recv.len(),
+                theirs: (list.len / size) as usize,
+            });
+        }
+        let regions = self.regions.as_ref().expect("the caller checked");
+        let len = out.len();
+        let views: Option<Vec<&[T]>> = list
+            .refs
+            .iter()
+            .map(|r| {
+                // SAFETY: `view`'s contract: every slot read is checked
+                // below, after the fold, and the result dropped if one
+                // changed.
+                let bytes = unsafe { regions.view(*r, len) };
+                bytes.map(bytemuck::cast_slice)
+            })
+            .collect();
+        let folded = views.is_some_and(|views| {
+            match views.as_slice() {
+                [] => recv.fill(T::zeroed()),
+                [only] => recv.copy_from_slice(only),
+                [a, b, rest @ ..] => {
+                    op.apply_slices(a, b, recv);
+                    for x in rest {
+                        op.accumulate(recv, x);
+                    }
+                }
+            }
+            true
+        });
+        if folded && list.refs.iter().all(|r| regions.still(*r)) {
+            return Ok(());
+        }
+        // Another process wrote its slot again: it went on without this
+        // one, which it took for failed.
+        self.driver.die();
+        Err(Error::Failed(me))
     }
 
     /// [`MpiComm::all_reduce_by_blocks`]'s operations: the blocks, the
@@ -508,6 +606,14 @@ impl Collectives for MpiComm {
         op.check()?;
         let bytes = std::mem::size_of_val(send.items());
         let ftco = self.plans.ftco_reduce.is_some();
+        let shared = self.regions.as_ref().is_some_and(|r| {
+            bytes >= SHARED_MIN_BYTES
+                && bytes <= r.slot_bytes()
+                && std::mem::align_of::<S::Item>() <= 64
+        });
+        if shared && !ftco && self.size() > 1 {
+            return self.all_reduce_shared(send.items(), recv.items_mut(), &op);
+        }
         if self.by_blocks && !ftco && bytes >= BLOCKS_MIN_BYTES && self.size() > 1 {
             return self.all_reduce_by_blocks(send.items(), recv.items_mut(), &op);
         }
@@ -561,6 +667,31 @@ impl Collectives for MpiComm {
 
 /// The verdict `data` carries, in a team of `procs`; `None` if unreadable
 /// (no rank sends such a one).
+/// Values from this size go through the node's shared memory, where it has
+/// one ([`MpiComm::all_reduce_shared`]).
+pub const SHARED_MIN_BYTES: usize = 64 << 10;
+
+/// `acc` joined with `other`, two lists of region references
+/// ([`RefList::join`]); lists of inputs of different lengths, or a value
+/// that is not a list (a process whose input was below
+/// [`SHARED_MIN_BYTES`] sent its bytes), give a mismatch of the lengths.
+fn join_refs(acc: &mut Data, other: &Data, pool: &SegmentPool) {
+    let list = |d: &Data| -> Result<RefList, Option<[u64; 2]>> {
+        match d.to_wire() {
+            Some(Ok(bytes)) => RefList::decode(bytes).ok_or(Some([bytes.len() as u64; 2])),
+            Some(Err(lens)) => Err(Some(lens)),
+            None => Err(None),
+        }
+    };
+    *acc = match (list(acc), list(other)) {
+        (Ok(a), Ok(b)) if a.len == b.len => Data::encode(&a.join(&b).encode(), pool),
+        (Ok(a), Ok(b)) => Data::mismatch([a.len, b.len]),
+        (Err(Some(lens)), _) => Data::mismatch(lens),
+        (Ok(a), Err(Some(lens))) => Data::mismatch([a.len, lens[0]]),
+        (_, Err(None)) | (Err(None), _) => Data::mismatch([0, 0]),
+    };
+}
+
 fn verdict_of(data: &Data, procs: u32) -> Option<Verdict> {
     let mut words = vec![0u64; Verdict::words(procs)];
     data.decode_into(&mut words, 0, None).ok()?;

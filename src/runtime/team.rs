@@ -82,6 +82,10 @@ pub struct TeamBuilder {
     reduce: ReduceAlgorithm,
     seed: u64,
     pub(crate) op_records: bool,
+    /// Bytes of each slot of a process's shared-memory region (MPI engine;
+    /// 0: none).
+    #[cfg(feature = "mpi")]
+    mpi_shared_memory: usize,
 }
 
 /// How [`Comm::broadcast_into`] spreads the value.
@@ -211,6 +215,8 @@ impl Default for TeamBuilder {
             reduce: ReduceAlgorithm::UpCorrection,
             seed: 0,
             op_records: false,
+            #[cfg(feature = "mpi")]
+            mpi_shared_memory: crate::mpi::shm::DEFAULT_SLOT_BYTES,
         }
     }
 }
@@ -399,6 +405,26 @@ impl TeamBuilder {
     pub(crate) fn root_wait(mut self, wait: Duration) -> Self {
         self.root_wait = Some(wait);
         self
+    }
+
+    /// Between MPI processes of one node (the MPI engine,
+    /// [`crate::mpi::MpiComm`]; thread teams ignore it): each process
+    /// reserves two slots of `bytes` in `/dev/shm` (default
+    /// [`DEFAULT_SLOT_BYTES`](crate::mpi::shm::DEFAULT_SLOT_BYTES), 16 MiB),
+    /// and an allreduce of 64 KiB up to `bytes` goes through them: one
+    /// copy in and one fold out instead of a message per input
+    /// ([`crate::mpi::shm`], docs/mpi.md). 0 turns it off; so does a job
+    /// whose processes are not all on one node.
+    #[cfg(feature = "mpi")]
+    pub fn mpi_shared_memory(mut self, bytes: usize) -> Self {
+        self.mpi_shared_memory = bytes;
+        self
+    }
+
+    /// The slot size set for the MPI engine's shared memory.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn mpi_shared_memory_bytes(&self) -> usize {
+        self.mpi_shared_memory
     }
 
     /// The allreduce algorithm set (`Auto` unresolved).

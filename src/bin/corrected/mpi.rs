@@ -73,6 +73,12 @@ pub struct MpiArgs {
     /// process level then gathers and folds instead of MPI_Allreduce).
     #[arg(long)]
     closure: bool,
+    /// Bytes of each of a process's two slots of shared memory, through
+    /// which allreduces from 64 KiB up to this size go when every process
+    /// runs on this node (`TeamBuilder::mpi_shared_memory`); 0: none, large
+    /// allreduces then go by blocks through MPI messages.
+    #[arg(long, default_value_t = corrected::mpi::shm::DEFAULT_SLOT_BYTES)]
+    shared_memory: usize,
     /// Operation timeout, seconds.
     #[arg(long, default_value_t = 10.0)]
     timeout: f64,
@@ -113,6 +119,9 @@ struct Outcome {
     /// Large allreduces that fell back from blocks to the eager algorithm
     /// (one rank per process only; docs/mpi.md).
     fallbacks: u64,
+    /// Whether large allreduces went through shared memory (one rank per
+    /// process only).
+    shared_memory: bool,
     /// The broadcast algorithm (--op bcast).
     algorithm: String,
     /// Gossip broadcasts in which this process was a g-node (one rank per
@@ -201,6 +210,7 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
         let mut builder = chosen
             .apply(Team::builder())
             .op_timeout(timeout)
+            .mpi_shared_memory(args.shared_memory)
             .faults(faults);
         if let Some(f) = args.f {
             builder = builder.fault_budget(f);
@@ -209,6 +219,7 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
         let mut outcome = checked_loop(&mut comm, &args);
         outcome.bad_frames = comm.bad_frames();
         outcome.fallbacks = comm.fallbacks();
+        outcome.shared_memory = comm.shares_memory();
         outcome.algorithm = chosen.name.clone();
         let counts = comm.broadcast_counts();
         outcome.gossip_colored = counts.gossip_colored;
@@ -243,7 +254,10 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
             .ranks(threads)
             .op_timeout(timeout)
             .faults(faults);
-        let mut upper = chosen.apply(Team::builder()).op_timeout(timeout);
+        let mut upper = chosen
+            .apply(Team::builder())
+            .op_timeout(timeout)
+            .mpi_shared_memory(args.shared_memory);
         if let Some(f) = args.f {
             upper = upper.fault_budget(f);
         }
@@ -295,6 +309,7 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
         bad_frames: (0, 0),
         firsts: Vec::new(),
         fallbacks: 0,
+        shared_memory: false,
         algorithm: String::new(),
         gossip_colored: 0,
         ftco_timeouts: 0,
