@@ -89,28 +89,31 @@ impl NodeRegions {
             let _ = std::fs::remove_file(path(me));
             return None;
         }
-        let maps: Option<Vec<MmapRaw>> = (0..procs)
-            .map(|r| {
-                let file = OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .open(path(r))
-                    .ok()?;
-                let map = MmapRaw::map_raw(&file).ok()?;
-                (map.len() >= size).then_some(map)
-            })
-            .collect();
-        let ok = all(comm, maps.is_some());
+        let paths: Vec<String> = (0..procs).map(path).collect();
+        let regions = NodeRegions::map(me as Rank, &paths, slot_bytes);
+        let ok = all(comm, regions.is_some());
         // Every process has opened every region (or given up): the names
         // can go, so a death leaves no file behind.
         let _ = std::fs::remove_file(path(me));
-        if !ok {
-            return None;
-        }
+        regions.filter(|_| ok)
+    }
+
+    /// The regions in the files at `paths` (rank order), mapped, for
+    /// process `me`; `None` if one cannot be mapped or is too small.
+    fn map(me: Rank, paths: &[String], slot_bytes: usize) -> Option<NodeRegions> {
+        let size = HEADER + 2 * slot_bytes;
+        let maps = paths
+            .iter()
+            .map(|p| {
+                let file = OpenOptions::new().read(true).write(true).open(p).ok()?;
+                let map = MmapRaw::map_raw(&file).ok()?;
+                (map.len() >= size).then_some(map)
+            })
+            .collect::<Option<Vec<MmapRaw>>>()?;
         Some(NodeRegions {
-            me: me as Rank,
+            me,
             slot_bytes,
-            maps: maps?,
+            maps,
             calls: 0,
         })
     }
@@ -324,6 +327,65 @@ impl RefList {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two processes' regions, as two handles on the same two files.
+    fn pair(slot_bytes: usize) -> (NodeRegions, NodeRegions, Vec<String>) {
+        let paths: Vec<String> = (0..2)
+            .map(|r| format!("/dev/shm/corrected-test-{}-{r}", std::process::id()))
+            .collect();
+        for p in &paths {
+            create(p, HEADER + 2 * slot_bytes).expect("a region file");
+        }
+        let a = NodeRegions::map(0, &paths, slot_bytes).expect("mapped");
+        let b = NodeRegions::map(1, &paths, slot_bytes).expect("mapped");
+        (a, b, paths)
+    }
+
+    #[test]
+    fn a_published_input_reads_until_its_slot_is_written_again() {
+        let (mut a, mut b, paths) = pair(4096);
+        let one = a.publish(&[1u8; 4096]);
+        let other = b.publish(&[7u8; 100]);
+        // SAFETY: checked with `still` after each read.
+        unsafe {
+            assert_eq!(b.view(one, 4096), Some(&[1u8; 4096][..]));
+            assert_eq!(a.view(other, 100), Some(&[7u8; 100][..]));
+            // Longer than a slot: refused.
+            assert_eq!(a.view(other, 4097), None);
+        }
+        assert!(b.still(one) && a.still(other));
+        // The next call takes the other slot: the first stays readable.
+        let two = a.publish(&[2u8; 4096]);
+        assert!(b.still(one) && b.still(two));
+        // The call after writes the first slot again: a reader of call one
+        // sees it changed, and a new view of it is refused.
+        let three = a.publish(&[3u8; 4096]);
+        assert_eq!(three.seq % 2, one.seq % 2);
+        assert!(!b.still(one));
+        // SAFETY: as above.
+        unsafe {
+            assert_eq!(b.view(one, 4096), None);
+            assert_eq!(b.view(three, 4096), Some(&[3u8; 4096][..]));
+        }
+        // A rank out of range is no region.
+        assert!(!a.still(RegionRef { rank: 2, seq: 1 }));
+        for p in paths {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_region_file_that_is_too_small_is_not_mapped() {
+        let paths: Vec<String> = (0..2)
+            .map(|r| format!("/dev/shm/corrected-small-{}-{r}", std::process::id()))
+            .collect();
+        create(&paths[0], HEADER + 2 * 4096).unwrap();
+        create(&paths[1], HEADER + 4096).unwrap();
+        assert!(NodeRegions::map(0, &paths, 4096).is_none());
+        for p in paths {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
 
     #[test]
     fn a_list_round_trips_and_joins_in_rank_order() {
