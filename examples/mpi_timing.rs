@@ -11,7 +11,9 @@
 //! F the fault budget between processes.
 //! THREADS (default 1): more than 1 runs a node team of that many threads
 //! per process (`corrected::mpi::NodeTeam`, our protocols at both levels),
-//! every thread timing its loop. `ALLREDUCE=auto|tree|star` in the
+//! every thread timing its loop. `SHM=BYTES` (passed on with `mpirun -x
+//! SHM`) sets the slots of the node's shared memory, `SHM=0` turns it off
+//! (`TeamBuilder::mpi_shared_memory`). `ALLREDUCE=auto|tree|star` in the
 //! environment (passed on with `mpirun -x ALLREDUCE`) picks the allreduce
 //! between processes. Needs `--features mpi`.
 
@@ -81,6 +83,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // CORRECTION=checked|none|...: the broadcast's correction.
         if let Ok(correction) = std::env::var("CORRECTION") {
             builder = builder.correction(correction.parse()?);
+        }
+        // SHM=BYTES: the slots of the node's shared memory (0: none, large
+        // allreduces by blocks through MPI messages).
+        if let Ok(bytes) = std::env::var("SHM") {
+            builder = builder.mpi_shared_memory(bytes.parse()?);
         }
         let mut comm = MpiComm::new(&world, &builder)?;
         time_one(&mut comm, op, mode, iters, bytes)?

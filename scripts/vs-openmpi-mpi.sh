@@ -6,7 +6,10 @@
 #
 # Contenders, the same processes and launcher flags for both:
 #   allreduce: MPI_Allreduce (doubles, MPI_SUM) against ours over the MPI
-#              engine (corrected::mpi::MpiComm) with f = 0 and f = 1;
+#              engine (corrected::mpi::MpiComm) with f = 0 and f = 1 (from
+#              64 KiB through the node's shared memory, src/mpi/shm.rs),
+#              and from 64 KiB f = 1 without it (SHM=0: by blocks from
+#              512 KiB, else by messages);
 #   bcast:     MPI_Bcast from rank 0 against ours (checked correction, f = 1);
 #   hier:      ours as a node team, HIER="2x4" (2 processes of 4 threads,
 #              corrected::mpi::NodeTeam, f = 1 between processes, each
@@ -77,6 +80,11 @@ for round in $(seq "$rounds"); do
           for f in $fs; do
             v=$(launch "$p" "$ours" "$op" b2b "$n" "$bytes" "$f"); record "$op $p $bytes f$f $v"; echo "   $op P=$p ${bytes}B corrected-mpi-f$f $v us"
           done
+          # The same without the node's shared memory (large allreduces by
+          # blocks or by messages, as before it), in the same round.
+          if [ "$op" = allreduce ] && [ "$bytes" -ge 65536 ]; then
+            v=$(SHM=0 launch "$p" -x SHM "$ours" "$op" b2b "$n" "$bytes" 1); record "$op $p $bytes f1noshm $v"; echo "   $op P=$p ${bytes}B corrected-mpi-f1-no-shared-memory $v us"
+          fi
         }
         if (( round % 2 )); then run_ompi; run_ours; else run_ours; run_ompi; fi
       done
@@ -104,8 +112,8 @@ done
 echo
 echo "Medians over $rounds rounds (us per call, back to back; ratio = corrected / Open MPI):"
 echo
-echo "| collective | P | bytes | Open MPI | corrected f=0 | ratio | corrected f=1 | ratio |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| collective | P | bytes | Open MPI | corrected f=0 | ratio | corrected f=1 | ratio | f=1, no shared memory | ratio |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 python3 - "$results" "$procs $hier" "$sizes" <<'PY'
 import sys, statistics
 rows = [l.split() for l in open(sys.argv[1])]
@@ -119,7 +127,7 @@ for op in ("allreduce", "bcast"):
             if o is None:
                 continue
             cells = []
-            for f in ("f0", "f1"):
+            for f in ("f0", "f1", "f1noshm"):
                 m = med(op, p, b, f)
                 cells += ["-", "-"] if m is None else [f"{m:.3f}", f"{m / o:.2f}"]
             print(f"| {op} | {p} | {b} | {o:.3f} | " + " | ".join(cells) + " |")
