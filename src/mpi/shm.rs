@@ -1,20 +1,25 @@
 //! Regions of shared memory between the MPI processes of one node, for
 //! large allreduces: each process copies its input once into its own
 //! region, messages carry a [`RegionRef`] (whose input, which call), and
-//! every process folds the inputs the protocol agreed on straight from the
-//! regions into its output. Not in the papers; issue 14's guarantee
-//! between processes (every element the reduction over one and the same
-//! set of inputs) with one copy in and one fold out, where an MPI message
-//! per input costs the kernel's cross-memory copy and two of ours
-//! (docs/mpi.md, *Shared memory on one node*).
+//! the processes fold the inputs the protocol agreed on straight from the
+//! regions, block by block, each block once: a process folds the blocks
+//! nobody has published yet (starting at its own share), publishes each in
+//! its region, and copies the others' (`MpiComm`'s `all_reduce_shared`).
+//! Not in the papers; issue 14's guarantee between processes (every
+//! element the reduction over one and the same set of inputs) with one
+//! copy in, a share of the fold and one copy out, where an MPI message per
+//! input costs the kernel's cross-memory copy and two of ours (docs/mpi.md,
+//! *Shared memory on one node*).
 //!
 //! **Regions.** Each process creates a file in `/dev/shm`, reserves it by
 //! writing it whole (a full file system is then an error at start, not a
 //! `SIGBUS` later), and maps it; once every process has mapped every
 //! other's, each unlinks its own, so nothing is left behind whoever dies.
-//! A region holds two *slots* of [`NodeRegions::slot_bytes`], used in turn
-//! by a process's large calls (call `seq` uses slot `seq % 2`), each
-//! slot's call number in its own cache line.
+//! A region holds two input *slots* and two result slots of
+//! [`NodeRegions::slot_bytes`], used in turn by a process's large calls
+//! (call `seq` uses slot `seq % 2`); each input slot's call number, each
+//! result slot's fingerprint (of the agreed list) and each result block's
+//! tag (the operation's number plus one) are words of the region's header.
 //!
 //! **Lifetimes.** A mapping lives as long as this process holds
 //! [`NodeRegions`], whoever else dies: a process SIGKILLed after it
@@ -23,11 +28,16 @@
 //! two calls later. By then every process whose next call included this
 //! one's input has read it (it entered that next call after its own call
 //! returned); a process that did not take part in it was left out as
-//! failed, and may still be reading. So a reader checks the slot's call
-//! number after it read ([`NodeRegions::still`]): the writer marks the slot
-//! before it writes (number 0) and numbers it after (Release), and a
-//! reader that finds another number than the one it read by discards what
-//! it computed.
+//! failed, and may still be reading. So a reader checks after it read
+//! ([`NodeRegions::still`], [`NodeRegions::block_still`]): the writer marks
+//! the slot or block before it writes (0) and numbers it after (Release),
+//! and a reader that finds another number than the one it read by drops
+//! what it read (a block: it folds the block itself; an input: it was left
+//! out, and ends with [`crate::Error::Failed`]). The reads themselves race
+//! with such a writer, in memory another process writes: no Rust memory
+//! model covers that, and the check after is what makes a torn read
+//! harmless. The checks are the seqlock's; loom cannot run two processes,
+//! and `tests/mpi.rs` kills processes at every send of such allreduces.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -39,12 +49,73 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 
 use crate::types::Rank;
 
-/// Bytes of a slot by default: 16 MiB (a process's region is two of them,
-/// reserved in `/dev/shm` while the communicator lives).
-pub const DEFAULT_SLOT_BYTES: usize = 16 << 20;
+/// Bytes of a slot by default: 8 MiB (a process's region is four of them,
+/// two for inputs and two for results, 32 MiB reserved in `/dev/shm`
+/// while the communicator lives).
+pub const DEFAULT_SLOT_BYTES: usize = 8 << 20;
 
-/// The region's header: one cache line per slot, for its call number.
-const HEADER: usize = 128;
+/// Bytes of a block of a result, at most: the unit in which processes
+/// share the fold (each block folded once, by whoever gets to it first).
+pub const BLOCK_BYTES: usize = 64 << 10;
+
+/// A region's layout for slots of `slot_bytes`: a line per slot for its
+/// input's call number, a line per slot for its result's fingerprint, a
+/// flag per block per slot (the tag of the call whose block it holds),
+/// then the two input slots and the two result slots.
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    slot_bytes: usize,
+    /// Bytes of a slot's block flags (a whole number of lines).
+    flags_bytes: usize,
+}
+
+impl Layout {
+    fn new(slot_bytes: usize) -> Layout {
+        // A block holds at least half of `BLOCK_BYTES` (whole elements of
+        // up to `BLOCK_BYTES / 2`) or one element (larger ones): so many
+        // blocks at most.
+        let blocks = 2 * slot_bytes.div_ceil(BLOCK_BYTES) + 1;
+        Layout {
+            slot_bytes,
+            flags_bytes: (8 * blocks).div_ceil(64) * 64,
+        }
+    }
+    fn blocks(&self) -> usize {
+        self.flags_bytes / 8
+    }
+    fn header(&self) -> usize {
+        256 + 2 * self.flags_bytes
+    }
+    fn size(&self) -> usize {
+        self.header() + 4 * self.slot_bytes
+    }
+    fn input_number(s: usize) -> usize {
+        s * 64
+    }
+    fn fingerprint(s: usize) -> usize {
+        128 + s * 64
+    }
+    fn flag(&self, s: usize, j: usize) -> usize {
+        256 + s * self.flags_bytes + 8 * j
+    }
+    fn input(&self, s: usize) -> usize {
+        self.header() + s * self.slot_bytes
+    }
+    fn result(&self, s: usize) -> usize {
+        self.header() + (2 + s) * self.slot_bytes
+    }
+}
+
+/// Where a block of a result was found: whose region, which slot and
+/// block, and under which tag and fingerprint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockRef {
+    rank: Rank,
+    slot: usize,
+    block: usize,
+    tag: u64,
+    fingerprint: u64,
+}
 
 /// One process's input to one call, in its region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,13 +130,14 @@ pub struct RegionRef {
 pub struct NodeRegions {
     me: Rank,
     slot_bytes: usize,
+    layout: Layout,
     maps: Vec<MmapRaw>,
     /// This process's large calls so far.
     calls: u64,
 }
 
 impl NodeRegions {
-    /// Maps a region of two slots of `slot_bytes` for every process of
+    /// Maps a region of four slots of `slot_bytes` for every process of
     /// `comm` into every one, if they all run on one node and all can make
     /// theirs; `None` otherwise (the same answer on every process).
     /// Collective: every process of `comm` calls it, while all are alive.
@@ -81,7 +153,7 @@ impl NodeRegions {
         };
         comm.process_at_rank(0).broadcast_into(&mut job);
         let path = |r: i32| format!("/dev/shm/corrected-{job:016x}-{r}");
-        let size = HEADER + 2 * slot_bytes;
+        let size = Layout::new(slot_bytes).size();
         let mine = (one_node && slot_bytes > 0)
             .then(|| create(&path(me), size).ok())
             .flatten();
@@ -101,7 +173,8 @@ impl NodeRegions {
     /// The regions in the files at `paths` (rank order), mapped, for
     /// process `me`; `None` if one cannot be mapped or is too small.
     fn map(me: Rank, paths: &[String], slot_bytes: usize) -> Option<NodeRegions> {
-        let size = HEADER + 2 * slot_bytes;
+        let layout = Layout::new(slot_bytes);
+        let size = layout.size();
         let maps = paths
             .iter()
             .map(|p| {
@@ -113,6 +186,7 @@ impl NodeRegions {
         Some(NodeRegions {
             me,
             slot_bytes,
+            layout,
             maps,
             calls: 0,
         })
@@ -175,16 +249,123 @@ impl NodeRegions {
         self.slot(r.rank, r.seq).0.load(Ordering::Relaxed) == r.seq
     }
 
-    /// The call number and the bytes of the slot of call `seq` of `rank`.
+    /// Starts this process's result of the call it last published for:
+    /// blocks it folds from now on are tagged with `fingerprint` (of the
+    /// agreed list, [`RefList::fingerprint`]) in the result slot of that
+    /// call, which readers of the call two back check after they copy.
+    pub fn begin_result(&self, fingerprint: u64) {
+        let s = (self.calls % 2) as usize;
+        self.word(self.me, Layout::fingerprint(s))
+            .store(fingerprint, Ordering::Relaxed);
+    }
+
+    /// Publishes `bytes`, block `block` of this process's result at
+    /// `offset` bytes in, under `tag` (the operation's number plus one,
+    /// never 0) and the fingerprint of [`NodeRegions::begin_result`].
+    pub fn publish_block(&self, block: usize, offset: usize, tag: u64, bytes: &[u8]) {
+        assert!(block < self.layout.blocks() && offset + bytes.len() <= self.slot_bytes);
+        let s = (self.calls % 2) as usize;
+        let flag = self.word(self.me, self.layout.flag(s, block));
+        // As `publish`: marked first, numbered after (Release).
+        flag.store(0, Ordering::Relaxed);
+        fence(Ordering::Release);
+        let base = self.maps[self.me as usize].as_mut_ptr();
+        // SAFETY: the result slot is this process's own, the block lies in
+        // it (asserted), and the mapping lives as long as `self`; readers
+        // of an earlier call check the flag after they copy.
+        unsafe {
+            let at = base.add(self.layout.result(s) + offset);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), at, bytes.len());
+        }
+        flag.store(tag, Ordering::Release);
+    }
+
+    /// Block `block` (`len` bytes at `offset`) of a result tagged `tag`
+    /// with `fingerprint`, from another process's region that holds it.
+    ///
+    /// # Safety
+    /// As [`NodeRegions::view`]: valid only while
+    /// [`NodeRegions::block_still`] says so after the caller read it.
+    pub unsafe fn find_block(
+        &self,
+        tag: u64,
+        fingerprint: u64,
+        block: usize,
+        offset: usize,
+        len: usize,
+    ) -> Option<(BlockRef, &[u8])> {
+        if tag == 0 || block >= self.layout.blocks() || offset + len > self.slot_bytes {
+            return None;
+        }
+        let procs = self.maps.len();
+        for k in 1..procs {
+            let rank = ((self.me as usize + k) % procs) as Rank;
+            for slot in 0..2 {
+                let flag = self.word(rank, self.layout.flag(slot, block));
+                if flag.load(Ordering::Acquire) != tag
+                    || self
+                        .word(rank, Layout::fingerprint(slot))
+                        .load(Ordering::Relaxed)
+                        != fingerprint
+                {
+                    continue;
+                }
+                let base = self.maps[rank as usize].as_mut_ptr();
+                // SAFETY: in bounds (checked above) of a mapping that lives
+                // as long as `self`; the caller checks after reading.
+                let bytes = unsafe {
+                    std::slice::from_raw_parts(base.add(self.layout.result(slot) + offset), len)
+                };
+                let found = BlockRef {
+                    rank,
+                    slot,
+                    block,
+                    tag,
+                    fingerprint,
+                };
+                return Some((found, bytes));
+            }
+        }
+        None
+    }
+
+    /// Whether the block `b` found still holds what it held, after reads.
+    pub fn block_still(&self, b: BlockRef) -> bool {
+        fence(Ordering::Acquire);
+        self.word(b.rank, self.layout.flag(b.slot, b.block))
+            .load(Ordering::Relaxed)
+            == b.tag
+            && self
+                .word(b.rank, Layout::fingerprint(b.slot))
+                .load(Ordering::Relaxed)
+                == b.fingerprint
+    }
+
+    /// The word at `offset` of `rank`'s region's header.
+    fn word(&self, rank: Rank, offset: usize) -> &AtomicU64 {
+        debug_assert!(offset + 8 <= self.layout.header() && offset % 8 == 0);
+        // SAFETY: the header lies in the mapping (its size was checked when
+        // mapped), its words are 8-byte aligned (a mapping starts on a
+        // page), and they are only ever accessed as atomics.
+        unsafe {
+            &*self.maps[rank as usize]
+                .as_mut_ptr()
+                .add(offset)
+                .cast::<AtomicU64>()
+        }
+    }
+
+    /// The call number and the bytes of the input slot of call `seq` of
+    /// `rank`.
     fn slot(&self, rank: Rank, seq: u64) -> (&AtomicU64, *mut u8) {
-        let base = self.maps[rank as usize].as_mut_ptr();
         let s = (seq % 2) as usize;
-        // SAFETY: the header's lines lie in the mapping (its size was
-        // checked when mapped), are 64-byte aligned (a mapping starts on a
-        // page), and are only ever accessed as atomics.
-        let number = unsafe { &*base.add(s * 64).cast::<AtomicU64>() };
-        // SAFETY: the slot lies in the mapping (as above).
-        let data = unsafe { base.add(HEADER + s * self.slot_bytes) };
+        let number = self.word(rank, Layout::input_number(s));
+        // SAFETY: the slot lies in the mapping (its size was checked).
+        let data = unsafe {
+            self.maps[rank as usize]
+                .as_mut_ptr()
+                .add(self.layout.input(s))
+        };
         (number, data)
     }
 }
@@ -236,7 +417,7 @@ fn nanos_now() -> u64 {
 }
 
 /// A list of region references with the length of each input: a large
-/// allreduce's value between processes ([`encode_refs`]), which the
+/// allreduce's value between processes ([`RefList::encode`]), which the
 /// protocol cores carry as plain bytes and combine by joining lists.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RefList {
@@ -288,6 +469,19 @@ impl RefList {
             .then_some(RefList { len, refs })
     }
 
+    /// A fingerprint of the list and the element size it is reduced as
+    /// (FNV-1a over its bytes): blocks of a result computed from another
+    /// list, or as another type, are not taken for this one's.
+    pub fn fingerprint(&self, element_size: usize) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let bytes = self.encode();
+        for b in bytes.iter().chain(&(element_size as u64).to_le_bytes()) {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h
+    }
+
     /// Both lists' references in rank order (a rank in both once: the
     /// protocol never joins an input twice, but a list is not trusted).
     pub fn join(&self, other: &RefList) -> RefList {
@@ -334,7 +528,7 @@ mod tests {
             .map(|r| format!("/dev/shm/corrected-test-{}-{r}", std::process::id()))
             .collect();
         for p in &paths {
-            create(p, HEADER + 2 * slot_bytes).expect("a region file");
+            create(p, Layout::new(slot_bytes).size()).expect("a region file");
         }
         let a = NodeRegions::map(0, &paths, slot_bytes).expect("mapped");
         let b = NodeRegions::map(1, &paths, slot_bytes).expect("mapped");
@@ -375,12 +569,43 @@ mod tests {
     }
 
     #[test]
+    fn a_published_block_is_found_under_its_tag_and_fingerprint_only() {
+        let (mut a, mut b, paths) = pair(4 * BLOCK_BYTES);
+        a.publish(&[1u8; 16]);
+        b.publish(&[2u8; 16]);
+        a.begin_result(77);
+        a.publish_block(1, BLOCK_BYTES, 5, &[9u8; 100]);
+        // SAFETY: checked with `block_still` after each read.
+        unsafe {
+            let (found, bytes) = b.find_block(5, 77, 1, BLOCK_BYTES, 100).expect("found");
+            assert_eq!(bytes, &[9u8; 100][..]);
+            assert!(b.block_still(found));
+            // Another tag, fingerprint or block, or a process's own: none.
+            assert!(b.find_block(6, 77, 1, BLOCK_BYTES, 100).is_none());
+            assert!(b.find_block(5, 78, 1, BLOCK_BYTES, 100).is_none());
+            assert!(b.find_block(5, 77, 0, 0, 100).is_none());
+            assert!(a.find_block(5, 77, 1, BLOCK_BYTES, 100).is_none());
+            // Two calls on, the same result slot holds another call's
+            // block: the one found is seen changed.
+            a.publish(&[3u8; 16]);
+            a.publish(&[4u8; 16]);
+            a.begin_result(78);
+            a.publish_block(1, BLOCK_BYTES, 7, &[8u8; 100]);
+            assert!(!b.block_still(found));
+            assert!(b.find_block(5, 77, 1, BLOCK_BYTES, 100).is_none());
+        }
+        for p in paths {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+
+    #[test]
     fn a_region_file_that_is_too_small_is_not_mapped() {
         let paths: Vec<String> = (0..2)
             .map(|r| format!("/dev/shm/corrected-small-{}-{r}", std::process::id()))
             .collect();
-        create(&paths[0], HEADER + 2 * 4096).unwrap();
-        create(&paths[1], HEADER + 4096).unwrap();
+        create(&paths[0], Layout::new(4096).size()).unwrap();
+        create(&paths[1], Layout::new(4096).size() - 1).unwrap();
         assert!(NodeRegions::map(0, &paths, 4096).is_none());
         for p in paths {
             std::fs::remove_file(p).unwrap();

@@ -409,12 +409,13 @@ impl TeamBuilder {
 
     /// Between MPI processes of one node (the MPI engine,
     /// [`crate::mpi::MpiComm`]; thread teams ignore it): each process
-    /// reserves two slots of `bytes` in `/dev/shm` (default
-    /// [`DEFAULT_SLOT_BYTES`](crate::mpi::shm::DEFAULT_SLOT_BYTES), 16 MiB),
+    /// reserves four slots of `bytes` in `/dev/shm` (two for inputs, two
+    /// for results; default
+    /// [`DEFAULT_SLOT_BYTES`](crate::mpi::shm::DEFAULT_SLOT_BYTES), 8 MiB),
     /// and an allreduce of 64 KiB up to `bytes` goes through them: one
-    /// copy in and one fold out instead of a message per input
-    /// ([`crate::mpi::shm`], docs/mpi.md). 0 turns it off; so does a job
-    /// whose processes are not all on one node.
+    /// copy in, a share of the fold and one copy out instead of a message
+    /// per input ([`crate::mpi::shm`], docs/mpi.md). 0 turns it off; so does
+    /// a job whose processes are not all on one node.
     #[cfg(feature = "mpi")]
     pub fn mpi_shared_memory(mut self, bytes: usize) -> Self {
         self.mpi_shared_memory = bytes;
