@@ -523,9 +523,9 @@ mod tests {
     use super::*;
 
     /// Two processes' regions, as two handles on the same two files.
-    fn pair(slot_bytes: usize) -> (NodeRegions, NodeRegions, Vec<String>) {
+    fn pair(test: &str, slot_bytes: usize) -> (NodeRegions, NodeRegions, Vec<String>) {
         let paths: Vec<String> = (0..2)
-            .map(|r| format!("/dev/shm/corrected-test-{}-{r}", std::process::id()))
+            .map(|r| format!("/dev/shm/corrected-{test}-{}-{r}", std::process::id()))
             .collect();
         for p in &paths {
             create(p, Layout::new(slot_bytes).size()).expect("a region file");
@@ -537,7 +537,7 @@ mod tests {
 
     #[test]
     fn a_published_input_reads_until_its_slot_is_written_again() {
-        let (mut a, mut b, paths) = pair(4096);
+        let (mut a, mut b, paths) = pair("inputs", 4096);
         let one = a.publish(&[1u8; 4096]);
         let other = b.publish(&[7u8; 100]);
         // SAFETY: checked with `still` after each read.
@@ -570,7 +570,7 @@ mod tests {
 
     #[test]
     fn a_published_block_is_found_under_its_tag_and_fingerprint_only() {
-        let (mut a, mut b, paths) = pair(4 * BLOCK_BYTES);
+        let (mut a, mut b, paths) = pair("blocks", 4 * BLOCK_BYTES);
         a.publish(&[1u8; 16]);
         b.publish(&[2u8; 16]);
         a.begin_result(77);
