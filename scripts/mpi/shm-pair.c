@@ -1,6 +1,7 @@
 /* What a two-process allreduce through shared memory could cost, next to
- * MPI_Allreduce in the same processes: the measurement behind the shared
- * segment pool docs/mpi.md leaves unbuilt (*Not built yet*).
+ * MPI_Allreduce in the same processes: the measurement that led to the MPI
+ * engine's shared memory (src/mpi/shm.rs; docs/mpi.md, *Not built yet*,
+ * has the numbers it gave).
  *
  *   mpicc -O3 -o target/shm-pair scripts/mpi/shm-pair.c
  *   mpirun --allow-run-as-root --mca pml ob1 --mca btl self,vader -np 2 \
