@@ -361,47 +361,68 @@ fn an_allreduce_by_blocks_survives_a_death_at_every_send() {
     for (procs, victim, sends) in [(4u32, 2u32, 1..=7), (5, 0, 1..=9)] {
         let blocks_sends = 2 * (procs - 1);
         for n in sends {
-            let kill = format!("{victim}:1:{n}");
-            let outcomes = mpirun(
-                procs,
-                &[
-                    "--op",
-                    "allreduce",
-                    "--iters",
-                    "4",
-                    "--len",
-                    "70000",
-                    "--f",
-                    "1",
-                    "--die-after-sends",
-                    &kill,
-                    "--shared-memory",
-                    "0",
-                ],
-            );
-            assert_eq!(outcomes.len(), procs as usize, "{kill}: {outcomes:?}");
-            let survivors: Vec<Value> = outcomes
+            let outcomes = large_allreduces_with_a_death(procs, victim, n, "0");
+            for o in outcomes
                 .iter()
                 .filter(|o| field(o, "rank") != u64::from(victim))
-                .cloned()
-                .collect();
-            assert_same_results(&survivors, &kill);
-            for o in &outcomes {
-                if field(o, "rank") == u64::from(victim) {
-                    assert_eq!(field(o, "ok"), 1, "{kill}: {o}");
-                    continue;
-                }
-                assert_eq!(field(o, "ok"), 4, "{kill}: {o}");
-                assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{kill}: {o}");
+            {
                 let fallbacks = field(o, "fallbacks");
                 if n < blocks_sends {
-                    assert_eq!(fallbacks, 1, "{kill}: a block is missing: {o}");
+                    assert_eq!(fallbacks, 1, "{victim}:1:{n}: a block is missing: {o}");
                 } else {
-                    assert!(fallbacks <= 1, "{kill}: {o}");
+                    assert!(fallbacks <= 1, "{victim}:1:{n}: {o}");
                 }
             }
         }
     }
+}
+
+/// Four large allreduces (70 000 words, 560 KB) on `procs` processes,
+/// `victim` dying right after its `n`-th send of the second, with the
+/// shared memory's slots at `shared_memory` bytes (0: by blocks): every
+/// survivor delivers all four, none in error, all survivors the same
+/// results; the victim delivers the first. Returns the outcomes.
+fn large_allreduces_with_a_death(
+    procs: u32,
+    victim: u32,
+    n: u32,
+    shared_memory: &str,
+) -> Vec<Value> {
+    let kill = format!("{victim}:1:{n}");
+    let outcomes = mpirun(
+        procs,
+        &[
+            "--op",
+            "allreduce",
+            "--iters",
+            "4",
+            "--len",
+            "70000",
+            "--f",
+            "1",
+            "--die-after-sends",
+            &kill,
+            "--shared-memory",
+            shared_memory,
+        ],
+    );
+    assert_eq!(outcomes.len(), procs as usize, "{kill}: {outcomes:?}");
+    let survivors: Vec<Value> = outcomes
+        .iter()
+        .filter(|o| field(o, "rank") != u64::from(victim))
+        .cloned()
+        .collect();
+    assert_same_results(&survivors, &kill);
+    for o in &outcomes {
+        assert_eq!(o["shared_memory"], shared_memory != "0", "{kill}: {o}");
+        if field(o, "rank") == u64::from(victim) {
+            assert_eq!(field(o, "ok"), 1, "{kill}: {o}");
+            continue;
+        }
+        assert_eq!(field(o, "ok"), 4, "{kill}: {o}");
+        assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{kill}: {o}");
+    }
+    outcomes
 }
 
 /// A process SIGKILLed in a loop of large allreduces: the heartbeat
@@ -409,6 +430,17 @@ fn an_allreduce_by_blocks_survives_a_death_at_every_send() {
 /// ever gets a torn or wrong result.
 #[test]
 fn an_allreduce_by_blocks_survives_a_sigkilled_process() {
+    for o in large_allreduces_with_a_sigkill("0") {
+        assert!(field(&o, "fallbacks") <= 2, "{o}");
+    }
+}
+
+/// Sixty large allreduces (70 000 words) on 4 processes, process 1
+/// SIGKILLed at the twentieth, with the shared memory's slots at
+/// `shared_memory` bytes (0: by blocks): no survivor gets a wrong result,
+/// each at most one call in error (the one of the death), and those
+/// without an error all the same results. Returns the survivors' outcomes.
+fn large_allreduces_with_a_sigkill(shared_memory: &str) -> Vec<Value> {
     let outcomes = mpirun(
         4,
         &[
@@ -423,11 +455,12 @@ fn an_allreduce_by_blocks_survives_a_sigkilled_process() {
             "--timeout",
             "3",
             "--shared-memory",
-            "0",
+            shared_memory,
         ],
     );
     assert_eq!(outcomes.len(), 3, "{outcomes:?}");
     for o in &outcomes {
+        assert_eq!(o["shared_memory"], shared_memory != "0", "{o}");
         assert_eq!(field(o, "wrong"), 0, "{o}");
         assert!(errors(o) <= 1, "at most the operation of the death: {o}");
         assert_eq!(field(o, "ok") + errors(o), 60, "{o}");
@@ -435,8 +468,8 @@ fn an_allreduce_by_blocks_survives_a_sigkilled_process() {
             let others = outcomes.iter().filter(|p| errors(p) == 0);
             assert_same_results(&others.cloned().collect::<Vec<_>>(), "sigkill 1:20");
         }
-        assert!(field(o, "fallbacks") <= 2, "{o}");
     }
+    outcomes
 }
 
 /// Inputs of different lengths are an error on every rank, every time, and
@@ -445,7 +478,14 @@ fn an_allreduce_by_blocks_survives_a_sigkilled_process() {
 /// another eager: `Mismatch`, and the next calls still line up).
 #[test]
 fn an_allreduce_by_blocks_reports_lengths_that_differ() {
-    for (len_at, kind) in [("1:70001", "LengthMismatch"), ("1:100", "Mismatch")] {
+    lengths_that_differ(&[("1:70001", "LengthMismatch"), ("1:100", "Mismatch")], "0");
+}
+
+/// Three allreduces of 70 000 words on 3 processes, rank 1's of another
+/// length (`len_at`), with the shared memory's slots at `shared_memory`
+/// bytes: every rank gets the error `kind` every time, never a hang.
+fn lengths_that_differ(cases: &[(&str, &str)], shared_memory: &str) {
+    for &(len_at, kind) in cases {
         let outcomes = mpirun(
             3,
             &[
@@ -460,7 +500,7 @@ fn an_allreduce_by_blocks_reports_lengths_that_differ() {
                 "--timeout",
                 "5",
                 "--shared-memory",
-                "0",
+                shared_memory,
             ],
         );
         assert_eq!(outcomes.len(), 3, "{outcomes:?}");
@@ -480,38 +520,7 @@ fn an_allreduce_through_shared_memory_survives_a_death_at_every_send() {
     // 70 000 words: 560 KB, from `SHARED_MIN_BYTES` up to a slot.
     for (procs, victim, sends) in [(2u32, 1u32, 1..=2), (4, 2, 1..=5), (5, 0, 1..=6)] {
         for n in sends {
-            let kill = format!("{victim}:1:{n}");
-            let outcomes = mpirun(
-                procs,
-                &[
-                    "--op",
-                    "allreduce",
-                    "--iters",
-                    "4",
-                    "--len",
-                    "70000",
-                    "--f",
-                    "1",
-                    "--die-after-sends",
-                    &kill,
-                ],
-            );
-            assert_eq!(outcomes.len(), procs as usize, "{kill}: {outcomes:?}");
-            let survivors: Vec<Value> = outcomes
-                .iter()
-                .filter(|o| field(o, "rank") != u64::from(victim))
-                .cloned()
-                .collect();
-            assert_same_results(&survivors, &kill);
-            for o in &outcomes {
-                assert_eq!(o["shared_memory"], true, "{kill}: {o}");
-                if field(o, "rank") == u64::from(victim) {
-                    assert_eq!(field(o, "ok"), 1, "{kill}: {o}");
-                    continue;
-                }
-                assert_eq!(field(o, "ok"), 4, "{kill}: {o}");
-                assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{kill}: {o}");
-            }
+            large_allreduces_with_a_death(procs, victim, n, "8388608");
         }
     }
 }
@@ -521,32 +530,7 @@ fn an_allreduce_through_shared_memory_survives_a_death_at_every_send() {
 /// and no survivor ever gets a torn or wrong result.
 #[test]
 fn an_allreduce_through_shared_memory_survives_a_sigkilled_process() {
-    let outcomes = mpirun(
-        4,
-        &[
-            "--op",
-            "allreduce",
-            "--iters",
-            "60",
-            "--len",
-            "70000",
-            "--sigkill",
-            "1:20",
-            "--timeout",
-            "3",
-        ],
-    );
-    assert_eq!(outcomes.len(), 3, "{outcomes:?}");
-    for o in &outcomes {
-        assert_eq!(o["shared_memory"], true, "{o}");
-        assert_eq!(field(o, "wrong"), 0, "{o}");
-        assert!(errors(o) <= 1, "at most the operation of the death: {o}");
-        assert_eq!(field(o, "ok") + errors(o), 60, "{o}");
-        if errors(o) == 0 {
-            let others = outcomes.iter().filter(|p| errors(p) == 0);
-            assert_same_results(&others.cloned().collect::<Vec<_>>(), "sigkill 1:20");
-        }
-    }
+    large_allreduces_with_a_sigkill("8388608");
 }
 
 /// Lengths that differ in an allreduce through shared memory are
@@ -556,31 +540,12 @@ fn an_allreduce_through_shared_memory_survives_a_sigkilled_process() {
 /// `Mismatch`. Never a hang, and the calls after still line up.
 #[test]
 fn an_allreduce_through_shared_memory_reports_lengths_that_differ() {
-    for (len_at, kind) in [
+    let cases = [
         ("1:70001", "LengthMismatch"),
         ("1:100", "LengthMismatch"),
         ("1:3000000", "Mismatch"),
-    ] {
-        let outcomes = mpirun(
-            3,
-            &[
-                "--op",
-                "allreduce",
-                "--iters",
-                "3",
-                "--len",
-                "70000",
-                "--len-at",
-                len_at,
-                "--timeout",
-                "5",
-            ],
-        );
-        assert_eq!(outcomes.len(), 3, "{outcomes:?}");
-        for o in &outcomes {
-            assert_eq!(o["errors"], serde_json::json!({ kind: 3 }), "{len_at}: {o}");
-        }
-    }
+    ];
+    lengths_that_differ(&cases, "8388608");
 }
 
 /// The hierarchy: threads below MPI (`--threads`), ranks numbered
