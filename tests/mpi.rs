@@ -553,8 +553,15 @@ fn an_allreduce_through_shared_memory_reports_lengths_that_differ() {
 #[test]
 fn a_node_team_gives_every_thread_of_every_process_the_result() {
     // A reduce's root rotates over every thread of every process; the
-    // others' output must stay untouched (checked by the CLI).
-    for (op, procs, threads) in [("allreduce", 2, "4"), ("bcast", 3, "3"), ("reduce", 2, "3")] {
+    // others' output must stay untouched (checked by the CLI). 70 000
+    // words: the threads' lazy allreduce, then the processes' through
+    // shared memory.
+    for (op, procs, threads, len) in [
+        ("allreduce", 2, "4", "3"),
+        ("bcast", 3, "3", "3"),
+        ("reduce", 2, "3", "3"),
+        ("allreduce", 3, "2", "70000"),
+    ] {
         let outcomes = mpirun(
             procs,
             &[
@@ -565,7 +572,7 @@ fn a_node_team_gives_every_thread_of_every_process_the_result() {
                 "--threads",
                 threads,
                 "--len",
-                "3",
+                len,
             ],
         );
         let ranks = procs as usize * threads.parse::<usize>().unwrap();
