@@ -24,6 +24,23 @@ pub enum Collective {
     Allreduce = 2,
     /// A barrier: an allreduce of nothing.
     Barrier = 3,
+    /// An allreduce between the MPI processes of one node through their
+    /// shared memory (`mpi::shm`): the allreduce's algorithm on lists of
+    /// references to the inputs. A kind of its own, so that a process that
+    /// takes this path and one that does not (an input of another size)
+    /// meet as a mismatch, and no value's bytes are ever read as a list.
+    SharedAllreduce = 4,
+}
+
+impl Collective {
+    /// Whether an operation of this kind runs the allreduce of RA Section
+    /// 5 (completing one means every live rank entered it, property 1).
+    pub fn is_allreduce(self) -> bool {
+        matches!(
+            self,
+            Collective::Allreduce | Collective::Barrier | Collective::SharedAllreduce
+        )
+    }
 }
 
 impl std::fmt::Display for Collective {
@@ -33,6 +50,7 @@ impl std::fmt::Display for Collective {
             Collective::Reduce => "reduce",
             Collective::Allreduce => "allreduce",
             Collective::Barrier => "barrier",
+            Collective::SharedAllreduce => "allreduce through shared memory",
         })
     }
 }

@@ -291,14 +291,22 @@ impl MpiComm {
         };
         let input = Data::encode(&list.encode(), &pool);
         let combine = |acc: &mut Data, other: &Data| join_refs(acc, other, &pool);
-        let (id, value) = self.allreduce(Collective::Allreduce, input, &combine)?;
+        let (id, value) = match self.allreduce(Collective::SharedAllreduce, input, &combine) {
+            Err(Error::Mismatch { op, mine, theirs }) => {
+                return Err(Error::Mismatch {
+                    op,
+                    mine: format!("{mine} of {} bytes", bytes.len()),
+                    theirs: format!("{theirs} (if both are allreduces, their lengths differ)"),
+                })
+            }
+            result => result?,
+        };
         let list = match value.to_wire() {
             Some(Ok(b)) => RefList::decode(b),
             _ => None,
         };
         let Some(list) = list else {
-            // A mismatch of lengths (or of paths: a process whose input
-            // was small sent its bytes).
+            // A mismatch of lengths.
             return value.decode_into(recv, id, Some(send.len()));
         };
         let out: &mut [u8] = bytemuck::cast_slice_mut(recv);
@@ -711,9 +719,10 @@ impl Collectives for MpiComm {
 pub const SHARED_MIN_BYTES: usize = 64 << 10;
 
 /// `acc` joined with `other`, two lists of region references
-/// ([`RefList::join`]); lists of inputs of different lengths, or a value
-/// that is not a list (a process whose input was below
-/// [`SHARED_MIN_BYTES`] sent its bytes), give a mismatch of the lengths.
+/// ([`RefList::join`]); lists of inputs of different lengths give a
+/// mismatch of the lengths, and so does a value that is not a list (which
+/// no process sends: every value of a [`Collective::SharedAllreduce`] is
+/// one).
 fn join_refs(acc: &mut Data, other: &Data, pool: &SegmentPool) {
     let list = |d: &Data| -> Result<RefList, Option<[u64; 2]>> {
         match d.to_wire() {

@@ -291,6 +291,7 @@ fn collective(b: u8) -> Option<Collective> {
         Collective::Reduce,
         Collective::Allreduce,
         Collective::Barrier,
+        Collective::SharedAllreduce,
     ]
     .into_iter()
     .find(|c| *c as u8 == b)

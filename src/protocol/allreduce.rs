@@ -684,8 +684,7 @@ where
     /// rank has entered that operation (Section 5.1, property 1), so no
     /// round of this one can start any more.
     fn retired_by(&self, completed: &Header) -> bool {
-        completed.op > self.op_id
-            && matches!(completed.kind, Collective::Allreduce | Collective::Barrier)
+        completed.op > self.op_id && completed.kind.is_allreduce()
     }
 
     fn uses_time(&self) -> bool {

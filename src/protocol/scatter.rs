@@ -306,8 +306,7 @@ impl<P: Clone + Send + 'static, O: Combine<P>> Protocol for ScatterAllreduce<P, 
     /// Once a later allreduce has completed, every live rank has entered
     /// it, so none still waits for this one's blocks.
     fn retired_by(&self, completed: &Header) -> bool {
-        completed.op > self.op_id
-            && matches!(completed.kind, Collective::Allreduce | Collective::Barrier)
+        completed.op > self.op_id && completed.kind.is_allreduce()
     }
 
     /// A member whose input block this rank still waits for, else one
