@@ -888,6 +888,26 @@ mod wire {
         assert_eq!(decode(&bytes, &pool), None, "a trailing byte");
     }
 
+    #[test]
+    fn every_collective_kind_survives_the_round_trip() {
+        let pool = SegmentPool::new();
+        for kind in [
+            Collective::Broadcast,
+            Collective::Reduce,
+            Collective::Allreduce,
+            Collective::Barrier,
+            Collective::SharedAllreduce,
+        ] {
+            round_trip(Frame::Msg(Msg {
+                op: 3,
+                kind,
+                root: 1,
+                tag: Tag::Tree,
+                payload: Packet::Value(Data::encode(&[7u64, 8], &pool)),
+            }));
+        }
+    }
+
     fn msg(tag: Tag, payload: Packet) -> Frame {
         Frame::Msg(Msg {
             op: 70_000,
