@@ -33,7 +33,7 @@ pub mod shm;
 pub mod transport;
 pub mod wire;
 
-pub use comm::{BroadcastCounts, MpiComm};
+pub use comm::{BroadcastCounts, MpiComm, SHARED_MIN_BYTES};
 pub use hier::{NodeComm, NodeTeam, ProcessLevel};
 pub use transport::MpiTransport;
 
