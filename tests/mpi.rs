@@ -533,6 +533,32 @@ fn an_allreduce_through_shared_memory_survives_a_sigkilled_process() {
     large_allreduces_with_a_sigkill("8388608");
 }
 
+/// Slots too large for half of `/dev/shm`'s free space are not reserved
+/// (reserving writes them whole, and `/dev/shm` is memory): the processes
+/// go on without shared memory, by blocks.
+#[test]
+fn slots_too_large_for_dev_shm_leave_the_shared_memory_off() {
+    let huge = (u64::MAX / 2).to_string();
+    let outcomes = mpirun(
+        2,
+        &[
+            "--op",
+            "allreduce",
+            "--iters",
+            "3",
+            "--len",
+            "70000",
+            "--shared-memory",
+            &huge,
+        ],
+    );
+    assert_eq!(outcomes.len(), 2, "{outcomes:?}");
+    for o in &outcomes {
+        assert_eq!(o["shared_memory"], false, "{o}");
+        assert_eq!((field(o, "ok"), errors(o)), (3, 0), "{o}");
+    }
+}
+
 /// Lengths that differ in an allreduce through shared memory are
 /// `LengthMismatch` on every rank, every time, when both go through it;
 /// one rank's input too small for it (it goes eager) or too large for a

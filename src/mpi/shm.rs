@@ -54,6 +54,11 @@ use crate::types::Rank;
 /// while the communicator lives).
 pub const DEFAULT_SLOT_BYTES: usize = 8 << 20;
 
+/// The largest slot asked for that is tried (larger asks are cut to it, so
+/// that a region's size is still a number; it then does not fit in
+/// `/dev/shm`'s free space, and no region is made).
+const MAX_SLOT_BYTES: usize = usize::MAX / 8;
+
 /// Bytes of a block of a result, at most: the unit in which processes
 /// share the fold (each block folded once, by whoever gets to it first).
 pub const BLOCK_BYTES: usize = 64 << 10;
@@ -143,7 +148,8 @@ impl NodeRegions {
     /// Collective: every process of `comm` calls it, while all are alive.
     pub fn new(comm: &SimpleCommunicator, slot_bytes: usize) -> Option<NodeRegions> {
         let (me, procs) = (comm.rank(), comm.size());
-        let slot_bytes = slot_bytes.div_ceil(64) * 64;
+        // Whole lines, and a region size that does not overflow.
+        let slot_bytes = slot_bytes.min(MAX_SLOT_BYTES).div_ceil(64) * 64;
         let one_node = comm.split_shared(0).size() == procs;
         // A name for this job's regions, from rank 0.
         let mut job = if me == 0 {
@@ -154,7 +160,11 @@ impl NodeRegions {
         comm.process_at_rank(0).broadcast_into(&mut job);
         let path = |r: i32| format!("/dev/shm/corrected-{job:016x}-{r}");
         let size = Layout::new(slot_bytes).size();
-        let mine = (one_node && slot_bytes > 0)
+        // Reserving a region writes it whole, and `/dev/shm` is memory: all
+        // regions of the node must fit in half of its free space, or none
+        // is made (a slot asked too large must not eat the node's memory).
+        let room = free_shm_bytes() / 2 / (procs.max(1) as u64);
+        let mine = (one_node && slot_bytes > 0 && size as u64 <= room)
             .then(|| create(&path(me), size).ok())
             .flatten();
         if !all(comm, mine.is_some()) {
@@ -397,6 +407,11 @@ fn create(path: &str, size: usize) -> std::io::Result<File> {
         left -= n;
     }
     Ok(file)
+}
+
+/// Bytes free in `/dev/shm` for this process (0 if it cannot tell).
+fn free_shm_bytes() -> u64 {
+    rustix::fs::statvfs("/dev/shm").map_or(0, |s| s.f_bavail.saturating_mul(s.f_frsize))
 }
 
 /// Whether `mine` holds on every process of `comm` (collective).
