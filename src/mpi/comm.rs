@@ -714,8 +714,9 @@ impl Collectives for MpiComm {
 
 /// The verdict `data` carries, in a team of `procs`; `None` if unreadable
 /// (no rank sends such a one).
-/// Values from this size go through the node's shared memory, where it has
-/// one ([`MpiComm::all_reduce_shared`]).
+/// Allreduces of values from this size (up to a slot,
+/// [`TeamBuilder::mpi_shared_memory`]) go through the node's shared memory,
+/// where every process runs on one node ([`crate::mpi::shm`]).
 pub const SHARED_MIN_BYTES: usize = 64 << 10;
 
 /// `acc` joined with `other`, two lists of region references
