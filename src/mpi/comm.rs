@@ -712,8 +712,6 @@ impl Collectives for MpiComm {
     }
 }
 
-/// The verdict `data` carries, in a team of `procs`; `None` if unreadable
-/// (no rank sends such a one).
 /// Allreduces of values from this size (up to a slot,
 /// [`TeamBuilder::mpi_shared_memory`]) go through the node's shared memory,
 /// where every process runs on one node ([`crate::mpi::shm`]).
@@ -741,6 +739,8 @@ fn join_refs(acc: &mut Data, other: &Data, pool: &SegmentPool) {
     };
 }
 
+/// The verdict `data` carries, in a team of `procs`; `None` if unreadable
+/// (no rank sends such a one).
 fn verdict_of(data: &Data, procs: u32) -> Option<Verdict> {
     let mut words = vec![0u64; Verdict::words(procs)];
     data.decode_into(&mut words, 0, None).ok()?;
