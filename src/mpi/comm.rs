@@ -265,15 +265,17 @@ impl MpiComm {
     /// An allreduce through the node's shared memory ([`NodeRegions`]):
     /// this process copies its input into its region, the allreduce of
     /// Section 5 runs on lists of region references (combining joins
-    /// them), and every process folds the inputs its list names, in rank
-    /// order, from the regions into `recv`. What Section 5.1 proves of the
+    /// them), and the processes fold the inputs the list names, in rank
+    /// order, from the regions into `recv`, by blocks each folds once and
+    /// the others copy from its region. What Section 5.1 proves of the
     /// value holds of the list (every live process delivers the same one,
     /// every live process's input in it once, a failed one's everywhere or
     /// nowhere), so every element of every live process's result is the
     /// reduction over one and the same set of inputs, bit for bit. A
     /// process that died after it published its input leaves it readable.
-    /// A slot changed under the fold (only a process that the others left
-    /// out as failed can see that) ends this process: [`Error::Failed`].
+    /// A block copied from a region that changed under the copy is folded
+    /// here instead; an input slot that changed (only a process the others
+    /// left out as failed can see that) ends this process: [`Error::Failed`].
     fn all_reduce_shared<T: bytemuck::Pod>(
         &mut self,
         send: &[T],
