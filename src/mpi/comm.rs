@@ -11,7 +11,7 @@ use crate::buffer::{Buffer, BufferMut};
 use crate::collectives::Collectives;
 use crate::driver::{Driver, DriverConfig, Transport};
 use crate::error::{ConfigError, Error};
-use crate::mpi::shm::{self, NodeRegions, RefList};
+use crate::mpi::shm::{NodeRegions, RefList};
 use crate::mpi::transport::MpiTransport;
 use crate::op::Operation;
 use crate::protocol::allreduce::{Allreduce, AllreduceAlgorithm, AllreduceOutput};
@@ -321,67 +321,9 @@ impl MpiComm {
             });
         }
         let regions = self.regions.as_ref().expect("the caller checked");
-        let len = out.len();
-        let views: Option<Vec<&[T]>> = list
-            .refs
-            .iter()
-            .map(|r| {
-                // SAFETY: `view`'s contract: every slot read is checked
-                // below, after the fold, and the result dropped if one
-                // changed.
-                let bytes = unsafe { regions.view(*r, len) };
-                bytes.map(bytemuck::cast_slice)
-            })
-            .collect();
-        let Some(views) = views else {
-            return Err(self.taken_for_failed());
-        };
-        // The fold, by blocks that processes share: each block is folded
-        // by the first process to get to it (each starts at its own share),
-        // published in its region, and copied by the others.
-        let size = std::mem::size_of::<T>().max(1);
-        let per_block = (shm::BLOCK_BYTES / size).max(1);
-        let blocks = recv.len().div_ceil(per_block);
-        let (tag, fingerprint) = (u64::from(id) + 1, list.fingerprint(size));
-        regions.begin_result(fingerprint);
-        let start = me as usize * blocks / self.size().max(1) as usize;
-        let fold = |into: &mut [T], j: usize| {
-            let range = j * per_block..((j + 1) * per_block).min(into.len());
-            let into = &mut into[range.clone()];
-            match views.as_slice() {
-                [] => into.fill(T::zeroed()),
-                [only] => into.copy_from_slice(&only[range]),
-                [a, b, rest @ ..] => {
-                    op.apply_slices(&a[range.clone()], &b[range.clone()], into);
-                    for x in rest {
-                        op.accumulate(into, &x[range.clone()]);
-                    }
-                }
-            }
-        };
-        let bytes_of = |j: usize| j * per_block * size..((j + 1) * per_block * size).min(len);
-        let mut copied = Vec::new();
-        for k in 0..blocks {
-            let j = (start + k) % blocks;
-            let at = bytes_of(j);
-            // SAFETY: `find_block`'s contract: the block is checked below,
-            // after the copy, and folded here instead if it changed.
-            let found = unsafe { regions.find_block(tag, fingerprint, j, at.start, at.len()) };
-            if let Some((found, src)) = found {
-                bytemuck::cast_slice_mut::<T, u8>(recv)[at].copy_from_slice(src);
-                copied.push((found, j));
-                continue;
-            }
-            fold(recv, j);
-            let done = &bytemuck::cast_slice::<T, u8>(recv)[at.clone()];
-            regions.publish_block(j, at.start, tag, done);
-        }
-        for (found, j) in copied {
-            if !regions.block_still(found) {
-                fold(recv, j);
-            }
-        }
-        if list.refs.iter().all(|r| regions.still(*r)) {
+        // Each process starts at its own share of the blocks.
+        let share = (me as usize, self.size().max(1) as usize);
+        if regions.fold(&list, u64::from(id) + 1, share, op, recv) {
             return Ok(());
         }
         Err(self.taken_for_failed())

@@ -259,6 +259,82 @@ impl NodeRegions {
         self.slot(r.rank, r.seq).0.load(Ordering::Relaxed) == r.seq
     }
 
+    /// Folds the inputs `list` names (each `recv`'s length), in rank order
+    /// with `op`, into `recv`, sharing the work with every other process
+    /// that folds the same list for the operation tagged `tag` (its number
+    /// plus one): by blocks of up to [`BLOCK_BYTES`], starting at block
+    /// `share.0 * blocks / share.1`, each block copied from a process that
+    /// has published it under this tag and the list's fingerprint, else
+    /// folded here and published. A copied block that changed under the
+    /// copy is folded here instead. False if an input's slot does not hold
+    /// its call, or changed under the fold: its owner went on without this
+    /// process, which it took for failed, and `recv` is not the result.
+    pub fn fold<T: bytemuck::Pod>(
+        &self,
+        list: &RefList,
+        tag: u64,
+        share: (usize, usize),
+        op: &(impl crate::op::Operation<T> + ?Sized),
+        recv: &mut [T],
+    ) -> bool {
+        let len = std::mem::size_of_val(recv);
+        let views: Option<Vec<&[T]>> = list
+            .refs
+            .iter()
+            .map(|r| {
+                // SAFETY: `view`'s contract: every slot read is checked at
+                // the end, and the result refused if one changed.
+                let bytes = unsafe { self.view(*r, len) };
+                bytes.map(bytemuck::cast_slice)
+            })
+            .collect();
+        let Some(views) = views else {
+            return false;
+        };
+        let size = std::mem::size_of::<T>().max(1);
+        let per_block = (BLOCK_BYTES / size).max(1);
+        let blocks = recv.len().div_ceil(per_block);
+        let fingerprint = list.fingerprint(size);
+        self.begin_result(fingerprint);
+        let start = share.0 * blocks / share.1.max(1);
+        let fold = |into: &mut [T], j: usize| {
+            let range = j * per_block..((j + 1) * per_block).min(into.len());
+            let into = &mut into[range.clone()];
+            match views.as_slice() {
+                [] => into.fill(T::zeroed()),
+                [only] => into.copy_from_slice(&only[range]),
+                [a, b, rest @ ..] => {
+                    op.apply_slices(&a[range.clone()], &b[range.clone()], into);
+                    for x in rest {
+                        op.accumulate(into, &x[range.clone()]);
+                    }
+                }
+            }
+        };
+        let bytes_of = |j: usize| j * per_block * size..((j + 1) * per_block * size).min(len);
+        let mut copied = Vec::new();
+        for k in 0..blocks {
+            let j = (start + k) % blocks;
+            let at = bytes_of(j);
+            // SAFETY: `find_block`'s contract: the block is checked below,
+            // after the copy, and folded here instead if it changed.
+            let found = unsafe { self.find_block(tag, fingerprint, j, at.start, at.len()) };
+            if let Some((found, src)) = found {
+                bytemuck::cast_slice_mut::<T, u8>(recv)[at].copy_from_slice(src);
+                copied.push((found, j));
+                continue;
+            }
+            fold(recv, j);
+            self.publish_block(j, at.start, tag, &bytemuck::cast_slice::<T, u8>(recv)[at]);
+        }
+        for (found, j) in copied {
+            if !self.block_still(found) {
+                fold(recv, j);
+            }
+        }
+        list.refs.iter().all(|r| self.still(*r))
+    }
+
     /// Starts this process's result of the call it last published for:
     /// blocks it folds from now on are tagged with `fingerprint` (of the
     /// agreed list, [`RefList::fingerprint`]) in the result slot of that
@@ -609,6 +685,59 @@ mod tests {
             assert!(!b.block_still(found));
             assert!(b.find_block(5, 77, 1, BLOCK_BYTES, 100).is_none());
         }
+        for p in paths {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+
+    #[test]
+    fn processes_share_the_fold_and_get_the_same_bits() {
+        use crate::op::SystemOperation;
+        let (mut a, mut b, paths) = pair("fold", 4 * BLOCK_BYTES);
+        // 3.5 blocks of f64, different on each process.
+        let n = 7 * BLOCK_BYTES / 16;
+        let x: Vec<f64> = (0..n).map(|i| i as f64 * 0.1).collect();
+        let y: Vec<f64> = (0..n).map(|i| 1.0 / (i as f64 + 3.0)).collect();
+        let ra = a.publish(bytemuck::cast_slice(&x));
+        let rb = b.publish(bytemuck::cast_slice(&y));
+        let list = RefList {
+            len: (8 * n) as u64,
+            refs: vec![ra],
+        }
+        .join(&RefList {
+            len: (8 * n) as u64,
+            refs: vec![rb],
+        });
+        let expected: Vec<f64> = x.iter().zip(&y).map(|(p, q)| p + q).collect();
+        let sum = SystemOperation::sum();
+        // A folds every block and publishes it; B copies them all.
+        let mut out_a = vec![0.0; n];
+        assert!(a.fold(&list, 9, (0, 2), &sum, &mut out_a));
+        assert_eq!(out_a, expected);
+        let fingerprint = list.fingerprint(8);
+        for (j, len) in [
+            (0, BLOCK_BYTES),
+            (1, BLOCK_BYTES),
+            (2, BLOCK_BYTES),
+            (3, BLOCK_BYTES / 2),
+        ] {
+            // SAFETY: only whether it is there is looked at.
+            let found = unsafe { b.find_block(9, fingerprint, j, j * BLOCK_BYTES, len) };
+            assert!(found.is_some(), "block {j} published by A");
+        }
+        let mut out_b = vec![0.0; n];
+        assert!(b.fold(&list, 9, (1, 2), &sum, &mut out_b));
+        assert_eq!(out_b, expected);
+        // Under another tag nothing is copied, and B folds the same bits.
+        let mut again = vec![0.0; n];
+        assert!(b.fold(&list, 10, (1, 2), &sum, &mut again));
+        assert_eq!(again, expected);
+        // Two calls on, A's input slot holds another call: B's fold of the
+        // old list is refused.
+        a.publish(&[0u8; 64]);
+        a.publish(&[0u8; 64]);
+        let mut late = vec![0.0; n];
+        assert!(!b.fold(&list, 9, (1, 2), &sum, &mut late));
         for p in paths {
             std::fs::remove_file(p).unwrap();
         }
