@@ -148,3 +148,22 @@ impl Default for LogP {
         LogP::PAPER
     }
 }
+
+/// The items of `a` and `b`, each in increasing order of `rank`, merged in
+/// that order (on equal ranks, `a`'s item first): how a partial result
+/// that names its contributors by rank joins another (a large allreduce's
+/// lazy sum on threads, its list of region references between processes).
+pub fn merge_by_rank<T: Clone>(a: &[T], b: &[T], rank: impl Fn(&T) -> Rank) -> Vec<T> {
+    let mut merged = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        if j == b.len() || (i < a.len() && rank(&a[i]) <= rank(&b[j])) {
+            merged.push(a[i].clone());
+            i += 1;
+        } else {
+            merged.push(b[j].clone());
+            j += 1;
+        }
+    }
+    merged
+}

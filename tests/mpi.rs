@@ -481,6 +481,9 @@ fn an_allreduce_by_blocks_reports_lengths_that_differ() {
     lengths_that_differ(&[("1:70001", "LengthMismatch"), ("1:100", "Mismatch")], "0");
 }
 
+/// `--shared-memory` with the library's default slot (8 MiB).
+const SLOT: &str = "8388608";
+
 /// Three allreduces of 70 000 words on 3 processes, rank 1's of another
 /// length (`len_at`), with the shared memory's slots at `shared_memory`
 /// bytes: every rank gets the error `kind` every time, never a hang.
@@ -520,7 +523,7 @@ fn an_allreduce_through_shared_memory_survives_a_death_at_every_send() {
     // 70 000 words: 560 KB, from `SHARED_MIN_BYTES` up to a slot.
     for (procs, victim, sends) in [(2u32, 1u32, 1..=2), (4, 2, 1..=5), (5, 0, 1..=6)] {
         for n in sends {
-            large_allreduces_with_a_death(procs, victim, n, "8388608");
+            large_allreduces_with_a_death(procs, victim, n, SLOT);
         }
     }
 }
@@ -530,7 +533,7 @@ fn an_allreduce_through_shared_memory_survives_a_death_at_every_send() {
 /// and no survivor ever gets a torn or wrong result.
 #[test]
 fn an_allreduce_through_shared_memory_survives_a_sigkilled_process() {
-    large_allreduces_with_a_sigkill("8388608");
+    large_allreduces_with_a_sigkill(SLOT);
 }
 
 /// Slots too large for half of `/dev/shm`'s free space are not reserved
@@ -571,7 +574,7 @@ fn an_allreduce_through_shared_memory_reports_lengths_that_differ() {
         ("1:100", "Mismatch"),
         ("1:3000000", "Mismatch"),
     ];
-    lengths_that_differ(&cases, "8388608");
+    lengths_that_differ(&cases, SLOT);
 }
 
 /// The hierarchy: threads below MPI (`--threads`), ranks numbered

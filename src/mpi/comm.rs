@@ -293,16 +293,9 @@ impl MpiComm {
         };
         let input = Data::encode(&list.encode(), &pool);
         let combine = |acc: &mut Data, other: &Data| join_refs(acc, other, &pool);
-        let (id, value) = match self.allreduce(Collective::SharedAllreduce, input, &combine) {
-            Err(Error::Mismatch { op, mine, theirs }) => {
-                return Err(Error::Mismatch {
-                    op,
-                    mine: format!("{mine} of {} bytes", bytes.len()),
-                    theirs: format!("{theirs} (if both are allreduces, their lengths differ)"),
-                })
-            }
-            result => result?,
-        };
+        let (id, value) = self
+            .allreduce(Collective::SharedAllreduce, input, &combine)
+            .map_err(|e| lengths_may_differ(e, bytes.len(), ""))?;
         let list = match value.to_wire() {
             Some(Ok(b)) => RefList::decode(b),
             _ => None,
@@ -363,17 +356,10 @@ impl MpiComm {
         let started = self.driver.call_started();
         let core = ScatterAllreduce::new(me, id, members.clone(), blocks, &combine);
         let mut core = core.map_err(|e| self.abandon(id, e))?;
-        let exchanged = match self.driver.drive(id, started, &mut core) {
-            Ok(out) => out,
-            Err(Error::Mismatch { op, mine, theirs }) => {
-                return Err(Error::Mismatch {
-                    op,
-                    mine: format!("{mine} of {} bytes, by blocks", std::mem::size_of_val(send)),
-                    theirs: format!("{theirs} (if both are allreduces, their lengths differ)"),
-                })
-            }
-            Err(e) => return Err(e),
-        };
+        let exchanged = self
+            .driver
+            .drive(id, started, &mut core)
+            .map_err(|e| lengths_may_differ(e, std::mem::size_of_val(send), ", by blocks"))?;
         // Not kept: its call returns once its sends are made, and then it
         // is finished.
         debug_assert!(crate::protocol::Protocol::is_finished(&core));
@@ -653,6 +639,20 @@ impl Collectives for MpiComm {
     /// Not over MPI, for the reason of [`MpiComm::agree_failed`].
     fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
         Err(no_perfect_detector("shrinking over MPI"))
+    }
+}
+
+/// A mismatch met by an allreduce whose path depends on its value's size
+/// (`bytes`, gone `how`): says so, since two allreduces of different
+/// lengths meet as different collectives there. Other errors pass.
+fn lengths_may_differ(e: Error, bytes: usize, how: &str) -> Error {
+    match e {
+        Error::Mismatch { op, mine, theirs } => Error::Mismatch {
+            op,
+            mine: format!("{mine} of {bytes} bytes{how}"),
+            theirs: format!("{theirs} (if both are allreduces, their lengths differ)"),
+        },
+        e => e,
     }
 }
 

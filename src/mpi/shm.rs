@@ -576,32 +576,8 @@ impl RefList {
     /// Both lists' references in rank order (a rank in both once: the
     /// protocol never joins an input twice, but a list is not trusted).
     pub fn join(&self, other: &RefList) -> RefList {
-        let mut refs = Vec::with_capacity(self.refs.len() + other.refs.len());
-        let (mut i, mut j) = (0, 0);
-        while i < self.refs.len() || j < other.refs.len() {
-            let a = self.refs.get(i);
-            let b = other.refs.get(j);
-            match (a, b) {
-                (Some(x), Some(y)) if x.rank == y.rank => {
-                    refs.push(*x);
-                    i += 1;
-                    j += 1;
-                }
-                (Some(x), Some(y)) if x.rank < y.rank => {
-                    refs.push(*x);
-                    i += 1;
-                }
-                (Some(_), Some(y)) | (None, Some(y)) => {
-                    refs.push(*y);
-                    j += 1;
-                }
-                (Some(x), None) => {
-                    refs.push(*x);
-                    i += 1;
-                }
-                (None, None) => unreachable!("the loop's condition"),
-            }
-        }
+        let mut refs = crate::types::merge_by_rank(&self.refs, &other.refs, |r| r.rank);
+        refs.dedup_by_key(|r| r.rank);
         RefList {
             len: self.len,
             refs,

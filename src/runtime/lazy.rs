@@ -95,19 +95,7 @@ impl LazySum {
     /// The inputs of both, in rank order. Lengths must be equal.
     pub fn join(a: &LazySum, b: &LazySum) -> Arc<LazySum> {
         debug_assert_eq!(a.len, b.len);
-        let mut terms = Vec::with_capacity(a.terms.len() + b.terms.len());
-        let (mut i, mut j) = (0, 0);
-        while i < a.terms.len() || j < b.terms.len() {
-            let from_a =
-                j == b.terms.len() || (i < a.terms.len() && a.terms[i].rank <= b.terms[j].rank);
-            if from_a {
-                terms.push(a.terms[i].clone());
-                i += 1;
-            } else {
-                terms.push(b.terms[j].clone());
-                j += 1;
-            }
-        }
+        let terms = crate::types::merge_by_rank(&a.terms, &b.terms, |t| t.rank);
         Arc::new(LazySum { len: a.len, terms })
     }
 
