@@ -134,7 +134,6 @@ pub struct RegionRef {
 /// Every process's region, mapped in this one (see the module doc).
 pub struct NodeRegions {
     me: Rank,
-    slot_bytes: usize,
     layout: Layout,
     maps: Vec<MmapRaw>,
     /// This process's large calls so far.
@@ -195,7 +194,6 @@ impl NodeRegions {
             .collect::<Option<Vec<MmapRaw>>>()?;
         Some(NodeRegions {
             me,
-            slot_bytes,
             layout,
             maps,
             calls: 0,
@@ -204,13 +202,16 @@ impl NodeRegions {
 
     /// The largest input a slot holds.
     pub fn slot_bytes(&self) -> usize {
-        self.slot_bytes
+        self.layout.slot_bytes
     }
 
     /// Copies `bytes` (at most [`NodeRegions::slot_bytes`]) into this
     /// process's next slot for a new call, and numbers it.
     pub fn publish(&mut self, bytes: &[u8]) -> RegionRef {
-        assert!(bytes.len() <= self.slot_bytes, "a slot holds the input");
+        assert!(
+            bytes.len() <= self.layout.slot_bytes,
+            "a slot holds the input"
+        );
         self.calls += 1;
         let seq = self.calls;
         let (number, data) = self.slot(self.me, seq);
@@ -236,7 +237,7 @@ impl NodeRegions {
     /// calls later (a caller left out of the call between may still read).
     /// A caller must check, and drop what it computed from them if not.
     pub unsafe fn view(&self, r: RegionRef, len: usize) -> Option<&[u8]> {
-        if len > self.slot_bytes || r.rank as usize >= self.maps.len() {
+        if len > self.layout.slot_bytes || r.rank as usize >= self.maps.len() {
             return None;
         }
         let (number, data) = self.slot(r.rank, r.seq);
@@ -349,7 +350,7 @@ impl NodeRegions {
     /// `offset` bytes in, under `tag` (the operation's number plus one,
     /// never 0) and the fingerprint of [`NodeRegions::begin_result`].
     pub fn publish_block(&self, block: usize, offset: usize, tag: u64, bytes: &[u8]) {
-        assert!(block < self.layout.blocks() && offset + bytes.len() <= self.slot_bytes);
+        assert!(block < self.layout.blocks() && offset + bytes.len() <= self.layout.slot_bytes);
         let s = (self.calls % 2) as usize;
         let flag = self.word(self.me, self.layout.flag(s, block));
         // As `publish`: marked first, numbered after (Release).
@@ -380,7 +381,7 @@ impl NodeRegions {
         offset: usize,
         len: usize,
     ) -> Option<(BlockRef, &[u8])> {
-        if tag == 0 || block >= self.layout.blocks() || offset + len > self.slot_bytes {
+        if tag == 0 || block >= self.layout.blocks() || offset + len > self.layout.slot_bytes {
             return None;
         }
         let procs = self.maps.len();
@@ -462,7 +463,7 @@ impl std::fmt::Debug for NodeRegions {
             f,
             "NodeRegions({} processes, slots of {} bytes)",
             self.maps.len(),
-            self.slot_bytes
+            self.layout.slot_bytes
         )
     }
 }
