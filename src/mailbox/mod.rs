@@ -43,6 +43,7 @@
 //! });
 //! ```
 
+pub mod frames;
 mod lane;
 #[cfg(all(test, not(loom)))]
 mod tests;
