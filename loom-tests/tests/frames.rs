@@ -18,7 +18,7 @@ fn frame(len: usize, seed: u8) -> Vec<u8> {
 #[test]
 fn frames_stream_through_a_ring_smaller_than_them() {
     loom::model(|| {
-        let (mut w, mut r) = FrameRing::new(2);
+        let (mut w, mut r) = FrameRing::on_heap(2);
         let lens = [10, 120];
         let writer = thread::spawn(move || {
             for (i, len) in lens.into_iter().enumerate() {

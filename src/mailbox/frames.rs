@@ -87,7 +87,7 @@ impl Memory {
     }
 }
 
-/// The heap memory of a ring made by [`FrameRing::new`].
+/// The heap memory of a ring made by [`FrameRing::on_heap`].
 struct HeapRing {
     head: Head,
     slots: Box<[Slot]>,
@@ -104,7 +104,7 @@ impl FrameRing {
 
     /// A ring of `slots` slots (a power of two, at least 2) on the heap, for
     /// two threads of this process: its writing and its reading end.
-    pub fn new(slots: usize) -> (FrameWriter, FrameReader) {
+    pub fn on_heap(slots: usize) -> (FrameWriter, FrameReader) {
         assert!(
             slots.is_power_of_two() && slots >= 2,
             "a power of two slots"
@@ -325,7 +325,7 @@ mod tests {
 
     #[test]
     fn frames_of_every_length_arrive_whole_in_order_through_a_small_ring() {
-        let (mut w, mut r) = FrameRing::new(4);
+        let (mut w, mut r) = FrameRing::on_heap(4);
         let lens = [0, 1, 47, 48, 49, 104, 105, 300, 1000, 3];
         let mut got = Vec::new();
         let mut into = Vec::new();
@@ -357,7 +357,7 @@ mod tests {
 
     #[test]
     fn a_full_ring_takes_nothing_until_read_and_a_part_is_never_handed_on() {
-        let (mut w, mut r) = FrameRing::new(2);
+        let (mut w, mut r) = FrameRing::on_heap(2);
         let f = frame(260, 7);
         assert_eq!(FrameWriter::slots_for(f.len()), 5);
         assert_eq!(w.write(&f, 0), 2, "two slots of room");
@@ -374,7 +374,7 @@ mod tests {
 
     #[test]
     fn two_threads_stream_a_thousand_frames() {
-        let (mut w, mut r) = FrameRing::new(8);
+        let (mut w, mut r) = FrameRing::on_heap(8);
         let lens: Vec<usize> = (0..1000).map(|i| (i * 37) % 700).collect();
         let sent = lens.clone();
         let writer = std::thread::spawn(move || {
