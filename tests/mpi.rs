@@ -57,6 +57,16 @@ fn assert_same_results(outcomes: &[Value], context: &str) {
     }
 }
 
+/// The two ways frames go between processes of one node: through the
+/// node's shared memory (frame rings, the default), and through MPI alone
+/// (`--shared-memory 0`, as between nodes).
+const CHANNELS: [&[&str]; 2] = [&[], &["--shared-memory", "0"]];
+
+/// `base` followed by `extra`.
+fn with<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+    base.iter().chain(extra).copied().collect()
+}
+
 fn errors(o: &Value) -> u64 {
     o["errors"]
         .as_object()
@@ -77,16 +87,19 @@ fn broadcasts_and_allreduces_between_processes_give_every_rank_the_value() {
         ("allreduce", 3, "70000"),
         ("reduce", 4, "20000"),
     ] {
-        let outcomes = mpirun(procs, &["--op", op, "--iters", "300", "--len", len]);
-        assert_eq!(
-            outcomes.len(),
-            procs as usize,
-            "{op}: every process reports"
-        );
-        for o in &outcomes {
-            assert_eq!(field(o, "ok"), 300, "{op}: {o}");
-            assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{op}: {o}");
-            assert_eq!(o["bad_frames"], serde_json::json!([0, 0]), "{o}");
+        for channel in CHANNELS {
+            let args = with(&["--op", op, "--iters", "300", "--len", len], channel);
+            let outcomes = mpirun(procs, &args);
+            assert_eq!(
+                outcomes.len(),
+                procs as usize,
+                "{args:?}: every process reports"
+            );
+            for o in &outcomes {
+                assert_eq!(field(o, "ok"), 300, "{args:?}: {o}");
+                assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{args:?}: {o}");
+                assert_eq!(o["bad_frames"], serde_json::json!([0, 0]), "{o}");
+            }
         }
     }
 }
@@ -98,20 +111,21 @@ fn broadcasts_and_allreduces_between_processes_give_every_rank_the_value() {
 fn a_sigkilled_process_does_not_stop_the_others_broadcasts() {
     // Small values, and 160 KB ones (detached, received by rendezvous: a
     // receive from the killed process must not wait for it).
-    for (procs, iters, len, kill) in [(6, "1500", "1", "4:500"), (4, "300", "20000", "2:100")] {
-        let outcomes = mpirun(
-            procs,
-            &[
-                "--op",
-                "bcast",
-                "--iters",
-                iters,
-                "--len",
-                len,
-                "--sigkill",
-                kill,
-            ],
-        );
+    let cases = [(6, "1500", "1", "4:500"), (4, "300", "20000", "2:100")];
+    for ((procs, iters, len, kill), channel) in
+        cases.into_iter().flat_map(|c| CHANNELS.map(|ch| (c, ch)))
+    {
+        let args = [
+            "--op",
+            "bcast",
+            "--iters",
+            iters,
+            "--len",
+            len,
+            "--sigkill",
+            kill,
+        ];
+        let outcomes = mpirun(procs, &with(&args, channel));
         assert_eq!(
             outcomes.len(),
             procs as usize - 1,
@@ -310,9 +324,8 @@ fn a_sigkilled_process_does_not_stop_fcg_broadcasts() {
 /// time out on some ranks (one operation timeout, once).
 #[test]
 fn allreduce_goes_on_after_a_sigkilled_process_is_detected() {
-    let outcomes = mpirun(
-        5,
-        &[
+    for channel in CHANNELS {
+        let args = [
             "--op",
             "allreduce",
             "--iters",
@@ -321,13 +334,14 @@ fn allreduce_goes_on_after_a_sigkilled_process_is_detected() {
             "2:100",
             "--timeout",
             "2",
-        ],
-    );
-    assert_eq!(outcomes.len(), 4, "{outcomes:?}");
-    for o in &outcomes {
-        assert_eq!(field(o, "wrong"), 0, "{o}");
-        assert!(errors(o) <= 1, "at most the operation of the death: {o}");
-        assert_eq!(field(o, "ok") + errors(o), 300, "{o}");
+        ];
+        let outcomes = mpirun(5, &with(&args, channel));
+        assert_eq!(outcomes.len(), 4, "{channel:?}: {outcomes:?}");
+        for o in &outcomes {
+            assert_eq!(field(o, "wrong"), 0, "{o}");
+            assert!(errors(o) <= 1, "at most the operation of the death: {o}");
+            assert_eq!(field(o, "ok") + errors(o), 300, "{o}");
+        }
     }
 }
 

@@ -86,13 +86,19 @@ impl MpiComm {
     /// Errors: a configuration that does not fit `world`'s size.
     pub fn new(world: &SimpleCommunicator, config: &TeamBuilder) -> Result<MpiComm, ConfigError> {
         let (op_timeout, failure_timeout) = config.timeouts();
-        let regions = match config.mpi_shared_memory_bytes() {
+        let mut regions = match config.mpi_shared_memory_bytes() {
             0 => None,
             slot => NodeRegions::new(world, slot),
         };
+        let rings = regions.as_mut().and_then(NodeRegions::take_rings);
         let segments = Arc::new(SegmentPool::new());
-        let transport =
-            MpiTransport::new(world, Arc::clone(&segments), failure_timeout, op_timeout);
+        let transport = MpiTransport::new(
+            world,
+            Arc::clone(&segments),
+            failure_timeout,
+            op_timeout,
+            rings,
+        );
         let procs = transport.procs();
         for r in config.fault_schedule().ranks() {
             if r >= procs {

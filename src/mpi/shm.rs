@@ -42,11 +42,13 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use memmap2::MmapRaw;
 use mpi::collective::{CommunicatorCollectives, Root};
 use mpi::topology::{Communicator, SimpleCommunicator};
 
+use crate::mailbox::frames::{FrameReader, FrameRing, FrameWriter};
 use crate::types::Rank;
 
 /// Bytes of a slot by default: 8 MiB (a process's region is four of them,
@@ -63,19 +65,22 @@ const MAX_SLOT_BYTES: usize = usize::MAX / 8;
 /// share the fold (each block folded once, by whoever gets to it first).
 pub const BLOCK_BYTES: usize = 64 << 10;
 
-/// A region's layout for slots of `slot_bytes`: a line per slot for its
-/// input's call number, a line per slot for its result's fingerprint, a
-/// flag per block per slot (the tag of the call whose block it holds),
-/// then the two input slots and the two result slots.
+/// A region's layout for slots of `slot_bytes` on a node of `procs`
+/// processes: a line per slot for its input's call number, a line per slot
+/// for its result's fingerprint, a flag per block per slot (the tag of the
+/// call whose block it holds), a frame ring from each process (the
+/// transport's channel, [`NodeRegions::take_rings`]), then the two input
+/// slots and the two result slots.
 #[derive(Clone, Copy, Debug)]
 struct Layout {
     slot_bytes: usize,
     /// Bytes of a slot's block flags (a whole number of lines).
     flags_bytes: usize,
+    procs: usize,
 }
 
 impl Layout {
-    fn new(slot_bytes: usize) -> Layout {
+    fn new(slot_bytes: usize, procs: usize) -> Layout {
         // A block holds at least half of `BLOCK_BYTES` (whole elements of
         // up to `BLOCK_BYTES / 2`) or one element (larger ones): so many
         // blocks at most.
@@ -83,6 +88,7 @@ impl Layout {
         Layout {
             slot_bytes,
             flags_bytes: (8 * blocks).div_ceil(64) * 64,
+            procs,
         }
     }
     fn blocks(&self) -> usize {
@@ -91,8 +97,15 @@ impl Layout {
     fn header(&self) -> usize {
         256 + 2 * self.flags_bytes
     }
+    /// The ring that process `from` writes into this region.
+    fn ring(&self, from: usize) -> usize {
+        self.header() + from * FrameRing::bytes(RING_SLOTS)
+    }
+    fn slots_at(&self) -> usize {
+        self.ring(self.procs)
+    }
     fn size(&self) -> usize {
-        self.header() + 4 * self.slot_bytes
+        self.slots_at() + 4 * self.slot_bytes
     }
     fn input_number(s: usize) -> usize {
         s * 64
@@ -104,11 +117,23 @@ impl Layout {
         256 + s * self.flags_bytes + 8 * j
     }
     fn input(&self, s: usize) -> usize {
-        self.header() + s * self.slot_bytes
+        self.slots_at() + s * self.slot_bytes
     }
     fn result(&self, s: usize) -> usize {
-        self.header() + (2 + s) * self.slot_bytes
+        self.slots_at() + (2 + s) * self.slot_bytes
     }
+}
+
+/// Slots of a frame ring between two processes of the node (32 KiB).
+pub const RING_SLOTS: usize = 512;
+
+/// This process's ends of the frame rings of the node: the one it writes to
+/// each other process, and the one it reads from each (none to itself).
+pub struct NodeRings {
+    /// Per rank: the ring this process writes to it.
+    pub writers: Vec<Option<FrameWriter>>,
+    /// Per rank: the ring this process reads from it.
+    pub readers: Vec<Option<FrameReader>>,
 }
 
 /// Where a block of a result was found: whose region, which slot and
@@ -135,9 +160,11 @@ pub struct RegionRef {
 pub struct NodeRegions {
     me: Rank,
     layout: Layout,
-    maps: Vec<MmapRaw>,
+    maps: Arc<Vec<MmapRaw>>,
     /// This process's large calls so far.
     calls: u64,
+    /// Whether the rings' ends were handed out ([`NodeRegions::take_rings`]).
+    rings_taken: bool,
 }
 
 impl NodeRegions {
@@ -158,7 +185,7 @@ impl NodeRegions {
         };
         comm.process_at_rank(0).broadcast_into(&mut job);
         let path = |r: i32| format!("/dev/shm/corrected-{job:016x}-{r}");
-        let size = Layout::new(slot_bytes).size();
+        let size = Layout::new(slot_bytes, procs as usize).size();
         // Reserving a region writes it whole, and `/dev/shm` is memory: all
         // regions of the node must fit in half of its free space, or none
         // is made (a slot asked too large must not eat the node's memory).
@@ -182,7 +209,7 @@ impl NodeRegions {
     /// The regions in the files at `paths` (rank order), mapped, for
     /// process `me`; `None` if one cannot be mapped or is too small.
     fn map(me: Rank, paths: &[String], slot_bytes: usize) -> Option<NodeRegions> {
-        let layout = Layout::new(slot_bytes);
+        let layout = Layout::new(slot_bytes, paths.len());
         let size = layout.size();
         let maps = paths
             .iter()
@@ -195,9 +222,43 @@ impl NodeRegions {
         Some(NodeRegions {
             me,
             layout,
-            maps,
+            maps: Arc::new(maps),
             calls: 0,
+            rings_taken: false,
         })
+    }
+
+    /// This process's ends of the node's frame rings, the first time it is
+    /// asked (each ring has one writer and one reader: the ends are handed
+    /// out once). The mappings live as long as any end does.
+    pub fn take_rings(&mut self) -> Option<NodeRings> {
+        if std::mem::replace(&mut self.rings_taken, true) {
+            return None;
+        }
+        let procs = self.maps.len();
+        let me = self.me as usize;
+        let keep: Arc<dyn Send + Sync> = self.maps.clone();
+        let ring = |region: usize, from: usize| {
+            let at = self.maps[region].as_mut_ptr();
+            // SAFETY: the ring lies in the region (its size was checked when
+            // mapped), on a line boundary (a mapping starts on a page, and
+            // the layout's offsets are whole lines), zero until first used
+            // (the region was written with zeros and nothing else touches
+            // this ring), and kept mapped by `keep`. Of its two ends, the
+            // writer is used by process `from` only and the reader by the
+            // region's owner only: every process takes its writers' ends in
+            // others' regions and its readers' in its own, once.
+            unsafe {
+                FrameRing::in_memory(at.add(self.layout.ring(from)), RING_SLOTS, keep.clone())
+            }
+        };
+        let writers = (0..procs)
+            .map(|to| (to != me).then(|| ring(to, me).0))
+            .collect();
+        let readers = (0..procs)
+            .map(|from| (from != me).then(|| ring(me, from).1))
+            .collect();
+        Some(NodeRings { writers, readers })
     }
 
     /// The largest input a slot holds.
@@ -596,7 +657,7 @@ mod tests {
             .map(|r| format!("/dev/shm/corrected-{test}-{}-{r}", std::process::id()))
             .collect();
         for p in &paths {
-            create(p, Layout::new(slot_bytes).size()).expect("a region file");
+            create(p, Layout::new(slot_bytes, paths.len()).size()).expect("a region file");
         }
         let a = NodeRegions::map(0, &paths, slot_bytes).expect("mapped");
         let b = NodeRegions::map(1, &paths, slot_bytes).expect("mapped");
@@ -725,8 +786,8 @@ mod tests {
         let paths: Vec<String> = (0..2)
             .map(|r| format!("/dev/shm/corrected-small-{}-{r}", std::process::id()))
             .collect();
-        create(&paths[0], Layout::new(4096).size()).unwrap();
-        create(&paths[1], Layout::new(4096).size() - 1).unwrap();
+        create(&paths[0], Layout::new(4096, 2).size()).unwrap();
+        create(&paths[1], Layout::new(4096, 2).size() - 1).unwrap();
         assert!(NodeRegions::map(0, &paths, 4096).is_none());
         for p in paths {
             std::fs::remove_file(p).unwrap();

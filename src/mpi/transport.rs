@@ -47,6 +47,8 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::Equivalence;
 
 use crate::driver::{PeerView, Transport};
+use crate::mailbox::frames::{FrameReader, FrameWriter};
+use crate::mpi::shm::NodeRings;
 use crate::mpi::wire::{self, Decoded, Frame};
 use crate::protocol::Msg;
 use crate::runtime::data::{Data, INLINE_BYTES};
@@ -112,10 +114,28 @@ enum Landing {
     Value { value: Data, header: Vec<u8> },
 }
 
+/// The frame ring to a process of this node, and the frames not yet wholly
+/// written into it (each with how many of its slots are), oldest first.
+struct RingOut {
+    writer: FrameWriter,
+    queue: VecDeque<(Vec<u8>, usize)>,
+}
+
+/// The frame ring from a process of this node, and the frame being read.
+struct RingIn {
+    reader: FrameReader,
+    frame: Vec<u8>,
+}
+
 /// Sends in progress and spare buffers.
 struct Outgoing {
     /// Per peer, oldest first.
     pending: Vec<VecDeque<InFlight>>,
+    /// Per peer on this node: its frame ring (every frame to it goes
+    /// there, none through MPI, so they stay in one order).
+    rings: Vec<Option<RingOut>>,
+    /// Frames queued for rings, over all peers.
+    queued: usize,
     /// Sends to failed peers: never completed by us, never dropped.
     abandoned: Vec<InFlight>,
     spare: Vec<Vec<u8>>,
@@ -128,6 +148,18 @@ struct Outgoing {
 impl Outgoing {
     /// Reclaims the buffers of `to`'s completed sends, oldest first.
     fn reap(&mut self, to: usize) {
+        if let Some(ring) = self.rings[to].as_mut() {
+            while let Some((frame, done)) = ring.queue.front_mut() {
+                *done = ring.writer.write(frame, *done);
+                if *done < FrameWriter::slots_for(frame.len()) {
+                    return;
+                }
+                let (frame, _) = ring.queue.pop_front().expect("a front");
+                self.spare.push(frame);
+                self.queued -= 1;
+            }
+            return;
+        }
         while let Some(front) = self.pending[to].pop_front() {
             match front.request.test() {
                 Ok(_) => match front.reads {
@@ -149,10 +181,57 @@ impl Outgoing {
         }
     }
 
-    /// Starts sending `frame` to `to` (no capacity check): the frame, then
-    /// its detached value if it has one (MPI keeps the two in order).
+    /// Writes what fits of the frames queued for rings (a frame larger than
+    /// its ring streams through it as the reader frees slots).
+    fn flush_rings(&mut self) {
+        if self.queued == 0 {
+            return;
+        }
+        for to in 0..self.rings.len() {
+            if self.rings[to].as_ref().is_some_and(|r| !r.queue.is_empty()) {
+                self.reap(to);
+            }
+        }
+    }
+
+    /// Sends to `to` not yet complete (for a peer on this node: frames not
+    /// yet wholly written into its ring).
+    fn in_flight(&self, to: usize) -> usize {
+        match &self.rings[to] {
+            Some(ring) => ring.queue.len(),
+            None => self.pending[to].len(),
+        }
+    }
+
+    /// Gives up the sends to `to`, a peer found failed: its ring's queue is
+    /// dropped (nobody else reads those buffers); its MPI sends are kept,
+    /// never completed by us, never dropped.
+    fn abandon(&mut self, to: usize) {
+        if let Some(ring) = self.rings[to].as_mut() {
+            self.queued -= ring.queue.len();
+            ring.queue.clear();
+        }
+        let dropped: Vec<InFlight> = self.pending[to].drain(..).collect();
+        self.abandoned.extend(dropped);
+    }
+
+    /// Starts sending `frame` to `to` (no capacity check): through its
+    /// ring, whole, if it is on this node; else through MPI, the frame,
+    /// then its detached value if it has one (MPI keeps the two in order).
     fn start(&mut self, comm: &SimpleCommunicator, to: Rank, frame: &Frame) -> bool {
         let mut bytes = self.spare.pop().unwrap_or_default();
+        if self.rings[to as usize].is_some() {
+            if wire::encode_parts(frame, &mut bytes, usize::MAX).is_err() {
+                self.unframeable += 1;
+                self.spare.push(bytes);
+                return false;
+            }
+            let ring = self.rings[to as usize].as_mut().expect("checked");
+            ring.queue.push_back((bytes, 0));
+            self.queued += 1;
+            self.reap(to as usize);
+            return true;
+        }
         let detached = match wire::encode_parts(frame, &mut bytes, wire::DETACH_MIN_BYTES) {
             Ok(detached) => detached,
             Err(_) => {
@@ -208,6 +287,12 @@ pub struct MpiTransport {
     receiving: Vec<VecDeque<Receiving>>,
     /// Receives in progress, over all peers.
     receives: usize,
+    /// Per peer on this node: the frame ring it writes to this rank.
+    rings_in: Vec<Option<RingIn>>,
+    /// The peer whose ring is read first next (one frame per ring per turn).
+    ring_turn: usize,
+    /// Whether some peer talks through MPI (not every one is on this node).
+    through_mpi: bool,
     /// A message a wait matched ([`MpiTransport::probe`]), for the next
     /// `try_recv` to receive: matched once, not probed again.
     probed: Option<(Message, Status)>,
@@ -279,14 +364,28 @@ impl MpiTransport {
     /// pending before it is taken for failed, and how long a rank whose
     /// program has ended waits for silent others to end too (`op_timeout`
     /// for one to which sends are still pending).
+    ///
+    /// With `rings` (the node's shared memory, [`NodeRings`]), every frame
+    /// to a peer that has a ring goes through it instead of MPI.
     pub fn new(
         world: &SimpleCommunicator,
         segments: Arc<SegmentPool>,
         failure_timeout: Duration,
         op_timeout: Duration,
+        rings: Option<NodeRings>,
     ) -> Self {
         let comm = world.duplicate();
         let (rank, procs) = (comm.rank() as Rank, comm.size() as u32);
+        let (writers, readers) = match rings {
+            Some(r) if r.writers.len() == procs as usize && r.readers.len() == procs as usize => {
+                (r.writers, r.readers)
+            }
+            _ => (
+                (0..procs).map(|_| None).collect(),
+                (0..procs).map(|_| None).collect(),
+            ),
+        };
+        let through_mpi = (0..procs as usize).any(|p| p != rank as usize && writers[p].is_none());
         MpiTransport {
             comm,
             rank,
@@ -294,6 +393,16 @@ impl MpiTransport {
             started: Instant::now(),
             out: RefCell::new(Outgoing {
                 pending: (0..procs).map(|_| VecDeque::new()).collect(),
+                rings: writers
+                    .into_iter()
+                    .map(|w| {
+                        w.map(|writer| RingOut {
+                            writer,
+                            queue: VecDeque::new(),
+                        })
+                    })
+                    .collect(),
+                queued: 0,
                 abandoned: Vec::new(),
                 spare: Vec::new(),
                 full_since: vec![None; procs as usize],
@@ -301,6 +410,17 @@ impl MpiTransport {
             }),
             receiving: (0..procs).map(|_| VecDeque::new()).collect(),
             receives: 0,
+            rings_in: readers
+                .into_iter()
+                .map(|r| {
+                    r.map(|reader| RingIn {
+                        reader,
+                        frame: Vec::new(),
+                    })
+                })
+                .collect(),
+            ring_turn: 0,
+            through_mpi,
             probed: None,
             inboxes: Vec::new(),
             awaiting: vec![None; procs as usize],
@@ -342,9 +462,7 @@ impl MpiTransport {
         }
         *slot = true;
         self.epoch.set(self.epoch.get() + 1);
-        let mut out = self.out.borrow_mut();
-        let dropped: Vec<InFlight> = out.pending[rank as usize].drain(..).collect();
-        out.abandoned.extend(dropped);
+        self.out.borrow_mut().abandon(rank as usize);
         true
     }
 
@@ -500,6 +618,13 @@ impl MpiTransport {
     /// matched probe that finds it again, cost two passes of MPI's
     /// progress engine where one does).
     fn probe(&mut self) -> bool {
+        self.out.get_mut().flush_rings();
+        if self.ring_has_next() {
+            return true;
+        }
+        if !self.through_mpi {
+            return false;
+        }
         if self.probed.is_none() {
             self.probed = self
                 .comm
@@ -509,13 +634,50 @@ impl MpiTransport {
         self.probed.is_some()
     }
 
+    /// Whether a ring of a peer not known failed has a frame (or part of
+    /// one) to read.
+    fn ring_has_next(&self) -> bool {
+        let failed = self.failed.borrow();
+        self.rings_in
+            .iter()
+            .zip(failed.iter())
+            .any(|(r, &f)| !f && r.as_ref().is_some_and(|r| r.reader.has_next()))
+    }
+
+    /// The next message from the rings, one frame per ring per turn; a
+    /// notice is taken here. A ring of a peer found failed is read no
+    /// more: a frame it left half written is never handed on.
+    fn read_rings(&mut self) -> Option<(Rank, Msg<Packet>)> {
+        let n = self.rings_in.len();
+        for k in 0..n {
+            let peer = (self.ring_turn + k) % n;
+            loop {
+                if self.rings_in[peer].is_none() || self.is_failed(peer as Rank) {
+                    break;
+                }
+                let ring = self.rings_in[peer].as_mut().expect("checked");
+                if !ring.reader.read(&mut ring.frame) {
+                    break;
+                }
+                let mut spare = self.inboxes.pop().unwrap_or_default();
+                spare.clear();
+                let frame = std::mem::replace(&mut ring.frame, spare);
+                self.ring_turn = peer + 1;
+                if let Some(msg) = self.landed_frame(peer as Rank, frame) {
+                    return Some(msg);
+                }
+            }
+        }
+        None
+    }
+
     /// True once every send to a rank not known failed has completed.
     fn sends_done(&self) -> bool {
         let failed = self.failed.borrow();
         let mut out = self.out.borrow_mut();
         (0..self.procs as usize).all(|to| {
             out.reap(to);
-            failed[to] || out.pending[to].is_empty()
+            failed[to] || out.in_flight(to) == 0
         })
     }
 }
@@ -568,7 +730,7 @@ impl Transport for MpiTransport {
         let out = self.out.get_mut();
         out.reap(to as usize);
         let peer = to as usize;
-        if out.pending[peer].len() >= MAX_IN_FLIGHT {
+        if out.in_flight(peer) >= MAX_IN_FLIGHT {
             // The clock is read only here, not on every send.
             let now = crate::driver::nanos(self.started.elapsed());
             let since = *out.full_since[peer].get_or_insert(now);
@@ -593,6 +755,13 @@ impl Transport for MpiTransport {
     }
 
     fn try_recv(&mut self) -> Option<(Rank, Msg<Packet>)> {
+        self.out.get_mut().flush_rings();
+        if let Some(msg) = self.read_rings() {
+            return Some(msg);
+        }
+        if !self.through_mpi {
+            return None;
+        }
         loop {
             if self.receives > 0 {
                 if let Some(msg) = self.completed() {
@@ -785,7 +954,7 @@ impl Transport for MpiTransport {
                 heard[r] = (self.frames_from[r], now);
             }
             out.reap(r);
-            let wait = if out.pending[r].is_empty() {
+            let wait = if out.in_flight(r) == 0 {
                 self.leave_wait
             } else {
                 self.owed_wait
