@@ -979,6 +979,7 @@ mod wire {
         let pool = SegmentPool::new();
         round_trip(Frame::Failed(12));
         round_trip(Frame::Left);
+        round_trip(Frame::ViaMpi);
         round_trip(Frame::Beat {
             entered: 9,
             returned: 8,

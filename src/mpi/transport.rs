@@ -70,6 +70,13 @@ const YIELD_FOR: Tick = 2_000_000;
 /// ([`Receiving`]).
 const SURELY_EAGER_BYTES: usize = 1024;
 
+/// The largest frame that goes through a frame ring; a larger one goes
+/// through MPI, announced in the ring by a [`Frame::ViaMpi`] (one cache
+/// line per slot crosses between the cores, and a frame larger than the
+/// ring needs both ends running to stream through it: measured in
+/// docs/mpi.md, *Frames through the node's shared memory*).
+pub const RING_FRAME_MAX: usize = 4096;
+
 /// Sends pending per peer at most (as a thread lane's capacity).
 pub const MAX_IN_FLIGHT: usize = 64;
 
@@ -158,7 +165,6 @@ impl Outgoing {
                 self.spare.push(frame);
                 self.queued -= 1;
             }
-            return;
         }
         while let Some(front) = self.pending[to].pop_front() {
             match front.request.test() {
@@ -194,13 +200,19 @@ impl Outgoing {
         }
     }
 
-    /// Sends to `to` not yet complete (for a peer on this node: frames not
-    /// yet wholly written into its ring).
+    /// Queues `frame` for `to`'s ring and writes what fits.
+    fn to_ring(&mut self, to: usize, frame: Vec<u8>) {
+        let ring = self.rings[to].as_mut().expect("a peer with a ring");
+        ring.queue.push_back((frame, 0));
+        self.queued += 1;
+        self.reap(to);
+    }
+
+    /// Sends to `to` not yet complete: through MPI, and for a peer on this
+    /// node frames not yet wholly written into its ring.
     fn in_flight(&self, to: usize) -> usize {
-        match &self.rings[to] {
-            Some(ring) => ring.queue.len(),
-            None => self.pending[to].len(),
-        }
+        let ring = self.rings[to].as_ref().map_or(0, |r| r.queue.len());
+        ring + self.pending[to].len()
     }
 
     /// Gives up the sends to `to`, a peer found failed: its ring's queue is
@@ -220,18 +232,6 @@ impl Outgoing {
     /// then its detached value if it has one (MPI keeps the two in order).
     fn start(&mut self, comm: &SimpleCommunicator, to: Rank, frame: &Frame) -> bool {
         let mut bytes = self.spare.pop().unwrap_or_default();
-        if self.rings[to as usize].is_some() {
-            if wire::encode_parts(frame, &mut bytes, usize::MAX).is_err() {
-                self.unframeable += 1;
-                self.spare.push(bytes);
-                return false;
-            }
-            let ring = self.rings[to as usize].as_mut().expect("checked");
-            ring.queue.push_back((bytes, 0));
-            self.queued += 1;
-            self.reap(to as usize);
-            return true;
-        }
         let detached = match wire::encode_parts(frame, &mut bytes, wire::DETACH_MIN_BYTES) {
             Ok(detached) => detached,
             Err(_) => {
@@ -240,6 +240,18 @@ impl Outgoing {
                 return false;
             }
         };
+        if self.rings[to as usize].is_some() {
+            if detached.is_none() && bytes.len() <= RING_FRAME_MAX {
+                self.to_ring(to as usize, bytes);
+                return true;
+            }
+            // Too large for the ring: MPI carries it, and the ring says so
+            // where it stands in the order.
+            let mut marker = self.spare.pop().unwrap_or_default();
+            wire::encode_parts(&Frame::ViaMpi, &mut marker, usize::MAX)
+                .expect("a notice always frames");
+            self.to_ring(to as usize, marker);
+        }
         let mut bytes = std::mem::ManuallyDrop::new(bytes);
         let (ptr, len, cap) = (bytes.as_mut_ptr(), bytes.len(), bytes.capacity());
         // SAFETY: the buffer was taken apart just now and is put together
@@ -293,6 +305,15 @@ pub struct MpiTransport {
     ring_turn: usize,
     /// Whether some peer talks through MPI (not every one is on this node).
     through_mpi: bool,
+    /// Per peer on this node: [`Frame::ViaMpi`]s read from its ring whose
+    /// frames have not come through MPI yet (its ring is read no further
+    /// until they have).
+    owed: Vec<u32>,
+    /// Over all peers.
+    owed_total: u32,
+    /// Per peer on this node: frames that came through MPI before the ring
+    /// announced them, in order.
+    early: Vec<VecDeque<Option<Decoded>>>,
     /// A message a wait matched ([`MpiTransport::probe`]), for the next
     /// `try_recv` to receive: matched once, not probed again.
     probed: Option<(Message, Status)>,
@@ -421,6 +442,9 @@ impl MpiTransport {
                 .collect(),
             ring_turn: 0,
             through_mpi,
+            owed: vec![0; procs as usize],
+            owed_total: 0,
+            early: (0..procs).map(|_| VecDeque::new()).collect(),
             probed: None,
             inboxes: Vec::new(),
             awaiting: vec![None; procs as usize],
@@ -544,7 +568,7 @@ impl MpiTransport {
                 let bytes = unsafe { Vec::from_raw_parts(ptr, len, cap) };
                 let header = self.awaiting.get_mut(from as usize).and_then(Option::take);
                 let Some(header) = header.filter(|_| len > INLINE_BYTES) else {
-                    return self.landed_frame(from, bytes);
+                    return self.landed_frame(from, bytes, false);
                 };
                 // A detached value matched before its frame had landed (an
                 // earlier receive from `from` was still in progress): it
@@ -559,12 +583,17 @@ impl MpiTransport {
                 frame
             }
         };
-        self.take_frame(from, frame)
+        self.take_frame(from, frame, false)
     }
 
     /// The frame received from `from` into `inbox` (which goes back to the
     /// spare ones, unless the frame awaits its detached value).
-    fn landed_frame(&mut self, from: Rank, inbox: Vec<u8>) -> Option<(Rank, Msg<Packet>)> {
+    fn landed_frame(
+        &mut self,
+        from: Rank,
+        inbox: Vec<u8>,
+        via_ring: bool,
+    ) -> Option<(Rank, Msg<Packet>)> {
         let decoded = wire::decode_parts(&inbox, &self.segments, None);
         if let Some(Decoded::Awaits(_)) = decoded {
             if let Some(slot) = self.awaiting.get_mut(from as usize) {
@@ -573,12 +602,51 @@ impl MpiTransport {
             return None;
         }
         self.inboxes.push(inbox);
-        self.take_frame(from, decoded)
+        self.take_frame(from, decoded, via_ring)
     }
 
     /// A decoded frame from `from`: a message to hand out, or a notice
     /// taken here.
-    fn take_frame(&mut self, from: Rank, frame: Option<Decoded>) -> Option<(Rank, Msg<Packet>)> {
+    /// A decoded frame from `from`, which came through its ring
+    /// (`via_ring`) or MPI: put in the pair's one order first (a frame of a
+    /// peer on this node that came through MPI is handed on where the
+    /// ring's [`Frame::ViaMpi`] stands), then [`MpiTransport::deliver`]ed.
+    fn take_frame(
+        &mut self,
+        from: Rank,
+        frame: Option<Decoded>,
+        via_ring: bool,
+    ) -> Option<(Rank, Msg<Packet>)> {
+        let peer = from as usize;
+        if peer >= self.rings_in.len() || self.rings_in[peer].is_none() {
+            return self.deliver(from, frame);
+        }
+        if via_ring {
+            if !matches!(frame, Some(Decoded::Frame(Frame::ViaMpi))) {
+                return self.deliver(from, frame);
+            }
+            if let Some(count) = self.frames_from.get_mut(peer) {
+                *count += 1;
+            }
+            match self.early[peer].pop_front() {
+                Some(early) => self.deliver(from, early),
+                None => {
+                    self.owed[peer] += 1;
+                    self.owed_total += 1;
+                    None
+                }
+            }
+        } else if self.owed[peer] > 0 {
+            self.owed[peer] -= 1;
+            self.owed_total -= 1;
+            self.deliver(from, frame)
+        } else {
+            self.early[peer].push_back(frame);
+            None
+        }
+    }
+
+    fn deliver(&mut self, from: Rank, frame: Option<Decoded>) -> Option<(Rank, Msg<Packet>)> {
         if let Some(count) = self.frames_from.get_mut(from as usize) {
             *count += 1;
         }
@@ -608,7 +676,9 @@ impl MpiTransport {
                     };
                 }
             }
-            Some(Decoded::Awaits(_)) | None => self.malformed += 1,
+            Some(Decoded::Awaits(_) | Decoded::Frame(Frame::ViaMpi)) | None => {
+                self.malformed += 1;
+            }
         }
         None
     }
@@ -622,7 +692,7 @@ impl MpiTransport {
         if self.ring_has_next() {
             return true;
         }
-        if !self.through_mpi {
+        if !self.through_mpi && self.owed_total == 0 {
             return false;
         }
         if self.probed.is_none() {
@@ -641,7 +711,10 @@ impl MpiTransport {
         self.rings_in
             .iter()
             .zip(failed.iter())
-            .any(|(r, &f)| !f && r.as_ref().is_some_and(|r| r.reader.has_next()))
+            .zip(&self.owed)
+            .any(|((r, &f), &owed)| {
+                !f && owed == 0 && r.as_ref().is_some_and(|r| r.reader.has_next())
+            })
     }
 
     /// The next message from the rings, one frame per ring per turn; a
@@ -652,7 +725,10 @@ impl MpiTransport {
         for k in 0..n {
             let peer = (self.ring_turn + k) % n;
             loop {
-                if self.rings_in[peer].is_none() || self.is_failed(peer as Rank) {
+                if self.rings_in[peer].is_none()
+                    || self.owed[peer] > 0
+                    || self.is_failed(peer as Rank)
+                {
                     break;
                 }
                 let ring = self.rings_in[peer].as_mut().expect("checked");
@@ -663,7 +739,7 @@ impl MpiTransport {
                 spare.clear();
                 let frame = std::mem::replace(&mut ring.frame, spare);
                 self.ring_turn = peer + 1;
-                if let Some(msg) = self.landed_frame(peer as Rank, frame) {
+                if let Some(msg) = self.landed_frame(peer as Rank, frame, true) {
                     return Some(msg);
                 }
             }
@@ -759,7 +835,7 @@ impl Transport for MpiTransport {
         if let Some(msg) = self.read_rings() {
             return Some(msg);
         }
-        if !self.through_mpi {
+        if !self.through_mpi && self.owed_total == 0 {
             return None;
         }
         loop {
@@ -786,7 +862,7 @@ impl Transport for MpiTransport {
                 let mut inbox = self.inboxes.pop().unwrap_or_default();
                 inbox.resize(len, 0);
                 message.matched_receive_into(&mut inbox[..]);
-                match self.landed_frame(from, inbox) {
+                match self.landed_frame(from, inbox, false) {
                     Some(msg) => return Some(msg),
                     None => continue,
                 }

@@ -50,12 +50,17 @@ pub enum Frame {
         /// Its heartbeat count.
         beat: u64,
     },
+    /// In a frame ring: the sender's next frame to this receiver is too
+    /// large for the ring and travels through MPI; the ring's next frames
+    /// come after it (`src/mpi/transport.rs`).
+    ViaMpi,
 }
 
 const FRAME_MSG: u8 = 0;
 const FRAME_FAILED: u8 = 1;
 const FRAME_LEFT: u8 = 2;
 const FRAME_BEAT: u8 = 3;
+const FRAME_VIA_MPI: u8 = 4;
 
 const PACKET_VALUE: u8 = 0;
 const PACKET_CONTRIBUTION: u8 = 1;
@@ -119,6 +124,7 @@ pub fn encode_parts(
             out.extend_from_slice(&r.to_le_bytes());
         }
         Frame::Left => out.push(FRAME_LEFT),
+        Frame::ViaMpi => out.push(FRAME_VIA_MPI),
         Frame::Beat {
             entered,
             returned,
@@ -320,6 +326,7 @@ pub fn decode_parts(bytes: &[u8], pool: &SegmentPool, payload: Option<Data>) -> 
     let frame = match r.u8()? {
         FRAME_FAILED => Frame::Failed(r.u32()?),
         FRAME_LEFT => Frame::Left,
+        FRAME_VIA_MPI => Frame::ViaMpi,
         FRAME_BEAT => Frame::Beat {
             entered: r.u32()?,
             returned: r.u32()?,
