@@ -201,7 +201,7 @@ impl Outgoing {
     }
 
     /// Queues `frame` for `to`'s ring and writes what fits.
-    fn to_ring(&mut self, to: usize, frame: Vec<u8>) {
+    fn queue_for_ring(&mut self, to: usize, frame: Vec<u8>) {
         let ring = self.rings[to].as_mut().expect("a peer with a ring");
         ring.queue.push_back((frame, 0));
         self.queued += 1;
@@ -242,7 +242,7 @@ impl Outgoing {
         };
         if self.rings[to as usize].is_some() {
             if detached.is_none() && bytes.len() <= RING_FRAME_MAX {
-                self.to_ring(to as usize, bytes);
+                self.queue_for_ring(to as usize, bytes);
                 return true;
             }
             // Too large for the ring: MPI carries it, and the ring says so
@@ -250,7 +250,7 @@ impl Outgoing {
             let mut marker = self.spare.pop().unwrap_or_default();
             wire::encode_parts(&Frame::ViaMpi, &mut marker, usize::MAX)
                 .expect("a notice always frames");
-            self.to_ring(to as usize, marker);
+            self.queue_for_ring(to as usize, marker);
         }
         let mut bytes = std::mem::ManuallyDrop::new(bytes);
         let (ptr, len, cap) = (bytes.as_mut_ptr(), bytes.len(), bytes.capacity());
