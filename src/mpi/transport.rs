@@ -143,6 +143,9 @@ struct Outgoing {
     rings: Vec<Option<RingOut>>,
     /// Frames queued for rings, over all peers.
     queued: usize,
+    /// MPI sends pending, over all peers: while there are, waits call MPI
+    /// (its progress engine moves them) even if every peer has a ring.
+    in_mpi: usize,
     /// Sends to failed peers: never completed by us, never dropped.
     abandoned: Vec<InFlight>,
     spare: Vec<Vec<u8>>,
@@ -168,17 +171,18 @@ impl Outgoing {
         }
         while let Some(front) = self.pending[to].pop_front() {
             match front.request.test() {
-                Ok(_) => match front.reads {
-                    Reads::Frame { ptr, len, cap } => {
+                Ok(_) => {
+                    self.in_mpi -= 1;
+                    // A detached value's segment is let go: MPI no longer
+                    // reads it.
+                    if let Reads::Frame { ptr, len, cap } = front.reads {
                         // SAFETY: the parts of the `Vec` taken apart in
                         // `start`, whose request a successful test consumed:
                         // MPI no longer reads them.
                         let buffer = unsafe { Vec::from_raw_parts(ptr, len, cap) };
                         self.spare.push(buffer);
                     }
-                    // MPI no longer reads the segment: let it go.
-                    Reads::Value { .. } => {}
-                },
+                }
                 Err(request) => {
                     self.pending[to].push_front(InFlight { request, ..front });
                     return;
@@ -224,6 +228,7 @@ impl Outgoing {
             ring.queue.clear();
         }
         let dropped: Vec<InFlight> = self.pending[to].drain(..).collect();
+        self.in_mpi -= dropped.len();
         self.abandoned.extend(dropped);
     }
 
@@ -264,6 +269,7 @@ impl Outgoing {
             request,
             reads: Reads::Frame { ptr, len, cap },
         });
+        self.in_mpi += 1;
         // `encode_parts` detaches only values of bytes.
         if let Some((value, Some(Ok(bytes)))) = detached.as_ref().map(|v| (v, v.to_wire())) {
             // SAFETY: the bytes are a segment's storage, on the heap behind
@@ -282,6 +288,7 @@ impl Outgoing {
                     _held: value.clone(),
                 },
             });
+            self.in_mpi += 1;
         }
         true
     }
@@ -424,6 +431,7 @@ impl MpiTransport {
                     })
                     .collect(),
                 queued: 0,
+                in_mpi: 0,
                 abandoned: Vec::new(),
                 spare: Vec::new(),
                 full_since: vec![None; procs as usize],
@@ -692,7 +700,7 @@ impl MpiTransport {
         if self.ring_has_next() {
             return true;
         }
-        if !self.through_mpi && self.owed_total == 0 {
+        if !self.mpi_in_use() {
             return false;
         }
         if self.probed.is_none() {
@@ -702,6 +710,14 @@ impl MpiTransport {
                 .immediate_matched_probe_with_tag(TAG);
         }
         self.probed.is_some()
+    }
+
+    /// Whether MPI has anything to do here: a peer without a ring, a frame
+    /// a ring announced, or a send of ours in progress (MPI moves a large
+    /// one only while we call it). Else every peer has a ring and MPI is
+    /// not called at all.
+    fn mpi_in_use(&mut self) -> bool {
+        self.through_mpi || self.owed_total > 0 || self.out.get_mut().in_mpi > 0
     }
 
     /// Whether a ring of a peer not known failed has a frame (or part of
@@ -835,7 +851,7 @@ impl Transport for MpiTransport {
         if let Some(msg) = self.read_rings() {
             return Some(msg);
         }
-        if !self.through_mpi && self.owed_total == 0 {
+        if !self.mpi_in_use() {
             return None;
         }
         loop {
