@@ -98,7 +98,8 @@ impl MpiComm {
             failure_timeout,
             op_timeout,
             rings,
-        );
+        )
+        .yield_when_idle(super::node::oversubscribed(world));
         let procs = transport.procs();
         for r in config.fault_schedule().ranks() {
             if r >= procs {

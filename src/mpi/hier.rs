@@ -620,25 +620,17 @@ impl<'t> NodeComm<'_, 't> {
 /// between threads of one process (docs/mpi.md, *Give each process its own
 /// cores*). Collective over `world`.
 fn own_cores(world: &SimpleCommunicator) -> Option<Vec<core_affinity::CoreId>> {
-    const WORDS: usize = 16;
     let node = world.split_shared(0);
     let k = node.size() as usize;
     if k < 2 {
         return None;
     }
     let mine = crate::runtime::pin::available_cores();
-    let mut mask = [0u64; WORDS];
-    for c in mine.iter().filter(|c| c.id < 64 * WORDS) {
-        mask[c.id / 64] |= 1 << (c.id % 64);
-    }
-    let mut all = vec![0u64; WORDS * k];
-    node.all_gather_into(&mask[..], &mut all[..]);
-    let same = all.chunks(WORDS).all(|m| m == mask);
-    if !same || mine.len() < k {
+    let masks = super::node::core_masks(&node, &mine);
+    if !super::node::all_same(&masks, &mine) || mine.len() < k {
         return None;
     }
-    let (i, n) = (node.rank() as usize, mine.len());
-    Some(mine[i * n / k..(i + 1) * n / k].to_vec())
+    Some(super::node::share(&mine, node.rank() as usize, k))
 }
 
 /// The process leaves the process level for good: announced failed to the

@@ -29,6 +29,7 @@
 mod comm;
 pub mod hier;
 mod native;
+mod node;
 pub mod shm;
 pub mod transport;
 pub mod wire;

@@ -193,6 +193,7 @@ impl Outgoing {
 
     /// Writes what fits of the frames queued for rings (a frame larger than
     /// its ring streams through it as the reader frees slots).
+    #[inline]
     fn flush_rings(&mut self) {
         if self.queued == 0 {
             return;
@@ -306,7 +307,8 @@ pub struct MpiTransport {
     receiving: Vec<VecDeque<Receiving>>,
     /// Receives in progress, over all peers.
     receives: usize,
-    /// Per peer on this node: the frame ring it writes to this rank.
+    /// Per peer on this node: the frame ring it writes to this rank (empty
+    /// if no peer has one).
     rings_in: Vec<Option<RingIn>>,
     /// The peer whose ring is read first next (one frame per ring per turn).
     ring_turn: usize,
@@ -318,6 +320,8 @@ pub struct MpiTransport {
     owed: Vec<u32>,
     /// Over all peers.
     owed_total: u32,
+    /// Give the core up after every empty poll ([`MpiTransport::yield_when_idle`]).
+    yield_when_idle: bool,
     /// Per peer on this node: frames that came through MPI before the ring
     /// announced them, in order.
     early: Vec<VecDeque<Option<Decoded>>>,
@@ -439,19 +443,26 @@ impl MpiTransport {
             }),
             receiving: (0..procs).map(|_| VecDeque::new()).collect(),
             receives: 0,
-            rings_in: readers
-                .into_iter()
-                .map(|r| {
-                    r.map(|reader| RingIn {
-                        reader,
-                        frame: Vec::new(),
+            // Empty without rings, so that the MPI-only path pays nothing
+            // for them.
+            rings_in: if readers.iter().any(Option::is_some) {
+                readers
+                    .into_iter()
+                    .map(|r| {
+                        r.map(|reader| RingIn {
+                            reader,
+                            frame: Vec::new(),
+                        })
                     })
-                })
-                .collect(),
+                    .collect()
+            } else {
+                Vec::new()
+            },
             ring_turn: 0,
             through_mpi,
             owed: vec![0; procs as usize],
             owed_total: 0,
+            yield_when_idle: false,
             early: (0..procs).map(|_| VecDeque::new()).collect(),
             probed: None,
             inboxes: Vec::new(),
@@ -474,6 +485,16 @@ impl MpiTransport {
             owed_wait: crate::driver::nanos(op_timeout.max(failure_timeout)),
             stuck_after: crate::driver::nanos(failure_timeout),
         }
+    }
+
+    /// Whether a wait gives the core up after every poll that finds
+    /// nothing through the rings, instead of polling 64 times first: for
+    /// processes that outnumber their node's cores, where the peer a wait
+    /// needs may be waiting for this core. (Through MPI, Open MPI's own
+    /// `mpi_yield_when_idle` does it inside each probe.)
+    pub fn yield_when_idle(mut self, yes: bool) -> Self {
+        self.yield_when_idle = yes;
+        self
     }
 
     /// Frames received that could not be read, and messages that could not
@@ -923,7 +944,15 @@ impl Transport for MpiTransport {
     }
 
     fn spin(&mut self) -> bool {
-        for _ in 0..64 {
+        // Through MPI, Open MPI's probe yields the core itself when asked to
+        // (`mpi_yield_when_idle`, which it sets when it sees the node
+        // oversubscribed).
+        let polls = if self.yield_when_idle && !self.mpi_in_use() {
+            1
+        } else {
+            64
+        };
+        for _ in 0..polls {
             if self.probe() {
                 return true;
             }
