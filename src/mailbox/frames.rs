@@ -2,7 +2,7 @@
 //! frames of any length, in memory that two processes of one node may
 //! share (the MPI engine's channel to a process of its node,
 //! `src/mpi/transport.rs`; docs/mpi.md, *Frames through the node's shared
-//! memory*). Not in the papers: the lane of [`super::lane`] carries values
+//! memory*). Not in the papers: a thread lane (`src/mailbox/lane.rs`) carries values
 //! of one process's heap; this carries bytes.
 //!
 //! **Slots.** The ring is a power of two of 64-byte slots, each a stamp and

@@ -1,5 +1,7 @@
-//! Regions of shared memory between the MPI processes of one node, for
-//! large allreduces: each process copies its input once into its own
+//! Regions of shared memory between the MPI processes of one node: the
+//! frame rings that carry every frame between them
+//! ([`NodeRegions::take_rings`], `crate::mailbox::frames`), and large
+//! allreduces: each process copies its input once into its own
 //! region, messages carry a [`RegionRef`] (whose input, which call), and
 //! the processes fold the inputs the protocol agreed on straight from the
 //! regions, block by block, each block once: a process folds the blocks
@@ -15,7 +17,8 @@
 //! writing it whole (a full file system is then an error at start, not a
 //! `SIGBUS` later), and maps it; once every process has mapped every
 //! other's, each unlinks its own, so nothing is left behind whoever dies.
-//! A region holds two input *slots* and two result slots of
+//! A region holds a frame ring from every process ([`RING_SLOTS`] lines
+//! each), two input *slots* and two result slots of
 //! [`NodeRegions::slot_bytes`], used in turn by a process's large calls
 //! (call `seq` uses slot `seq % 2`); each input slot's call number, each
 //! result slot's fingerprint (of the agreed list) and each result block's
