@@ -414,8 +414,11 @@ impl TeamBuilder {
     /// [`DEFAULT_SLOT_BYTES`](crate::mpi::shm::DEFAULT_SLOT_BYTES), 8 MiB),
     /// and an allreduce of 64 KiB up to `bytes` goes through them: one
     /// copy in, a share of the fold and one copy out instead of a message
-    /// per input ([`crate::mpi::shm`], docs/mpi.md). 0 turns it off; so does
-    /// a job whose processes are not all on one node.
+    /// per input ([`crate::mpi::shm`], docs/mpi.md). The same regions hold
+    /// a frame ring from every process, through which every frame of up to
+    /// 4 KiB between the processes goes instead of MPI
+    /// ([`crate::mailbox::frames`]). 0 turns both off; so does a job whose
+    /// processes are not all on one node.
     #[cfg(feature = "mpi")]
     pub fn mpi_shared_memory(mut self, bytes: usize) -> Self {
         self.mpi_shared_memory = bytes;

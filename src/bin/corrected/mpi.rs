@@ -75,8 +75,9 @@ pub struct MpiArgs {
     closure: bool,
     /// Bytes of each of a process's two slots of shared memory, through
     /// which allreduces from 64 KiB up to this size go when every process
-    /// runs on this node (`TeamBuilder::mpi_shared_memory`); 0: none, large
-    /// allreduces then go by blocks through MPI messages.
+    /// runs on this node (`TeamBuilder::mpi_shared_memory`; the frames of
+    /// up to 4 KiB go through rings there too); 0: none, every frame goes
+    /// through MPI and large allreduces by blocks.
     #[arg(long, default_value_t = corrected::mpi::shm::DEFAULT_SLOT_BYTES)]
     shared_memory: usize,
     /// Operation timeout, seconds.
@@ -119,8 +120,8 @@ struct Outcome {
     /// Large allreduces that fell back from blocks to the eager algorithm
     /// (one rank per process only; docs/mpi.md).
     fallbacks: u64,
-    /// Whether large allreduces went through shared memory (one rank per
-    /// process only).
+    /// Whether the processes shared memory: frames through rings, large
+    /// allreduces through the regions (one rank per process only).
     shared_memory: bool,
     /// The broadcast algorithm (--op bcast).
     algorithm: String,
