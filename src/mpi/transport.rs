@@ -738,34 +738,39 @@ impl MpiTransport {
     /// one only while we call it). Else every peer has a ring and MPI is
     /// not called at all.
     fn mpi_in_use(&mut self) -> bool {
-        self.through_mpi || self.owed_total > 0 || self.out.get_mut().in_mpi > 0
-    }
-
-    /// Whether a ring of a peer not known failed has a frame (or part of
-    /// one) to read.
-    fn ring_has_next(&self) -> bool {
-        let failed = self.failed.borrow();
-        self.rings_in
-            .iter()
-            .zip(failed.iter())
-            .zip(&self.owed)
-            .any(|((r, &f), &owed)| {
-                !f && owed == 0 && r.as_ref().is_some_and(|r| r.reader.has_next())
+        self.through_mpi
+            || self.out.get_mut().in_mpi > 0
+            || (self.owed_total > 0 && {
+                // Not for a frame a failed peer announced: it may never come.
+                let failed = self.failed.borrow();
+                self.owed
+                    .iter()
+                    .zip(failed.iter())
+                    .any(|(&o, &f)| o > 0 && !f)
             })
     }
 
+    /// Whether a ring not held up by a frame through MPI has a frame (or
+    /// part of one) to read.
+    fn ring_has_next(&self) -> bool {
+        self.rings_in
+            .iter()
+            .zip(&self.owed)
+            .any(|(r, &owed)| owed == 0 && r.as_ref().is_some_and(|r| r.reader.has_next()))
+    }
+
     /// The next message from the rings, one frame per ring per turn; a
-    /// notice is taken here. A ring of a peer found failed is read no
-    /// more: a frame it left half written is never handed on.
+    /// notice is taken here. What a peer found failed wrote whole is still
+    /// read, as through MPI and between threads; a frame it left half
+    /// written is never handed on, and a frame it announced through MPI
+    /// that never came holds up its ring for good (nothing after it is
+    /// handed on out of order).
     fn read_rings(&mut self) -> Option<(Rank, Msg<Packet>)> {
         let n = self.rings_in.len();
         for k in 0..n {
             let peer = (self.ring_turn + k) % n;
             loop {
-                if self.rings_in[peer].is_none()
-                    || self.owed[peer] > 0
-                    || self.is_failed(peer as Rank)
-                {
+                if self.rings_in[peer].is_none() || self.owed[peer] > 0 {
                     break;
                 }
                 let ring = self.rings_in[peer].as_mut().expect("checked");
