@@ -76,10 +76,15 @@ fn errors(o: &Value) -> u64 {
 #[test]
 fn broadcasts_and_allreduces_between_processes_give_every_rank_the_value() {
     // Values of 128 KiB and more travel detached from their frames
-    // (`wire::DETACH_MIN_BYTES`): 20 000 and 40 000 words.
+    // (`wire::DETACH_MIN_BYTES`): 20 000 and 40 000 words. Between
+    // processes of one node, frames of up to 4 KiB go through the rings
+    // (100 words), larger ones through MPI, announced in the ring (1000
+    // words: framed; 20 000: detached).
     for (op, procs, len) in [
         ("bcast", 4, "1"),
         ("bcast", 3, "100"),
+        ("bcast", 3, "1000"),
+        ("allreduce", 4, "1000"),
         ("allreduce", 5, "9"),
         ("bcast", 4, "20000"),
         ("allreduce", 3, "20000"),
