@@ -205,12 +205,20 @@ impl Outgoing {
         }
     }
 
-    /// Queues `frame` for `to`'s ring and writes what fits.
+    /// Writes `frame` into `to`'s ring, or what fits of it behind the
+    /// frames queued there, and queues the rest.
     fn queue_for_ring(&mut self, to: usize, frame: Vec<u8>) {
         let ring = self.rings[to].as_mut().expect("a peer with a ring");
-        ring.queue.push_back((frame, 0));
+        let mut done = 0;
+        if ring.queue.is_empty() {
+            done = ring.writer.write(&frame, 0);
+            if done == FrameWriter::slots_for(frame.len()) {
+                self.spare.push(frame);
+                return;
+            }
+        }
+        ring.queue.push_back((frame, done));
         self.queued += 1;
-        self.reap(to);
     }
 
     /// Sends to `to` not yet complete: through MPI, and for a peer on this
@@ -597,7 +605,7 @@ impl MpiTransport {
                 let bytes = unsafe { Vec::from_raw_parts(ptr, len, cap) };
                 let header = self.awaiting.get_mut(from as usize).and_then(Option::take);
                 let Some(header) = header.filter(|_| len > INLINE_BYTES) else {
-                    return self.landed_frame(from, bytes, false);
+                    return self.landed_frame(from, bytes);
                 };
                 // A detached value matched before its frame had landed (an
                 // earlier receive from `from` was still in progress): it
@@ -615,14 +623,9 @@ impl MpiTransport {
         self.take_frame(from, frame, false)
     }
 
-    /// The frame received from `from` into `inbox` (which goes back to the
-    /// spare ones, unless the frame awaits its detached value).
-    fn landed_frame(
-        &mut self,
-        from: Rank,
-        inbox: Vec<u8>,
-        via_ring: bool,
-    ) -> Option<(Rank, Msg<Packet>)> {
+    /// The frame received from `from` through MPI into `inbox` (which goes
+    /// back to the spare ones, unless the frame awaits its detached value).
+    fn landed_frame(&mut self, from: Rank, inbox: Vec<u8>) -> Option<(Rank, Msg<Packet>)> {
         let decoded = wire::decode_parts(&inbox, &self.segments, None);
         if let Some(Decoded::Awaits(_)) = decoded {
             if let Some(slot) = self.awaiting.get_mut(from as usize) {
@@ -631,11 +634,9 @@ impl MpiTransport {
             return None;
         }
         self.inboxes.push(inbox);
-        self.take_frame(from, decoded, via_ring)
+        self.take_frame(from, decoded, false)
     }
 
-    /// A decoded frame from `from`: a message to hand out, or a notice
-    /// taken here.
     /// A decoded frame from `from`, which came through its ring
     /// (`via_ring`) or MPI: put in the pair's one order first (a frame of a
     /// peer on this node that came through MPI is handed on where the
@@ -675,6 +676,8 @@ impl MpiTransport {
         }
     }
 
+    /// A decoded frame from `from`, in its order: a message to hand out, or
+    /// a notice taken here.
     fn deliver(&mut self, from: Rank, frame: Option<Decoded>) -> Option<(Rank, Msg<Packet>)> {
         if let Some(count) = self.frames_from.get_mut(from as usize) {
             *count += 1;
@@ -777,11 +780,12 @@ impl MpiTransport {
                 if !ring.reader.read(&mut ring.frame) {
                     break;
                 }
-                let mut spare = self.inboxes.pop().unwrap_or_default();
-                spare.clear();
-                let frame = std::mem::replace(&mut ring.frame, spare);
+                // Never detached: a ring's frame is whole (`Awaits` would
+                // be malformed, and is counted so).
+                let decoded = wire::decode_parts(&ring.frame, &self.segments, None);
+                ring.frame.clear();
                 self.ring_turn = peer + 1;
-                if let Some(msg) = self.landed_frame(peer as Rank, frame, true) {
+                if let Some(msg) = self.take_frame(peer as Rank, decoded, true) {
                     return Some(msg);
                 }
             }
@@ -904,7 +908,7 @@ impl Transport for MpiTransport {
                 let mut inbox = self.inboxes.pop().unwrap_or_default();
                 inbox.resize(len, 0);
                 message.matched_receive_into(&mut inbox[..]);
-                match self.landed_frame(from, inbox, false) {
+                match self.landed_frame(from, inbox) {
                     Some(msg) => return Some(msg),
                     None => continue,
                 }
