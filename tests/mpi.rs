@@ -116,7 +116,14 @@ fn broadcasts_and_allreduces_between_processes_give_every_rank_the_value() {
 fn a_sigkilled_process_does_not_stop_the_others_broadcasts() {
     // Small values, and 160 KB ones (detached, received by rendezvous: a
     // receive from the killed process must not wait for it).
-    let cases = [(6, "1500", "1", "4:500"), (4, "300", "20000", "2:100")];
+    // And 4 KB ones: the largest that go through the rings between
+    // processes of one node, several slots each, so a process may die with
+    // one half written.
+    let cases = [
+        (6, "1500", "1", "4:500"),
+        (4, "300", "20000", "2:100"),
+        (5, "600", "500", "1:200"),
+    ];
     for ((procs, iters, len, kill), channel) in
         cases.into_iter().flat_map(|c| CHANNELS.map(|ch| (c, ch)))
     {
