@@ -156,19 +156,10 @@ struct Outgoing {
 }
 
 impl Outgoing {
-    /// Reclaims the buffers of `to`'s completed sends, oldest first.
+    /// Writes what fits of the frames queued for `to`'s ring, and
+    /// reclaims the buffers of `to`'s completed MPI sends, oldest first.
     fn reap(&mut self, to: usize) {
-        if let Some(ring) = self.rings[to].as_mut() {
-            while let Some((frame, done)) = ring.queue.front_mut() {
-                *done = ring.writer.write(frame, *done);
-                if *done < FrameWriter::slots_for(frame.len()) {
-                    return;
-                }
-                let (frame, _) = ring.queue.pop_front().expect("a front");
-                self.spare.push(frame);
-                self.queued -= 1;
-            }
-        }
+        self.write_ring(to);
         while let Some(front) = self.pending[to].pop_front() {
             match front.request.test() {
                 Ok(_) => {
@@ -191,15 +182,40 @@ impl Outgoing {
         }
     }
 
-    /// Writes what fits of the frames queued for rings (a frame larger than
-    /// its ring streams through it as the reader frees slots).
+    /// Writes what fits of the frames queued for `to`'s ring, oldest first
+    /// (a frame larger than the ring streams through it as the reader
+    /// frees slots).
+    fn write_ring(&mut self, to: usize) {
+        let Some(ring) = self.rings[to].as_mut() else {
+            return;
+        };
+        while let Some((frame, done)) = ring.queue.front_mut() {
+            *done = ring.writer.write(frame, *done);
+            if *done < FrameWriter::slots_for(frame.len()) {
+                return;
+            }
+            let (frame, _) = ring.queue.pop_front().expect("a front");
+            self.spare.push(frame);
+            self.queued -= 1;
+        }
+    }
+
+    /// [`Outgoing::write_ring`] for every peer with frames queued.
     #[inline]
     fn flush_rings(&mut self) {
         if self.queued == 0 {
             return;
         }
         for to in 0..self.rings.len() {
-            if self.rings[to].as_ref().is_some_and(|r| !r.queue.is_empty()) {
+            self.write_ring(to);
+        }
+    }
+
+    /// Reclaims the completed MPI sends to every peer (for a transport that
+    /// otherwise calls MPI only while some are pending).
+    fn reap_mpi(&mut self) {
+        for to in 0..self.pending.len() {
+            if !self.pending[to].is_empty() {
                 self.reap(to);
             }
         }
@@ -655,9 +671,7 @@ impl MpiTransport {
             if !matches!(frame, Some(Decoded::Frame(Frame::ViaMpi))) {
                 return self.deliver(from, frame);
             }
-            if let Some(count) = self.frames_from.get_mut(peer) {
-                *count += 1;
-            }
+            self.frames_from[peer] += 1;
             match self.early[peer].pop_front() {
                 Some(early) => self.deliver(from, early),
                 None => {
@@ -741,8 +755,16 @@ impl MpiTransport {
     /// one only while we call it). Else every peer has a ring and MPI is
     /// not called at all.
     fn mpi_in_use(&mut self) -> bool {
-        self.through_mpi
-            || self.out.get_mut().in_mpi > 0
+        if self.through_mpi {
+            return true;
+        }
+        let out = self.out.get_mut();
+        if out.in_mpi > 0 {
+            // Nothing else tests them here: a completed send would keep MPI
+            // polled until the next send to its peer.
+            out.reap_mpi();
+        }
+        out.in_mpi > 0
             || (self.owed_total > 0 && {
                 // Not for a frame a failed peer announced: it may never come.
                 let failed = self.failed.borrow();
