@@ -599,6 +599,8 @@ fn a_rank_dying_at_a_time_stops_exactly_then() {
 
 /// With two ranks the root's only peer is its tree child: no correction can
 /// reach anyone the tree does not, and none is sent, whatever the variant.
+/// So on any tree in which every rank is the root's child (three ranks on
+/// a binomial tree, the flat tree `kary:P-1`).
 #[test]
 fn a_pair_sends_the_tree_message_only() {
     let corrections = [
@@ -618,12 +620,55 @@ fn a_pair_sends_the_tree_message_only() {
             assert_eq!(run.messages_per_process, 0.5, "{tree} {correction}");
             assert_eq!(run.quiescence_latency, sc.dissemination_time());
         }
-        // Three ranks: the correction runs.
+        // Three ranks on a binomial tree: the root's children are 1 and 2.
         let sc = scenario("binomial", 3, correction, LogP::PAPER, FaultPlan::none());
+        let run = BcastSim::new(&sc).run(0);
+        assert_eq!(run.correction_messages_per_process, 0.0, "{correction}");
+        // Four: rank 3 hangs below rank 1, and the correction runs.
+        let sc = scenario("binomial", 4, correction, LogP::PAPER, FaultPlan::none());
         let run = BcastSim::new(&sc).run(0);
         assert_eq!(
             run.correction_messages_per_process > 0.0,
             correction != Correction::None
         );
+    }
+}
+
+/// The flat tree (`kary:P-1`) has no inner node but the root: with any set
+/// of non-root ranks dead before the operation, every live rank is colored
+/// by its tree message, and no correction is sent (CT Section 3.3: a rank
+/// is missed only below a failed inner node).
+#[test]
+fn a_flat_tree_reaches_every_live_rank_without_correction() {
+    for procs in [3u32, 8, 64] {
+        let flat = format!("kary:{}", procs - 1);
+        for correction in [Correction::Checked, Correction::CheckedSync] {
+            for dead in [vec![], vec![1], vec![1, 2], (1..procs / 2).collect()] {
+                let faults = FaultPlan::dead(dead.iter().copied());
+                let sc = scenario(&flat, procs, correction, LogP::PAPER, faults);
+                let run = BcastSim::new(&sc).run(0);
+                let name = format!("P={procs} {correction} dead {dead:?}");
+                assert_eq!((run.uncolored_live, run.violations), (0, 0), "{name}");
+                assert_eq!(run.correction_messages_per_process, 0.0, "{name}");
+                assert_eq!(
+                    run.messages_per_process,
+                    f64::from(procs - 1) / f64::from(procs),
+                    "{name}"
+                );
+            }
+        }
+        if procs == 3 {
+            continue;
+        }
+        // One level deeper (the root's last child has a child) and the
+        // correction runs again.
+        let sc = scenario(
+            &format!("kary:{}", procs - 2),
+            procs,
+            Correction::Checked,
+            LogP::PAPER,
+            FaultPlan::none(),
+        );
+        assert!(BcastSim::new(&sc).run(0).correction_messages_per_process > 0.0);
     }
 }

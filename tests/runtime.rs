@@ -2,7 +2,7 @@
 //! with the simulator. Every test runs more ranks than this machine's cores.
 
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use corrected::protocol::bcast::Correction;
 use corrected::runtime::{Fault, FaultSchedule, Pinning, RankOutcome, Team};
@@ -620,6 +620,67 @@ fn the_team_picks_a_flat_broadcast_tree_where_ranks_outnumber_cores() {
             } else {
                 assert_eq!(*got, Ok(i + 1), "rank {rank} op {i}");
             }
+        }
+    }
+}
+
+/// The flat tree sends no correction (`BcastPlan::corrects`): a root that
+/// dies after its n-th send has reached its first n children, which
+/// deliver, and every other live rank ends in `RootFailed` as soon as it
+/// learns of the death, not after the failure timeout (nothing but the
+/// root's message could bring the value). The team goes on with the next
+/// root.
+#[test]
+fn a_flat_tree_whose_root_dies_while_it_sends_fails_the_rest_at_once() {
+    let _serial = serial();
+    let cores = corrected::runtime::pin::available_cores().len() as u32;
+    let crowd = 4 * cores.max(1) + 1;
+    // Far above anything the test waits for: a rank that waited the
+    // failure timeout out, or the operation timeout, fails the bound.
+    let failure_timeout = Duration::from_secs(60);
+    for sends in [0u32, 1, crowd / 2, crowd - 1] {
+        let team = Team::builder()
+            .ranks(crowd)
+            .failure_timeout(failure_timeout)
+            .op_timeout(failure_timeout * 2)
+            .faults(FaultSchedule::none().at(0, 1, Fault::DieAfterSends(sends)))
+            .build()
+            .unwrap();
+        assert_eq!(
+            team.broadcast_tree(),
+            TreeSpec::interleaved(Shape::KAry(crowd - 1))
+        );
+        let report = team.run(|comm| {
+            let me = comm.rank();
+            let mut got = Vec::new();
+            for (op, root) in [(0u32, 0u32), (1, 0), (2, 1)] {
+                let mut v = if me == root { op + 10 } else { 0 };
+                let started = Instant::now();
+                let r = comm.broadcast_into(root, &mut v).map(|()| v);
+                got.push((r, started.elapsed()));
+            }
+            got
+        });
+        assert_eq!(report.failed, vec![0], "sends {sends}");
+        // The root sends to its children in ring order: 1, 2, ...
+        for (rank, got) in report.returned() {
+            let name = format!("sends {sends}, rank {rank}");
+            assert_eq!(got[0].0, Ok(10), "{name}");
+            if rank == 0 {
+                assert_eq!(got[1].0, Err(Error::Failed(0)), "{name}");
+                continue;
+            }
+            if rank <= sends {
+                assert_eq!(got[1].0, Ok(11), "{name}");
+            } else {
+                assert_eq!(
+                    got[1].0,
+                    Err(Error::RootFailed { op: 1, root: 0 }),
+                    "{name}"
+                );
+            }
+            assert!(got[1].1 < failure_timeout / 4, "{name}: {:?}", got[1].1);
+            assert_eq!(got[2].0, Ok(12), "{name}");
         }
     }
 }

@@ -598,6 +598,9 @@ impl<'t, T: Transport> Driver<'t, T> {
             let now = self.transport.now();
             let limit = *deadline.get_or_insert(now.saturating_add(self.config.op_timeout));
             if let Some(r) = root.filter(|_| core.output_from_root()) {
+                if core.root_lost() {
+                    return Err(Error::RootFailed { op, root: r });
+                }
                 if self.root_gone(members.to_transport(r), op, now, &mut root_lost_at) {
                     return Err(Error::RootFailed { op, root: r });
                 }

@@ -39,8 +39,14 @@ impl BcastPlan {
     /// A plan from a built tree. `sync_start` is when synchronized correction
     /// begins (ignored by overlapped corrections).
     pub fn new(tree: Tree, correction: Correction, sync_start: Tick) -> Self {
+        // A rank the tree misses lies below a failed inner node (CT 3.3).
+        // When every rank is the root's child (two ranks, or the flat tree
+        // `kary:P-1`), the tree has no inner node besides the root: it
+        // colors every live rank whenever the root lives, and no correction
+        // can reach anyone it does not.
+        let flat = tree.children(0).len() as u32 + 1 >= tree.procs();
         BcastPlan {
-            corrects: tree.procs() > 2 && correction != Correction::None,
+            corrects: !flat && correction != Correction::None,
             tree,
             correction,
             sync_start,
@@ -104,9 +110,13 @@ impl BcastPlan {
     }
 
     /// True when correction messages are sent at all: a correction is set
-    /// and the team has more than two ranks. With two, the only rank besides
-    /// the root is the root's tree child, colored by the tree whenever the
-    /// root lives: no correction can reach anyone the tree does not.
+    /// and some rank is not the root's own child. Where every rank is (two
+    /// ranks, or a flat tree), the tree has no inner node below which a
+    /// rank could be missed (CT Section 3.3): it colors every live rank
+    /// whenever the root lives, and no correction can reach anyone it does
+    /// not. A root that fails while it sends gives no delivery guarantee
+    /// in any case (the ranks it had not reached end in
+    /// [`Error::RootFailed`](crate::Error::RootFailed)).
     pub fn corrects(&self) -> bool {
         self.corrects
     }
@@ -137,6 +147,8 @@ pub struct Bcast<'p, P> {
     /// A tree ancestor (under forwarding: the parent) is known to have
     /// failed: no tree message will come.
     orphaned: bool,
+    /// The root is this rank's tree parent and known to have failed.
+    parent_root_failed: bool,
     sweep: Sweep,
 }
 
@@ -169,6 +181,7 @@ impl<'p, P: Clone + Send + 'static> Bcast<'p, P> {
             correcting: false,
             last_correction: Tick::MAX,
             orphaned: false,
+            parent_root_failed: false,
             sweep: Sweep::new(),
         })
     }
@@ -336,6 +349,7 @@ impl<P: Clone + Send + 'static> Protocol for Bcast<'_, P> {
                         usize::MAX
                     };
                     self.orphaned |= ancestors.take(generations).any(|a| a == failed);
+                    self.parent_root_failed |= failed == 0 && tree.parent(self.me) == Some(0);
                 }
             }
             Event::Timer => {}
@@ -445,6 +459,12 @@ impl<P: Clone + Send + 'static> Protocol for Bcast<'_, P> {
     /// Until it holds the value.
     fn output_from_root(&self) -> bool {
         self.value.is_none()
+    }
+
+    /// Without correction, a child of the root gets the value from the
+    /// root's tree message alone.
+    fn root_lost(&self) -> bool {
+        self.value.is_none() && self.parent_root_failed && !self.plan.corrects()
     }
 
     /// The tree parent, while this rank waits for its tree message: it has

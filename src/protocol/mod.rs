@@ -221,6 +221,17 @@ pub trait Protocol {
         false
     }
 
+    /// True when the output can no longer come: it could only come from the
+    /// root's own message (no rank relays it, and no correction runs), and
+    /// the core was told the root failed, after which an engine drops what
+    /// the root sent. An engine ends the call with
+    /// [`Error::RootFailed`](crate::Error) at once instead of giving the
+    /// value a failure timeout to arrive ([`Protocol::output_from_root`]).
+    /// Default: false.
+    fn root_lost(&self) -> bool {
+        false
+    }
+
     /// A peer this core is blocked on: it cannot finish before that peer's
     /// message or its [`Event::PeerFailed`]. An engine's timeout detector
     /// suspects this rank when nothing comes for too long. `None` (the
@@ -232,8 +243,8 @@ pub trait Protocol {
 
 /// The [`Protocol`] methods a wrapper around a core (a field `core`)
 /// passes on unchanged: the output, the header, when its call may return
-/// and when it is finished, retirement, waiting once, the root's part and
-/// the awaited peer. Used inside the wrapper's `impl Protocol` (the gossip
+/// and when it is finished, retirement, waiting once, the root's part (and
+/// its loss) and the awaited peer. Used inside the wrapper's `impl Protocol` (the gossip
 /// slot clock, Corrected Gossip Section III-A; FTCO's operation clock,
 /// FTCO Section 4), which writes the rest.
 macro_rules! forward_to_core {
@@ -264,6 +275,10 @@ macro_rules! forward_to_core {
 
         fn output_from_root(&self) -> bool {
             self.core.output_from_root()
+        }
+
+        fn root_lost(&self) -> bool {
+            self.core.root_lost()
         }
 
         fn awaiting(&self) -> Option<$crate::types::Rank> {

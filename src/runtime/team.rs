@@ -241,11 +241,13 @@ impl TeamBuilder {
     /// sends to every rank itself, `kary:P-1`). Where ranks share cores a
     /// rank's message waits for that rank to be scheduled, so each level
     /// of a tree costs a scheduling round: a flat tree has one. Any tree
-    /// keeps the corrections' guarantees (Corrected Trees, Section 4: the
-    /// correction makes up for whatever the tree missed). Measured after a
-    /// fence, 8-64 ranks on 2 cores: 0.55-0.8x the binomial tree's time,
-    /// back to back about the same (docs/benchmarks.md). See
-    /// [`Team::broadcast_tree`].
+    /// keeps the corrections' guarantees (Corrected Trees, Section 3.3: the
+    /// correction makes up for whatever the tree missed); the flat tree
+    /// misses no live rank while the root lives, so it sends no correction
+    /// at all ([`BcastPlan::corrects`](crate::protocol::bcast::BcastPlan::corrects)).
+    /// Measured after a fence, 8-64 ranks on 2 cores: 0.55-0.8x the
+    /// binomial tree's time with the correction, back to back about the
+    /// same (docs/benchmarks.md). See [`Team::broadcast_tree`].
     pub fn tree(mut self, tree: TreeSpec) -> Self {
         self.tree = Some(tree);
         self
