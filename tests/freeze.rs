@@ -6,10 +6,15 @@
 //! a while, or for ever (until the rest of the team is done).
 //!
 //! One rank of eight (0, 3 or 7) arms a [`FaultPoint`] for its 1st, 2nd or
-//! 5th passage at the start of its closure; every rank then runs five
+//! 5th passage at the start of its closure; every rank then runs ten
 //! operations, in one of which the freeze fires (asserted), and a tail
 //! operation that needs the frozen rank (an allreduce, or a broadcast from
-//! it), so that a rank frozen for long is always awaited and found.
+//! it), so that a rank frozen for long is always awaited and found. The
+//! broadcasts' root is the frozen rank in every other operation and
+//! another rank in between: on the flat tree a team of eight runs here, a
+//! receiver sends nothing and a root takes nothing, so the frozen rank
+//! sends seven messages in each broadcast it roots and takes one in each
+//! other, and every point's fifth passage comes within the ten.
 //!
 //! * Frozen below the failure timeout: every rank gets every operation's
 //!   exact result, and nobody is declared failed.
@@ -32,7 +37,7 @@
 //! failed; if it fires in the tail operation, the frozen rank may or may
 //! not be declared failed (nobody may need it any more), and the results
 //! are checked by what happened. With helping off it must fire within the
-//! five operations.
+//! ten operations.
 
 #![cfg(all(feature = "fault-points", not(loom)))]
 
@@ -49,7 +54,7 @@ use corrected::Error;
 const P: u32 = 8;
 const FAILURE_TIMEOUT: Duration = Duration::from_millis(200);
 /// Operations in which the armed point must fire; a tail operation follows.
-const OPS: usize = 5;
+const OPS: usize = 10;
 const POINTS: [FaultPoint; 5] = [
     FaultPoint::SlotWritten,
     FaultPoint::Published,
@@ -89,12 +94,12 @@ fn sum(ranks: impl Iterator<Item = Rank>, op: usize) -> u64 {
     ranks.fold(0, |s, r| s.wrapping_add(input(r, op)))
 }
 
-/// The root of broadcast `op`: rank `op` (so that every rank also
-/// receives in most operations, and a frozen root is tried too), and the
-/// frozen rank for the tail.
+/// The root of broadcast `op`: the frozen rank in even operations and the
+/// tail, another rank in odd ones (each time another), so that the frozen
+/// rank both sends and receives within the operations.
 fn root(op: usize, frozen: Rank) -> Rank {
-    if op < OPS {
-        op as Rank % P
+    if op < OPS && op % 2 == 1 {
+        (frozen + 1 + op as Rank / 2) % P
     } else {
         frozen
     }
