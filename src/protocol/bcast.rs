@@ -116,7 +116,7 @@ impl BcastPlan {
     /// whenever the root lives, and no correction can reach anyone it does
     /// not. A root that fails while it sends gives no delivery guarantee
     /// in any case (the ranks it had not reached end in
-    /// [`Error::RootFailed`](crate::Error::RootFailed)).
+    /// [`Error::RootFailed`]).
     pub fn corrects(&self) -> bool {
         self.corrects
     }
