@@ -147,8 +147,6 @@ pub struct Bcast<'p, P> {
     /// A tree ancestor (under forwarding: the parent) is known to have
     /// failed: no tree message will come.
     orphaned: bool,
-    /// The root is this rank's tree parent and known to have failed.
-    parent_root_failed: bool,
     sweep: Sweep,
 }
 
@@ -181,7 +179,6 @@ impl<'p, P: Clone + Send + 'static> Bcast<'p, P> {
             correcting: false,
             last_correction: Tick::MAX,
             orphaned: false,
-            parent_root_failed: false,
             sweep: Sweep::new(),
         })
     }
@@ -349,7 +346,6 @@ impl<P: Clone + Send + 'static> Protocol for Bcast<'_, P> {
                         usize::MAX
                     };
                     self.orphaned |= ancestors.take(generations).any(|a| a == failed);
-                    self.parent_root_failed |= failed == 0 && tree.parent(self.me) == Some(0);
                 }
             }
             Event::Timer => {}
@@ -462,9 +458,13 @@ impl<P: Clone + Send + 'static> Protocol for Bcast<'_, P> {
     }
 
     /// Without correction, a child of the root gets the value from the
-    /// root's tree message alone.
+    /// root's tree message alone; the root is its only ancestor, so it is
+    /// orphaned exactly when the root failed.
     fn root_lost(&self) -> bool {
-        self.value.is_none() && self.parent_root_failed && !self.plan.corrects()
+        self.value.is_none()
+            && self.orphaned
+            && !self.plan.corrects()
+            && self.plan.tree.parent(self.me) == Some(0)
     }
 
     /// The tree parent, while this rank waits for its tree message: it has
