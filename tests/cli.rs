@@ -625,12 +625,13 @@ fn run_drives_the_timeout_baselines_on_threads() {
     assert_eq!(faulty["expected_misses"], 0, "{faulty}");
     assert_eq!(faulty["delivered"], 6 * 50, "{faulty}");
     assert!(faulty["timeouts"].as_u64().unwrap() > 0, "{faulty}");
-    // 300 operations: in a lucky schedule of 50 every answer came within
-    // the rank's turn and no 1 µs timer was seen to expire (seen once).
+    // 3000 operations: in a lucky schedule of 50 every answer came within
+    // the rank's turn and no 1 µs timer was seen to expire (seen once), and
+    // in one of 300 (seen once in four runs, the vCPUs apart).
     let short =
-        json("run --ranks 8 --tree kary:2 --iters 300 --json --algorithm ftco --timeout-ms 0.001");
+        json("run --ranks 8 --tree kary:2 --iters 3000 --json --algorithm ftco --timeout-ms 0.001");
     assert!(short["false_suspicions"].as_u64().unwrap() > 0, "{short}");
-    assert_eq!(short["delivered"], 8 * 300, "{short}");
+    assert_eq!(short["delivered"], 8 * 3000, "{short}");
     assert_eq!(short["wrong"], 0, "{short}");
     refused(
         "run --ranks 4 --algorithm ack-tree --op allreduce",
