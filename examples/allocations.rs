@@ -2,7 +2,7 @@
 //! allocator: `cargo run --release --example allocations`. Prints, for a few
 //! collectives and sizes, the allocations all ranks together make per call
 //! once warm (1000 calls after 500), and the segments the pool allocated
-//! (none, once warm).
+//! in the allreduce's run (all while it warms up).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -55,8 +55,11 @@ fn main() {
             let (bc, _) = per_call(&team, n, 500, 1000, &|comm, _, y| {
                 comm.broadcast_into(0, y).unwrap()
             });
+            let (re, _) = per_call(&team, n, 500, 1000, &|comm, x, y| {
+                comm.reduce_into(0, x, y, SystemOperation::sum()).unwrap()
+            });
             println!(
-                "P={ranks} {what}: allreduce {ar:.1} allocations per call (segments allocated in the run: {segs}), broadcast {bc:.1}"
+                "P={ranks} {what}: allreduce {ar:.2} allocations per call (segments allocated in the run: {segs}), broadcast {bc:.2}, reduce {re:.2}"
             );
         }
     }

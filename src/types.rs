@@ -155,6 +155,19 @@ impl Default for LogP {
 /// lazy sum on threads, its list of region references between processes).
 pub fn merge_by_rank<T: Clone>(a: &[T], b: &[T], rank: impl Fn(&T) -> Rank) -> Vec<T> {
     let mut merged = Vec::with_capacity(a.len() + b.len());
+    merge_by_rank_into(&mut merged, a, b, rank);
+    merged
+}
+
+/// [`merge_by_rank`] appended to `merged` (whose capacity a caller may
+/// reuse).
+pub fn merge_by_rank_into<T: Clone>(
+    merged: &mut Vec<T>,
+    a: &[T],
+    b: &[T],
+    rank: impl Fn(&T) -> Rank,
+) {
+    merged.reserve(a.len() + b.len());
     let (mut i, mut j) = (0, 0);
     while i < a.len() || j < b.len() {
         if j == b.len() || (i < a.len() && rank(&a[i]) <= rank(&b[j])) {
@@ -165,5 +178,4 @@ pub fn merge_by_rank<T: Clone>(a: &[T], b: &[T], rank: impl Fn(&T) -> Rank) -> V
             j += 1;
         }
     }
-    merged
 }

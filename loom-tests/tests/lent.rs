@@ -122,7 +122,7 @@ fn push_and_complete(writers: usize, leave: bool) {
     ];
     let mut out = [0u8; 3];
     {
-        let lending = LendingOutput::new(&mut out, 2);
+        let lending = LendingOutput::new(&mut out, 2, &pool);
         let handles: Vec<_> = (0..writers)
             .map(|_| {
                 let output = std::sync::Arc::clone(lending.lent());

@@ -61,10 +61,19 @@ impl<M> Fence<M> {
     /// messages of `ops` operations, `per_op` each: a rank that runs one
     /// operation ahead of a peer or two (every allreduce's neighbours do)
     /// then allocates nothing when it first happens, in a steady loop.
-    pub fn with_room(ops: usize, per_op: usize) -> Self {
+    /// And room for `ahead` more operations' lists, of `ahead_room`
+    /// messages each: a peer that runs that far ahead (a broadcast root
+    /// that waits for nobody runs a lane's capacity ahead) costs no
+    /// allocation either, in a steady loop or when it first happens.
+    pub fn with_room(ops: usize, per_op: usize, ahead: usize, ahead_room: usize) -> Self {
+        let lists = ops + ahead;
+        let mut spare = Vec::with_capacity(lists);
+        spare.extend((0..ahead).map(|_| Vec::with_capacity(ahead_room)));
+        // The roomy lists on top: taken first.
+        spare.extend((0..ops).map(|_| Vec::with_capacity(per_op)));
         Fence {
-            early: VecDeque::with_capacity(ops),
-            spare: (0..ops).map(|_| Vec::with_capacity(per_op)).collect(),
+            early: VecDeque::with_capacity(lists),
+            spare,
             per_op,
             ..Fence::default()
         }

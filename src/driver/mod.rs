@@ -102,8 +102,15 @@ pub struct DriverConfig {
 /// Cores of past operations a rank keeps serving at most, by default.
 pub const LINGER: usize = 32;
 
-/// Operations whose early messages a new driver's fence has room for.
+/// Operations whose early messages a new driver's fence has room for, a
+/// message from every peer each (up to 64).
 const EARLY_OPS: usize = 4;
+
+/// Operations further ahead whose early messages a new driver's fence has
+/// room for, two each: as far as a broadcast root that waits for nobody
+/// runs ahead of its receivers (a lane's capacity; docs/architecture.md,
+/// *Flow control*).
+const AHEAD_OPS: usize = 64;
 
 /// Heap blocks of cores no longer kept that a driver holds for the next
 /// kept cores (each call keeps at most one core and retires about one).
@@ -207,7 +214,7 @@ impl<'t, T: Transport> Driver<'t, T> {
             transport,
             config,
             state: RankState::Alive,
-            fence: Fence::with_room(EARLY_OPS, room),
+            fence: Fence::with_room(EARLY_OPS, room, AHEAD_OPS, 2),
             early: Vec::with_capacity(room),
             lingering: VecDeque::new(),
             spares: Vec::new(),

@@ -607,7 +607,8 @@ impl<'t> Comm<'t> {
         let bytes: &[u8] = bytemuck::cast_slice(items);
         if lazy && bytes.len() >= LAZY_MIN_BYTES {
             let lending = Lending::new(bytes, pool);
-            let input = Data::lazy(self.rank(), lending.lent());
+            let procs = self.size() as usize;
+            let input = Data::lazy(self.rank(), procs, lending.lent(), pool);
             (Some(lending), input)
         } else {
             (None, Data::encode(items, pool))

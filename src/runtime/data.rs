@@ -182,10 +182,12 @@ impl Data {
         Data::Shared(Shared::Bytes(pool.fill(len, write)))
     }
 
-    /// The lent input of `rank` to a large allreduce: a lazy sum of one
-    /// input, reduced by every rank together once the inputs are agreed.
-    pub fn lazy(rank: Rank, input: &Arc<Lent>) -> Data {
-        Data::Shared(Shared::Lazy(LazySum::single(rank, Arc::clone(input))))
+    /// The lent input of `rank` (of `procs`) to a large allreduce: a lazy
+    /// sum of one input, reduced by every rank together once the inputs are
+    /// agreed.
+    pub fn lazy(rank: Rank, procs: usize, input: &Arc<Lent>, pool: &SegmentPool) -> Data {
+        let sum = LazySum::single(rank, Arc::clone(input), procs, pool);
+        Data::Shared(Shared::Lazy(sum))
     }
 
     /// A large broadcast's value: the root's buffer, lent for its call.
@@ -372,7 +374,7 @@ impl Data {
                 return;
             }
             (Form::Lazy(a), Form::Lazy(b)) => {
-                *acc = Data::Shared(Shared::Lazy(LazySum::join(a, b)));
+                *acc = Data::Shared(Shared::Lazy(LazySum::join(a, b, pool)));
                 return;
             }
             (Form::Bytes(a), Form::Bytes(b)) => (a, b),

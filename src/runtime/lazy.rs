@@ -26,6 +26,7 @@ use bytemuck::Pod;
 
 use crate::op::Operation;
 use crate::runtime::lent::{LendingOutput, Lent, LentOutput};
+use crate::runtime::recycle::{Recycle, Taken};
 use crate::runtime::segment::{Segment, SegmentPool};
 use crate::types::Rank;
 
@@ -45,6 +46,10 @@ pub const LAZY_MIN_BYTES: usize = 4 * CHUNK_BYTES;
 pub struct LazySum {
     /// Bytes of each input and of the result.
     len: usize,
+    /// Ranks in the team: no sum has more inputs, so a recycled sum's list
+    /// has room for any sum's (a list grown on reuse would be an
+    /// allocation in a steady loop).
+    procs: usize,
     /// The inputs by rank: the order they fold in, whatever the order in
     /// which the protocol joined them, so the result's bits do not depend
     /// on the tree, the root, or the failures on the way.
@@ -61,42 +66,117 @@ struct Term {
     /// Every rank delivers a sum of the same inputs, so with the same first
     /// one, so all share this board, even when they joined the inputs
     /// apart (the two ranks of a pair exchange each join their own).
-    board: Arc<OnceLock<Board>>,
+    board: Arc<Board>,
 }
 
-struct Board {
-    /// The element size and alignment of the rank that made the board.
-    size: usize,
-    align: usize,
-    /// Bytes per chunk (a multiple of the element size; the last is short).
-    chunk: usize,
+/// The chunks of one reduction, shared by the ranks that compute it.
+pub struct Board {
+    /// The element size and alignment of the rank that began the
+    /// reduction, and bytes per chunk (a multiple of the element size; the
+    /// last chunk is short).
+    shape: OnceLock<Shape>,
     /// The next chunk nobody has claimed.
     next: AtomicUsize,
-    /// Each chunk's result, once computed.
-    done: Box<[OnceLock<Segment>]>,
+    /// Each chunk's result, once computed: room for as many chunks as a
+    /// value of its length can have (chunks are [`CHUNK_BYTES`] at least).
+    done: Vec<OnceLock<Segment>>,
     /// The outputs lent by the ranks reducing the sum, by the position of
-    /// their input: a chunk's result is pushed into each.
-    outputs: Box<[OnceLock<Arc<LentOutput>>]>,
+    /// their input (room for every rank of the team): a chunk's result is
+    /// pushed into each.
+    outputs: Vec<OnceLock<Arc<LentOutput>>>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Shape {
+    size: usize,
+    align: usize,
+    chunk: usize,
+}
+
+impl Board {
+    /// A fresh board (a recycled one, cleared) for a value of `len` bytes
+    /// and a team of `procs` ranks.
+    fn fresh(pool: &SegmentPool, len: usize, procs: usize) -> Arc<Board> {
+        let mut board = pool.boards.take(|| Board {
+            shape: OnceLock::new(),
+            next: AtomicUsize::new(0),
+            done: Vec::new(),
+            outputs: Vec::new(),
+        });
+        let b = &mut *board;
+        b.shape = OnceLock::new();
+        *b.next.get_mut() = 0;
+        b.done.clear();
+        b.done.resize_with(len.div_ceil(CHUNK_BYTES), OnceLock::new);
+        b.outputs.clear();
+        b.outputs.resize_with(procs, OnceLock::new);
+        board.share()
+    }
+}
+
+/// A free board lets go of its chunk results and lent outputs at once.
+impl Recycle for Board {
+    const HOLDS_OTHERS: bool = true;
+
+    fn holds_others(&self) -> bool {
+        self.shape.get().is_some()
+    }
+
+    fn release(&mut self) {
+        self.shape = OnceLock::new();
+        self.done.iter_mut().for_each(|d| drop(d.take()));
+        self.outputs.iter_mut().for_each(|o| drop(o.take()));
+    }
+}
+
+/// A free sum lets go of its inputs and boards at once.
+impl Recycle for LazySum {
+    const HOLDS_OTHERS: bool = true;
+
+    fn holds_others(&self) -> bool {
+        !self.terms.is_empty()
+    }
+
+    fn release(&mut self) {
+        self.terms.clear();
+    }
 }
 
 impl LazySum {
-    /// The input of `rank`.
-    pub fn single(rank: Rank, input: Arc<Lent>) -> Arc<LazySum> {
-        Arc::new(LazySum {
-            len: input.len(),
-            terms: vec![Term {
-                rank,
-                input,
-                board: Arc::new(OnceLock::new()),
-            }],
-        })
+    /// The input of `rank` in a team of `procs` ranks (a recycled sum and
+    /// board from `pool` if any are free).
+    pub fn single(rank: Rank, input: Arc<Lent>, procs: usize, pool: &SegmentPool) -> Arc<LazySum> {
+        let len = input.len();
+        // The sum first: free sums let go of their boards, which the
+        // board's take then finds free and clears (their chunk results go
+        // back to the pool now, not an operation later).
+        let mut sum = LazySum::empty(pool, len, procs);
+        let board = Board::fresh(pool, len, procs);
+        sum.terms.push(Term { rank, input, board });
+        sum.share()
     }
 
     /// The inputs of both, in rank order. Lengths must be equal.
-    pub fn join(a: &LazySum, b: &LazySum) -> Arc<LazySum> {
+    pub fn join(a: &LazySum, b: &LazySum, pool: &SegmentPool) -> Arc<LazySum> {
         debug_assert_eq!(a.len, b.len);
-        let terms = crate::types::merge_by_rank(&a.terms, &b.terms, |t| t.rank);
-        Arc::new(LazySum { len: a.len, terms })
+        let mut sum = LazySum::empty(pool, a.len, a.procs.max(b.procs));
+        crate::types::merge_by_rank_into(&mut sum.terms, &a.terms, &b.terms, |t| t.rank);
+        sum.share()
+    }
+
+    /// A sum of no input yet, of `len` bytes in a team of `procs` ranks,
+    /// free or new, to set up.
+    fn empty(pool: &SegmentPool, len: usize, procs: usize) -> Taken<'_, LazySum> {
+        let mut sum = pool.sums.take(|| LazySum {
+            len,
+            procs,
+            terms: Vec::with_capacity(procs),
+        });
+        let s = &mut *sum;
+        (s.len, s.procs) = (len, procs);
+        s.terms.clear();
+        s.terms.reserve(procs);
+        sum
     }
 
     /// Bytes of each input.
@@ -148,28 +228,22 @@ impl LazySum {
             out.fill(0);
             return Ok(());
         };
-        let board = first.board.get_or_init(|| {
-            let chunk = CHUNK_BYTES.div_ceil(size) * size;
-            let chunks = self.len.div_ceil(chunk);
-            Board {
-                size,
-                align,
-                chunk,
-                next: AtomicUsize::new(0),
-                done: (0..chunks).map(|_| OnceLock::new()).collect(),
-                outputs: (0..self.terms.len()).map(|_| OnceLock::new()).collect(),
-            }
+        let board = &*first.board;
+        let shape = *board.shape.get_or_init(|| Shape {
+            size,
+            align,
+            chunk: CHUNK_BYTES.div_ceil(size) * size,
         });
-        if (board.size, board.align) != (size, align) {
+        if (shape.size, shape.align) != (size, align) {
             // Another rank reduces these bytes as another type: its chunks
             // are not ours, and the inputs it lent may not suit our type.
-            return Err((board.size, board.align));
+            return Err((shape.size, shape.align));
         }
-        let chunks = board.done.len();
-        let range = |c: usize| c * board.chunk..((c + 1) * board.chunk).min(self.len);
+        let chunks = self.len.div_ceil(shape.chunk);
+        let range = |c: usize| c * shape.chunk..((c + 1) * shape.chunk).min(self.len);
         let chunk = |c: usize| board.done[c].get_or_init(|| self.compute(range(c), op, pool));
         // Lend `out`: whoever computes a chunk from now on writes it here.
-        let lending = LendingOutput::new(out, board.chunk);
+        let lending = LendingOutput::new(out, shape.chunk, pool);
         // (A rank not among the inputs, or a slot taken, gets no pushes and
         // copies every chunk itself.)
         let slot = self.terms.binary_search_by_key(&me, |t| t.rank).ok();
@@ -254,7 +328,7 @@ mod tests {
     fn inputs(pool: &SegmentPool, n: usize, k: u64) -> Arc<LazySum> {
         let v: Vec<u64> = (0..n as u64).map(|i| i * 1000 + k).collect();
         let input = pool.fill(n * 8, |b| b.copy_from_slice(bytemuck::cast_slice(&v)));
-        LazySum::single(k as Rank, Lent::from_segment(input))
+        LazySum::single(k as Rank, Lent::from_segment(input), 4, pool)
     }
 
     #[test]
@@ -264,7 +338,7 @@ mod tests {
         let sum = [2, 0, 3, 1]
             .map(|k| inputs(&pool, n, k))
             .into_iter()
-            .reduce(|a, b| LazySum::join(&a, &b))
+            .reduce(|a, b| LazySum::join(&a, &b, &pool))
             .unwrap();
         assert_eq!(sum.terms(), 4);
         let ranks: Vec<Rank> = sum.terms.iter().map(|t| t.rank).collect();
@@ -297,18 +371,17 @@ mod tests {
     fn a_chunk_claimed_by_a_rank_that_never_finishes_is_computed_by_another() {
         let pool = SegmentPool::new();
         let n = 2 * CHUNK_BYTES / 8;
-        let make = || LazySum::join(&inputs(&pool, n, 1), &inputs(&pool, n, 2));
+        let make = || LazySum::join(&inputs(&pool, n, 1), &inputs(&pool, n, 2), &pool);
         let want: Vec<u64> = (0..n as u64).map(|i| 2 * i * 1000 + 3).collect();
         // A rank claimed chunk 0 and died before computing it.
         let sum = make();
-        sum.terms[0].board.get_or_init(|| Board {
+        let board = &sum.terms[0].board;
+        let _ = board.shape.set(Shape {
             size: 8,
             align: 8,
             chunk: CHUNK_BYTES,
-            next: AtomicUsize::new(1),
-            done: (0..2).map(|_| OnceLock::new()).collect(),
-            outputs: (0..2).map(|_| OnceLock::new()).collect(),
         });
+        board.next.store(1, Ordering::Relaxed);
         let mut out = vec![0u64; n];
         sum.reduce_into(0, &mut out, &SystemOperation::sum(), &pool)
             .unwrap();
@@ -338,7 +411,7 @@ mod tests {
         let pool = SegmentPool::new();
         // 3 * 8 * 4096 bytes: whole u64s and whole [u8; 3]s.
         let n = 3 * 4096;
-        let sum = LazySum::join(&inputs(&pool, n, 1), &inputs(&pool, n, 2));
+        let sum = LazySum::join(&inputs(&pool, n, 1), &inputs(&pool, n, 2), &pool);
         let mut words = vec![0u64; n];
         sum.reduce_into(1, &mut words, &SystemOperation::sum(), &pool)
             .unwrap();

@@ -45,6 +45,7 @@
 use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
+use crate::runtime::recycle::Recycle;
 use crate::runtime::segment::{Segment, SegmentPool};
 use crate::sync::{spin_loop, thread, AtomicU8, AtomicUsize, Ordering};
 
@@ -75,15 +76,24 @@ unsafe impl Send for Lent {}
 unsafe impl Sync for Lent {}
 
 impl Lent {
+    /// No buffer, no fallback: what a recycled loan is set up from.
+    fn unlent() -> Lent {
+        Lent {
+            ptr: std::ptr::null(),
+            len: 0,
+            state: AtomicUsize::new(0),
+            copies: AtomicUsize::new(0),
+            fallback: OnceLock::new(),
+        }
+    }
+
     /// An input that is a segment already (no owner to wait for): revoked
     /// from the start, its fallback the segment.
     pub fn from_segment(segment: Segment) -> Arc<Lent> {
         let lent = Lent {
-            ptr: std::ptr::null(),
             len: segment.len(),
             state: AtomicUsize::new(REVOKED),
-            copies: AtomicUsize::new(0),
-            fallback: OnceLock::new(),
+            ..Lent::unlent()
         };
         let _ = lent.fallback.set(segment);
         Arc::new(lent)
@@ -192,6 +202,20 @@ impl std::fmt::Debug for Lent {
     }
 }
 
+/// A free loan lets go of its fallback copy at once: it must not keep a
+/// segment from reuse until the loan is lent again.
+impl Recycle for Lent {
+    const HOLDS_OTHERS: bool = true;
+
+    fn holds_others(&self) -> bool {
+        self.fallback.get().is_some()
+    }
+
+    fn release(&mut self) {
+        self.fallback.take();
+    }
+}
+
 /// A lease in flight; its drop ends it.
 struct Lease<'a>(&'a AtomicUsize);
 
@@ -215,16 +239,17 @@ pub struct Lending<'a> {
 }
 
 impl<'a> Lending<'a> {
-    /// Lends `bytes` until the returned guard drops.
+    /// Lends `bytes` until the returned guard drops (its shared half taken
+    /// from the pool's free ones, if any).
     pub fn new(bytes: &'a [u8], pool: &'a SegmentPool) -> Lending<'a> {
+        let mut lent = pool.lents.take(Lent::unlent);
+        *lent = Lent {
+            ptr: bytes.as_ptr(),
+            len: bytes.len(),
+            ..Lent::unlent()
+        };
         Lending {
-            lent: Arc::new(Lent {
-                ptr: bytes.as_ptr(),
-                len: bytes.len(),
-                state: AtomicUsize::new(0),
-                copies: AtomicUsize::new(0),
-                fallback: OnceLock::new(),
-            }),
+            lent: lent.share(),
             pool,
             settled: false,
             _buffer: PhantomData,
@@ -336,12 +361,12 @@ pub struct LentOutput {
     len: usize,
     /// Bytes per chunk (the last one is shorter).
     chunk: usize,
-    states: Box<[AtomicU8]>,
+    states: Vec<AtomicU8>,
     /// Under loom, a cell per chunk that every write of the chunk touches,
     /// and the owner touches when its loan ends: loom then checks that
     /// writes of a chunk never overlap, and all end before the loan does.
     #[cfg(loom)]
-    cells: Box<[crate::sync::UnsafeCell<()>]>,
+    cells: Vec<crate::sync::UnsafeCell<()>>,
 }
 
 // SAFETY: the pointer is only written through in `LentOutput::write`, for a
@@ -398,6 +423,8 @@ impl LentOutput {
     }
 }
 
+impl Recycle for LentOutput {}
+
 impl std::fmt::Debug for LentOutput {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "LentOutput({} bytes)", self.len)
@@ -413,20 +440,31 @@ pub struct LendingOutput<'a> {
 }
 
 impl<'a> LendingOutput<'a> {
-    /// Lends `out`, in chunks of `chunk` bytes, until the guard drops.
-    pub fn new(out: &'a mut [u8], chunk: usize) -> LendingOutput<'a> {
+    /// Lends `out`, in chunks of `chunk` bytes, until the guard drops (its
+    /// shared half taken from the pool's free ones, if any).
+    pub fn new(out: &'a mut [u8], chunk: usize, pool: &SegmentPool) -> LendingOutput<'a> {
         let chunks = out.len().div_ceil(chunk.max(1));
+        let (ptr, len) = (out.as_mut_ptr(), out.len());
+        let mut lent = pool.outputs.take(|| LentOutput {
+            ptr,
+            len,
+            chunk,
+            states: Vec::new(),
+            #[cfg(loom)]
+            cells: Vec::new(),
+        });
+        let o = &mut *lent;
+        (o.ptr, o.len, o.chunk) = (ptr, len, chunk);
+        o.states.clear();
+        o.states.extend((0..chunks).map(|_| AtomicU8::new(EMPTY)));
+        #[cfg(loom)]
+        {
+            o.cells.clear();
+            o.cells
+                .extend((0..chunks).map(|_| crate::sync::UnsafeCell::new(())));
+        }
         LendingOutput {
-            lent: Arc::new(LentOutput {
-                ptr: out.as_mut_ptr(),
-                len: out.len(),
-                chunk,
-                states: (0..chunks).map(|_| AtomicU8::new(EMPTY)).collect(),
-                #[cfg(loom)]
-                cells: (0..chunks)
-                    .map(|_| crate::sync::UnsafeCell::new(()))
-                    .collect(),
-            }),
+            lent: lent.share(),
             _buffer: PhantomData,
         }
     }

@@ -40,6 +40,7 @@ pub mod lent;
 mod liveness;
 mod packet;
 pub mod pin;
+pub(crate) mod recycle;
 pub mod segment;
 mod team;
 mod transport;

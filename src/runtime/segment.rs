@@ -7,19 +7,24 @@
 //! (a message in a lane, a core's value, a lingering core), whoever else
 //! fails, hangs or panics, and its bytes never change once it is shared:
 //! a writer fills it while it is the only holder. A rank's own buffers are
-//! never shared: its input is copied into a segment, and the result copied
-//! out of one, so a rank leaving its call (returning, dying, unwinding)
-//! leaves nothing others read.
+//! shared only under a loan that its call ends before it returns
+//! ([`crate::runtime::lent`]; a copy into a segment stands in for what
+//! others may still read), so a rank leaving its call (returning, dying,
+//! unwinding) leaves nothing others read.
 //!
 //! **Reuse.** The [`SegmentPool`] keeps every segment it made. One whose
 //! only holder is the pool is free, and the next [`SegmentPool::fill`] of at
 //! most its size takes it, so a loop of same-sized operations allocates
 //! nothing once warm ([`SegmentPool::allocations`] counts the allocations).
 //! Segments held by messages to dead ranks stay held until the team ends.
+//! The pool reuses the small shared objects of large operations the same
+//! way ([`crate::runtime::recycle`]).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use crate::sync::{AtomicU64, Ordering};
+use crate::runtime::lazy::{Board, LazySum};
+use crate::runtime::lent::{Lent, LentOutput};
+use crate::runtime::recycle::{Recycle, Recycler};
 
 /// One cache line: the unit of a segment's storage, so that every segment
 /// starts on a line (and suits any element alignment up to 64).
@@ -64,12 +69,24 @@ impl PartialEq for Segment {
     }
 }
 
-/// A team's pool of segments.
+/// A team's pool of shared memory: its segments, and the small shared
+/// objects of large operations (lent buffers' shared halves, lazy sums and
+/// their chunk boards, lent outputs), each reused once free
+/// ([`crate::runtime::recycle`]).
 #[derive(Default)]
 pub struct SegmentPool {
-    blocks: Mutex<Vec<Arc<Vec<Line>>>>,
-    allocations: AtomicU64,
+    blocks: Recycler<Vec<Line>>,
+    /// The shared halves of lent buffers ([`crate::runtime::lent::Lent`]).
+    pub(crate) lents: Recycler<Lent>,
+    /// Lent outputs ([`crate::runtime::lent::LentOutput`]).
+    pub(crate) outputs: Recycler<LentOutput>,
+    /// Lazy sums ([`crate::runtime::lazy::LazySum`]).
+    pub(crate) sums: Recycler<LazySum>,
+    /// The chunk boards of lazy sums.
+    pub(crate) boards: Recycler<Board>,
 }
+
+impl Recycle for Vec<Line> {}
 
 impl SegmentPool {
     /// An empty pool.
@@ -83,79 +100,44 @@ impl SegmentPool {
     /// is too small.
     pub fn fill(&self, len: usize, write: impl FnOnce(&mut [u8])) -> Segment {
         let lines = len.div_ceil(64);
-        let mut block = self.take(lines);
-        let storage = Arc::get_mut(&mut block).expect("a taken block has one holder");
-        if storage.len() < lines {
-            storage.resize(lines, Line([0; 64]));
-        }
-        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut storage[..]);
-        write(&mut bytes[..len]);
-        self.lock().push(block.clone());
-        Segment { block, len }
-    }
-
-    /// A block with one holder, the caller, of at least `lines` lines if a
-    /// free one is that large (else a free one to grow, else a new one).
-    /// The pool forgets it until `fill` puts a clone back.
-    fn take(&self, lines: usize) -> Arc<Vec<Line>> {
-        let mut blocks = self.lock();
-        // Free: the pool's clone is the only one. A count of one is stable
-        // under the lock (only the pool could clone it), and `fill`'s
-        // `Arc::get_mut` on the block taken orders the last holder's reads
-        // before our writes. The count is read only for blocks that would
-        // fit better: a large allreduce pools hundreds of chunk results,
-        // and `Arc::get_mut` on each (two read-modify-writes) was 8 % of it.
         // Best fit: the smallest free block that fits (a chunk must not
         // take a whole vector's block), else the largest free one, to grow.
-        let mut free: Option<(usize, usize)> = None;
-        for (i, b) in blocks.iter().enumerate() {
+        let fit = |b: &Vec<Line>| {
             let cap = b.capacity();
-            let better = match free {
-                None => true,
-                Some((_, best)) if best >= lines => cap >= lines && cap < best,
-                Some((_, best)) => cap > best,
-            };
-            if !better || Arc::strong_count(b) != 1 {
-                continue;
-            }
-            free = Some((i, cap));
-            if cap == lines {
-                break;
-            }
-        }
-        let free = free.map(|(i, _)| i);
-        match free {
-            Some(i) => {
-                // In order: the oldest blocks, the likeliest free, stay in
-                // front (a swap would bring a held one there).
-                let block = blocks.remove(i);
+            Some(if cap >= lines {
+                cap - lines
+            } else {
+                usize::MAX / 2 + (lines - cap)
+            })
+        };
+        let mut block = match self.blocks.take_best(fit) {
+            Some(block) => {
                 if block.capacity() < lines {
-                    self.allocations.fetch_add(1, Ordering::Relaxed);
+                    self.blocks.count_allocation();
                 }
                 block
             }
-            None => {
-                drop(blocks);
-                self.allocations.fetch_add(1, Ordering::Relaxed);
-                Arc::new(Vec::with_capacity(lines))
-            }
+            None => self.blocks.take(|| Vec::with_capacity(lines)),
+        };
+        if block.len() < lines {
+            block.resize(lines, Line([0; 64]));
         }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Vec<Line>>>> {
-        // A panic while the lock was held (in a writer's `fill`? no: writes
-        // happen outside it) leaves the list whole.
-        self.blocks.lock().unwrap_or_else(|e| e.into_inner())
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut block[..]);
+        write(&mut bytes[..len]);
+        Segment {
+            block: block.share(),
+            len,
+        }
     }
 
     /// Blocks allocated or grown so far (in a steady state: constant).
     pub fn allocations(&self) -> u64 {
-        self.allocations.load(Ordering::Relaxed)
+        self.blocks.allocations()
     }
 
     /// Segments in the pool, free or held.
     pub fn segments(&self) -> usize {
-        self.lock().len()
+        self.blocks.objects()
     }
 }
 
