@@ -18,7 +18,7 @@
 //! nothing once warm ([`SegmentPool::allocations`] counts the allocations).
 //! Segments held by messages to dead ranks stay held until the team ends.
 //! The pool reuses the small shared objects of large operations the same
-//! way ([`crate::runtime::recycle`]).
+//! way (`runtime/recycle.rs`).
 
 use std::sync::Arc;
 
@@ -72,7 +72,7 @@ impl PartialEq for Segment {
 /// A team's pool of shared memory: its segments, and the small shared
 /// objects of large operations (lent buffers' shared halves, lazy sums and
 /// their chunk boards, lent outputs), each reused once free
-/// ([`crate::runtime::recycle`]).
+/// (`runtime/recycle.rs`).
 #[derive(Default)]
 pub struct SegmentPool {
     blocks: Recycler<Vec<Line>>,
