@@ -6,6 +6,10 @@
 //! * `side_by_side`: (a), (b), (c) below measured back to back in each of
 //!   31 rounds, printing medians and the median per-round ratios b/a, c/a
 //!   (the fair comparison: see [`side_by_side`]).
+//! * `message_sizes`: (b) with messages of 8, 56 and 120 bytes (a slot of
+//!   one cache line, of one line with nothing to spare, and of two lines:
+//!   the thread runtime's `Msg<Packet>`), back to back in each of 11
+//!   rounds, next to (a): what a message's second line costs a hop.
 //! * `pingpong/a_raw_atomics`: two `AtomicU64`s on separate cache lines, each
 //!   side spinning on its own: the physical floor of a cross-core hand-off.
 //! * `pingpong/b_lanes_try_recv`: the same over two lanes, `Endpoint::send` /
@@ -308,6 +312,88 @@ fn side_by_side(rounds: usize, round_trips: u64) {
     );
 }
 
+/// A message of a given size for [`sized_pingpong`]: made from a round's
+/// number, which it carries in its first word.
+trait Token: Copy + Send + std::fmt::Debug + 'static {
+    fn make(i: u64) -> Self;
+    fn round(&self) -> u64;
+}
+
+impl<const N: usize> Token for [u64; N] {
+    fn make(i: u64) -> Self {
+        [i; N]
+    }
+    fn round(&self) -> u64 {
+        self[0]
+    }
+}
+
+/// (b) with `T` messages: round trips over two busy-polled lanes, / 2.
+fn sized_pingpong<T: Token>(iters: u64) -> Duration {
+    let boxes = Mailboxes::<T>::new(2, 64);
+    let mut a = boxes.endpoint(0).unwrap();
+    let mut b = boxes.endpoint(1).unwrap();
+    let recv = |ep: &mut Endpoint<'_, T>| loop {
+        if let Some(got) = ep.try_recv() {
+            return got;
+        }
+        std::hint::spin_loop();
+    };
+    thread::scope(|s| {
+        s.spawn(move || {
+            pin(1);
+            loop {
+                let (from, v) = recv(&mut b);
+                b.send(from, v).unwrap();
+                if v.round() == STOP {
+                    return;
+                }
+            }
+        });
+        pin(0);
+        let mut round = |i: u64| {
+            a.send(1, T::make(i)).unwrap();
+            black_box(recv(&mut a).1.round());
+        };
+        round(0);
+        let t = Instant::now();
+        for i in 1..=iters {
+            round(i);
+        }
+        let elapsed = t.elapsed();
+        round(STOP);
+        elapsed / 2
+    })
+}
+
+/// `message_sizes`: one-way latency over lanes by message size, each
+/// round measuring all sizes and the raw floor back to back.
+fn message_sizes(rounds: usize, round_trips: u64) {
+    let ns = |d: Duration| d.as_nanos() as f64 / round_trips as f64;
+    let mut rows: Vec<[f64; 4]> = (0..rounds)
+        .map(|_| {
+            [
+                ns(raw_pingpong(round_trips)),
+                ns(sized_pingpong::<[u64; 1]>(round_trips)),
+                ns(sized_pingpong::<[u64; 7]>(round_trips)),
+                ns(sized_pingpong::<[u64; 15]>(round_trips)),
+            ]
+        })
+        .collect();
+    let mut median = |i: usize| {
+        rows.sort_by(|x, y| x[i].total_cmp(&y[i]));
+        rows[rows.len() / 2][i]
+    };
+    println!(
+        "message_sizes ({rounds} rounds of {round_trips} round trips, one-way ns, medians): \
+         a_raw {:.1}  8 B {:.1}  56 B {:.1}  120 B {:.1}",
+        median(0),
+        median(1),
+        median(2),
+        median(3),
+    );
+}
+
 criterion_group!(benches, pingpong, waiting, team);
 
 fn main() {
@@ -320,6 +406,13 @@ fn main() {
             side_by_side(1, 100);
         } else {
             side_by_side(31, 20_000);
+        }
+    }
+    if filter.map_or(true, |f| "message_sizes".contains(f.as_str())) {
+        if test_mode {
+            message_sizes(1, 100);
+        } else {
+            message_sizes(11, 20_000);
         }
     }
     benches();
