@@ -99,7 +99,7 @@ fn raw_pingpong(iters: u64) -> Duration {
 
 /// Receives with busy polling (`wait == false`) or through `wait(None)`.
 #[inline(always)]
-fn recv(ep: &mut Endpoint<'_, u64>, wait: bool) -> (u32, u64) {
+fn recv<T: Send>(ep: &mut Endpoint<'_, T>, wait: bool) -> (u32, T) {
     loop {
         if let Some(got) = ep.try_recv() {
             return got;
@@ -112,9 +112,10 @@ fn recv(ep: &mut Endpoint<'_, u64>, wait: bool) -> (u32, u64) {
     }
 }
 
-/// (b), (c) and the same-core variant: round trips over two lanes.
-fn lane_pingpong(iters: u64, wait: bool, echo_core: usize) -> Duration {
-    let boxes = Mailboxes::<u64>::new(2, 64);
+/// (b), (c) and the same-core variant: round trips over two lanes, with
+/// `T` messages (`u64` but for `message_sizes`).
+fn lane_pingpong<T: Token>(iters: u64, wait: bool, echo_core: usize) -> Duration {
+    let boxes = Mailboxes::<T>::new(2, 64);
     let mut a = boxes.endpoint(0).unwrap();
     let mut b = boxes.endpoint(1).unwrap();
     thread::scope(|s| {
@@ -123,17 +124,17 @@ fn lane_pingpong(iters: u64, wait: bool, echo_core: usize) -> Duration {
             loop {
                 let (from, v) = recv(&mut b, wait);
                 b.send(from, v).unwrap();
-                if v == STOP {
+                if v.round() == STOP {
                     return;
                 }
             }
         });
         pin(0);
         let mut round = |i: u64| {
-            a.send(1, i).unwrap();
-            let got = recv(&mut a, wait);
-            debug_assert_eq!(got, (1, i));
-            black_box(got);
+            a.send(1, T::make(i)).unwrap();
+            let (from, got) = recv(&mut a, wait);
+            debug_assert_eq!((from, got.round()), (1, i));
+            black_box(got.round());
         };
         round(0);
         let t = Instant::now();
@@ -236,10 +237,10 @@ fn pingpong(c: &mut Criterion) {
     g.measurement_time(Duration::from_secs(4));
     g.bench_function("a_raw_atomics", |b| b.iter_custom(raw_pingpong));
     g.bench_function("b_lanes_try_recv", |b| {
-        b.iter_custom(|iters| lane_pingpong(iters, false, 1))
+        b.iter_custom(|iters| lane_pingpong::<u64>(iters, false, 1))
     });
     g.bench_function("c_lanes_wait", |b| {
-        b.iter_custom(|iters| lane_pingpong(iters, true, 1))
+        b.iter_custom(|iters| lane_pingpong::<u64>(iters, true, 1))
     });
     g.finish();
 }
@@ -255,7 +256,7 @@ fn waiting(c: &mut Criterion) {
     g.sample_size(20);
     g.bench_function("park_unpark_wakeup", |b| b.iter_custom(park_pingpong));
     g.bench_function("same_core_lanes_wait", |b| {
-        b.iter_custom(|iters| lane_pingpong(iters, true, 0))
+        b.iter_custom(|iters| lane_pingpong::<u64>(iters, true, 0))
     });
     g.finish();
 }
@@ -279,8 +280,8 @@ fn side_by_side(rounds: usize, round_trips: u64) {
             let ns = |d: Duration| d.as_nanos() as f64 / round_trips as f64;
             [
                 ns(raw_pingpong(round_trips)),
-                ns(lane_pingpong(round_trips, false, 1)),
-                ns(lane_pingpong(round_trips, true, 1)),
+                ns(lane_pingpong::<u64>(round_trips, false, 1)),
+                ns(lane_pingpong::<u64>(round_trips, true, 1)),
             ]
         })
         .collect();
@@ -312,11 +313,20 @@ fn side_by_side(rounds: usize, round_trips: u64) {
     );
 }
 
-/// A message of a given size for [`sized_pingpong`]: made from a round's
-/// number, which it carries in its first word.
+/// A message for [`lane_pingpong`]: made from a round's number, which it
+/// carries in its first word.
 trait Token: Copy + Send + std::fmt::Debug + 'static {
     fn make(i: u64) -> Self;
     fn round(&self) -> u64;
+}
+
+impl Token for u64 {
+    fn make(i: u64) -> Self {
+        i
+    }
+    fn round(&self) -> u64 {
+        *self
+    }
 }
 
 impl<const N: usize> Token for [u64; N] {
@@ -328,44 +338,6 @@ impl<const N: usize> Token for [u64; N] {
     }
 }
 
-/// (b) with `T` messages: round trips over two busy-polled lanes, / 2.
-fn sized_pingpong<T: Token>(iters: u64) -> Duration {
-    let boxes = Mailboxes::<T>::new(2, 64);
-    let mut a = boxes.endpoint(0).unwrap();
-    let mut b = boxes.endpoint(1).unwrap();
-    let recv = |ep: &mut Endpoint<'_, T>| loop {
-        if let Some(got) = ep.try_recv() {
-            return got;
-        }
-        std::hint::spin_loop();
-    };
-    thread::scope(|s| {
-        s.spawn(move || {
-            pin(1);
-            loop {
-                let (from, v) = recv(&mut b);
-                b.send(from, v).unwrap();
-                if v.round() == STOP {
-                    return;
-                }
-            }
-        });
-        pin(0);
-        let mut round = |i: u64| {
-            a.send(1, T::make(i)).unwrap();
-            black_box(recv(&mut a).1.round());
-        };
-        round(0);
-        let t = Instant::now();
-        for i in 1..=iters {
-            round(i);
-        }
-        let elapsed = t.elapsed();
-        round(STOP);
-        elapsed / 2
-    })
-}
-
 /// `message_sizes`: one-way latency over lanes by message size, each
 /// round measuring all sizes and the raw floor back to back.
 fn message_sizes(rounds: usize, round_trips: u64) {
@@ -374,9 +346,9 @@ fn message_sizes(rounds: usize, round_trips: u64) {
         .map(|_| {
             [
                 ns(raw_pingpong(round_trips)),
-                ns(sized_pingpong::<[u64; 1]>(round_trips)),
-                ns(sized_pingpong::<[u64; 7]>(round_trips)),
-                ns(sized_pingpong::<[u64; 15]>(round_trips)),
+                ns(lane_pingpong::<u64>(round_trips, false, 1)),
+                ns(lane_pingpong::<[u64; 7]>(round_trips, false, 1)),
+                ns(lane_pingpong::<[u64; 15]>(round_trips, false, 1)),
             ]
         })
         .collect();
