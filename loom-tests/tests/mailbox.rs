@@ -18,7 +18,7 @@
 //! is a spawned thread that joins nobody; the main thread only joins.
 #![cfg(loom)]
 
-use corrected::mailbox::{Endpoint, Mailboxes, Woke};
+use corrected::mailbox::{Compact, Endpoint, Mailboxes, Woke};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -70,6 +70,58 @@ fn lane_fifo_full_returns_value() {
         }
         assert_eq!(got, [0, 1, 2]);
         assert_eq!(rx.try_recv(), None);
+        sender.join().unwrap();
+    });
+}
+
+/// A value with a loom `Arc` (loom reports one leaked or dropped twice)
+/// travels whole; one without travels in its one-line form.
+struct Small;
+
+impl Compact<(u32, Option<Arc<()>>)> for Small {
+    type Small = u32;
+    fn compact(value: &(u32, Option<Arc<()>>)) -> Option<u32> {
+        value.1.is_none().then_some(value.0)
+    }
+    fn expand(small: u32) -> (u32, Option<Arc<()>>) {
+        (small, None)
+    }
+}
+
+/// (1b) One lane of capacity 2 and a codec: a one-line message, then two
+/// whole ones, the last in the slot the one-line message used. FIFO, each
+/// in its form, the full lane hands the value back, no whole value leaked
+/// or dropped twice, and no slot read before its write (either form).
+#[test]
+fn lane_carries_one_line_and_whole_forms() {
+    loom::model(|| {
+        let boxes = Arc::new(Mailboxes::<_, Small>::with_codec(2, 2));
+        let sender = {
+            let boxes = boxes.clone();
+            thread::spawn(move || {
+                let mut ep = boxes.endpoint(0).unwrap();
+                for i in 0..3u32 {
+                    let mut msg = (i, (i > 0).then(|| Arc::new(())));
+                    while let Err(back) = ep.send(1, msg) {
+                        msg = back;
+                        thread::yield_now();
+                    }
+                }
+            })
+        };
+        let mut rx = boxes.endpoint(1).unwrap();
+        let mut got = 0;
+        while got < 3 {
+            match rx.try_recv() {
+                Some((from, (i, whole))) => {
+                    assert_eq!((from, i), (0, got));
+                    assert_eq!(whole.is_some(), i > 0);
+                    got += 1;
+                }
+                None => thread::yield_now(),
+            }
+        }
+        assert!(rx.try_recv().is_none());
         sender.join().unwrap();
     });
 }

@@ -43,6 +43,7 @@
 //! });
 //! ```
 
+mod compact;
 pub mod frames;
 mod lane;
 #[cfg(all(test, not(loom)))]
@@ -60,6 +61,7 @@ use crate::sync::{
     self, fence, thread, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
     UnsafeCell,
 };
+pub use compact::{Compact, Whole};
 use lane::Lane;
 
 /// A member of a team, numbered `0..ranks`.
@@ -211,8 +213,8 @@ impl Header {
 }
 
 /// The lanes into one receiver from the 64 senders of one doorbell word.
-struct Group<T> {
-    lanes: [AtomicPtr<Lane<T>>; GROUP],
+struct Group<T, C: Compact<T>> {
+    lanes: [AtomicPtr<Lane<T, C>>; GROUP],
 }
 
 /// All inboxes of a team of `ranks` ranks.
@@ -221,7 +223,7 @@ struct Group<T> {
 /// (memory stays bounded for 1024 ranks: only pairs that talk get a lane); it
 /// is a fixed-capacity ring, pushed only by `from`'s endpoint, popped only by
 /// `to`'s endpoint. Lanes and undelivered messages are freed on drop.
-pub struct Mailboxes<T> {
+pub struct Mailboxes<T, C: Compact<T> = Whole> {
     ranks: u32,
     capacity: usize,
     /// Doorbell words per receiver: ceil(ranks / 64).
@@ -234,7 +236,7 @@ pub struct Mailboxes<T> {
     bells: Box<[CachePadded<[AtomicU64; WORDS_PER_LINE]>]>,
     /// `groups[to * words + from / 64]`: null until a sender of that group
     /// first sends to `to`.
-    groups: Box<[AtomicPtr<Group<T>>]>,
+    groups: Box<[AtomicPtr<Group<T, C>>]>,
     /// Mailboxes own the undelivered values of T (for drop check).
     _owns: PhantomData<T>,
 }
@@ -242,20 +244,33 @@ pub struct Mailboxes<T> {
 // SAFETY: Mailboxes own values of T (in lanes), so moving them to another
 // thread needs T: Send. All shared state is atomics, a mutex, and lanes whose
 // roles are guarded by the one-endpoint-per-rank rule.
-unsafe impl<T: Send> Send for Mailboxes<T> {}
+unsafe impl<T: Send, C: Compact<T>> Send for Mailboxes<T, C> where C::Small: Send {}
 // SAFETY: through `&Mailboxes`, endpoints on different threads hand values of
 // T from one thread to another, which needs T: Send (not T: Sync: no value is
 // ever shared, each is moved).
-unsafe impl<T: Send> Sync for Mailboxes<T> {}
+unsafe impl<T: Send, C: Compact<T>> Sync for Mailboxes<T, C> where C::Small: Send {}
 
 impl<T: Send> Mailboxes<T> {
     /// Inboxes for `ranks` ranks whose lanes hold `lane_capacity` messages
-    /// each, rounded up to a power of two, at least 2.
+    /// each, rounded up to a power of two, at least 2; every message
+    /// travels whole ([`Whole`]).
     ///
     /// # Panics
     ///
     /// If the rounded capacity overflows `usize`.
     pub fn new(ranks: u32, lane_capacity: usize) -> Self {
+        Self::with_codec(ranks, lane_capacity)
+    }
+}
+
+impl<T: Send, C: Compact<T>> Mailboxes<T, C> {
+    /// As [`Mailboxes::new`], with the messages that codec `C` compacts
+    /// travelling in one cache line ([`Compact`]).
+    ///
+    /// # Panics
+    ///
+    /// If the rounded capacity overflows `usize`.
+    pub fn with_codec(ranks: u32, lane_capacity: usize) -> Self {
         let capacity = lane_capacity
             .max(2)
             .checked_next_power_of_two()
@@ -305,7 +320,7 @@ impl<T: Send> Mailboxes<T> {
     /// The endpoint of `rank`; at most one per rank at a time (None if out of
     /// range or already taken). Dropping an endpoint returns it: a later call
     /// gets a fresh one that receives whatever the old one left.
-    pub fn endpoint(&self, rank: Rank) -> Option<Endpoint<'_, T>> {
+    pub fn endpoint(&self, rank: Rank) -> Option<Endpoint<'_, T, C>> {
         let header = self.headers.get(rank as usize)?;
         // Acquire: pairs with the Release store in a previous endpoint's
         // drop, so its private lane positions (consumer and producer cells)
@@ -344,20 +359,20 @@ impl<T: Send> Mailboxes<T> {
     }
 }
 
-impl<T> Mailboxes<T> {
+impl<T, C: Compact<T>> Mailboxes<T, C> {
     #[inline]
     fn bell(&self, to: usize, word: usize) -> &AtomicU64 {
         &self.bells[to * self.lines + word / WORDS_PER_LINE][word % WORDS_PER_LINE]
     }
 
     #[inline]
-    fn group_slot(&self, from: usize, to: usize) -> &AtomicPtr<Group<T>> {
+    fn group_slot(&self, from: usize, to: usize) -> &AtomicPtr<Group<T, C>> {
         &self.groups[to * self.words + from / GROUP]
     }
 
     /// The lane (from -> to) if it exists.
     #[inline]
-    fn lane(&self, from: usize, to: usize) -> Option<&Lane<T>> {
+    fn lane(&self, from: usize, to: usize) -> Option<&Lane<T, C>> {
         // Acquire (both loads): pairs with the Release of the CAS that
         // installed the group / lane, so their initialization is visible.
         let group = self.group_slot(from, to).load(Ordering::Acquire);
@@ -374,7 +389,7 @@ impl<T> Mailboxes<T> {
     /// The lane (from -> to), created if this is its first use. Only the
     /// endpoint of `from` calls this for a given `from`.
     #[cold]
-    fn create_lane(&self, from: usize, to: usize) -> &Lane<T> {
+    fn create_lane(&self, from: usize, to: usize) -> &Lane<T, C> {
         let slot = self.group_slot(from, to);
         let mut group = slot.load(Ordering::Acquire);
         if group.is_null() {
@@ -426,7 +441,7 @@ impl<T> Mailboxes<T> {
     }
 }
 
-impl<T> Drop for Mailboxes<T> {
+impl<T, C: Compact<T>> Drop for Mailboxes<T, C> {
     fn drop(&mut self) {
         for header in self.headers.iter() {
             let waiter = header.waiter.load(Ordering::Acquire);
@@ -506,8 +521,8 @@ fn unpark(header: &Header) {
 /// One rank's sending and receiving handle. `Send` (it may move to the thread
 /// that uses it) but not `Sync`, not `Clone`: it is the only producer of the
 /// lanes out of its rank and the only consumer of the lanes into it.
-pub struct Endpoint<'a, T> {
-    boxes: &'a Mailboxes<T>,
+pub struct Endpoint<'a, T, C: Compact<T> = Whole> {
+    boxes: &'a Mailboxes<T, C>,
     rank: Rank,
     /// Senders whose lanes may hold messages: bits taken from the doorbell
     /// and not yet found empty. Private, so keeping a bit costs no RMW.
@@ -520,7 +535,7 @@ pub struct Endpoint<'a, T> {
     /// The lane served last: polled directly when the doorbell is silent, so
     /// a message whose bit is not visible yet is not missed (and a
     /// ping-pong peer's reply is seen one cache line earlier).
-    hint: Option<(Rank, &'a Lane<T>)>,
+    hint: Option<(Rank, &'a Lane<T, C>)>,
     /// The thread registered as this rank's waiter.
     registered: Option<thread::ThreadId>,
     /// Spin rounds of [`Endpoint::wait`] before it yields ([`SPINS`] unless
@@ -529,7 +544,7 @@ pub struct Endpoint<'a, T> {
     _not_sync: PhantomData<Cell<()>>,
 }
 
-impl<'a, T: Send> Endpoint<'a, T> {
+impl<'a, T: Send, C: Compact<T>> Endpoint<'a, T, C> {
     /// This endpoint's rank.
     pub fn rank(&self) -> Rank {
         self.rank
@@ -929,7 +944,7 @@ impl<'a, T: Send> Endpoint<'a, T> {
     }
 }
 
-impl<T> Drop for Endpoint<'_, T> {
+impl<T, C: Compact<T>> Drop for Endpoint<'_, T, C> {
     fn drop(&mut self) {
         let boxes = self.boxes;
         let me = self.rank as usize;
@@ -949,7 +964,7 @@ impl<T> Drop for Endpoint<'_, T> {
     }
 }
 
-impl<T> std::fmt::Debug for Mailboxes<T> {
+impl<T, C: Compact<T>> std::fmt::Debug for Mailboxes<T, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Mailboxes")
             .field("ranks", &self.ranks)
@@ -958,7 +973,7 @@ impl<T> std::fmt::Debug for Mailboxes<T> {
     }
 }
 
-impl<T> std::fmt::Debug for Endpoint<'_, T> {
+impl<T, C: Compact<T>> std::fmt::Debug for Endpoint<'_, T, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Endpoint")
             .field("rank", &self.rank)

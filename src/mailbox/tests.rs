@@ -501,3 +501,72 @@ fn a_dropped_endpoint_hands_its_pending_lanes_on() {
         HashSet::from([(0, 1), (0, 2), (1, 10), (1, 11), (1, 12)])
     );
 }
+
+/// A value that counts its drops; those without a tracker travel in the
+/// one-line form of [`Tracked`]'s codec.
+#[derive(Debug)]
+struct Tracked(u64, Option<Arc<AtomicUsize>>);
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        if let Some(drops) = &self.1 {
+            drops.fetch_add(1, SeqCst);
+        }
+    }
+}
+
+/// Compacts untracked values, and counts how many it expands.
+struct Untracked;
+
+static EXPANDED: AtomicUsize = AtomicUsize::new(0);
+
+impl Compact<Tracked> for Untracked {
+    type Small = u64;
+    fn compact(value: &Tracked) -> Option<u64> {
+        value.1.is_none().then_some(value.0)
+    }
+    fn expand(small: u64) -> Tracked {
+        EXPANDED.fetch_add(1, SeqCst);
+        Tracked(small, None)
+    }
+}
+
+#[test]
+fn small_and_whole_forms_interleave_in_order_and_whole_ones_drop_once() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let boxes = Mailboxes::<Tracked, Untracked>::with_codec(2, 4);
+    let mut a = boxes.endpoint(0).unwrap();
+    let mut b = boxes.endpoint(1).unwrap();
+    let before = EXPANDED.load(SeqCst);
+    // Past the ring's end several times, in every mix of the two forms.
+    let (mut sent, mut got) = (0u64, 0u64);
+    for round in 0..20u64 {
+        for _ in 0..(round % 4 + 1) {
+            let tracker = (sent % 3 == 0).then(|| drops.clone());
+            a.send(1, Tracked(sent, tracker)).unwrap();
+            sent += 1;
+        }
+        while let Some((from, value)) = b.try_recv() {
+            assert_eq!((from, value.0), (0, got));
+            assert_eq!(value.1.is_some(), got % 3 == 0, "message {got}");
+            got += 1;
+        }
+    }
+    assert_eq!(got, sent);
+    let whole = sent.div_ceil(3) as usize;
+    assert_eq!(EXPANDED.load(SeqCst) - before, sent as usize - whole);
+    assert_eq!(
+        drops.load(SeqCst),
+        whole,
+        "each received whole value drops once"
+    );
+    // Undelivered: two whole values and a small one, dropped with the boxes.
+    for x in [0, 1, 3] {
+        let tracker = (x != 1).then(|| drops.clone());
+        a.send(1, Tracked(x, tracker)).unwrap();
+    }
+    drop((a, b));
+    drop(boxes);
+    assert_eq!(drops.load(SeqCst), whole + 2);
+    assert_eq!(Arc::strong_count(&drops), 1, "nothing leaked");
+}

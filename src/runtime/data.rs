@@ -80,6 +80,26 @@ impl Inline {
     }
 }
 
+/// Bytes a value may have and still travel in a message's one-line form
+/// (five words; `runtime/one_line.rs`).
+pub const SHORT_BYTES: usize = 40;
+
+impl Inline {
+    /// The words that hold a value of at most [`SHORT_BYTES`] bytes, and
+    /// its marker; `None` for a longer value or a mismatch. The words
+    /// beyond them are zero (checked), so [`Inline::from_short`] gives an
+    /// equal value back.
+    #[inline]
+    fn short(&self) -> Option<([u64; 5], u8)> {
+        let marker = self.marker();
+        let unmarked = u64::from_ne_bytes([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0]);
+        let rest_zero = self.words[5] == 0 && self.last.get() & unmarked == 0;
+        let [w0, w1, w2, w3, w4, _] = self.words;
+        (marker != MISMATCH && marker as usize - 1 <= SHORT_BYTES && rest_zero)
+            .then_some(([w0, w1, w2, w3, w4], marker))
+    }
+}
+
 impl std::fmt::Debug for Inline {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.bytes() {
@@ -143,6 +163,23 @@ impl Data {
             None => panic!("marker 1 is not zero"),
         },
     });
+
+    /// This value's short form (five words and the inline marker), if it
+    /// is inline and at most [`SHORT_BYTES`] long.
+    #[inline]
+    pub(crate) fn short(&self) -> Option<([u64; 5], u8)> {
+        match self {
+            Data::Inline(inline) => inline.short(),
+            Data::Shared(_) => None,
+        }
+    }
+
+    /// The value of a short form [`Data::short`] gave.
+    #[inline]
+    pub(crate) fn from_short(words: [u64; 5], marker: u8) -> Data {
+        let [w0, w1, w2, w3, w4] = words;
+        Data::Inline(Inline::from_words([w0, w1, w2, w3, w4, 0, 0], marker))
+    }
 
     /// The reduction of two values of `lens` bytes.
     pub fn mismatch(lens: [u64; 2]) -> Data {

@@ -38,6 +38,7 @@ mod ftco_reduction;
 pub mod lazy;
 pub mod lent;
 mod liveness;
+pub(crate) mod one_line;
 mod packet;
 pub mod pin;
 pub(crate) mod recycle;

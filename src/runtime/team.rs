@@ -17,6 +17,7 @@ use crate::protocol::Msg;
 use crate::runtime::comm::Comm;
 use crate::runtime::faults::FaultSchedule;
 use crate::runtime::liveness::Liveness;
+use crate::runtime::one_line::OneLine;
 use crate::runtime::packet::Packet;
 use crate::runtime::pin::{self, Pinning};
 use crate::runtime::segment::SegmentPool;
@@ -706,7 +707,7 @@ impl<R> TeamReport<R> {
 pub(crate) struct Shared<'t> {
     pub(crate) config: &'t TeamBuilder,
     pub(crate) plans: &'t Plans,
-    pub(crate) mailboxes: Mailboxes<Msg<Packet>>,
+    pub(crate) mailboxes: Mailboxes<Msg<Packet>, OneLine>,
     pub(crate) liveness: Liveness,
     pub(crate) started: Instant,
     /// Ranks whose closure has ended (returned, panicked, or hung for good).
@@ -936,7 +937,7 @@ impl Team {
         let shared = Shared {
             config: &self.config,
             plans: &self.plans,
-            mailboxes: Mailboxes::new(self.config.ranks, self.config.lane_capacity),
+            mailboxes: Mailboxes::with_codec(self.config.ranks, self.config.lane_capacity),
             liveness: Liveness::new(self.config.ranks),
             started: Instant::now(),
             finished: AtomicU32::new(0),

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use crate::driver::{PeerView, Progress, Transport};
 use crate::mailbox::Endpoint;
 use crate::protocol::Msg;
+use crate::runtime::one_line::OneLine;
 use crate::runtime::packet::Packet;
 use crate::runtime::team::Shared;
 use crate::sync::{thread, Ordering};
@@ -41,12 +42,15 @@ fn help_others(shared: &Shared<'_>, me: usize) -> bool {
 /// One rank's mailbox transport.
 pub(crate) struct MailboxTransport<'t> {
     shared: &'t Shared<'t>,
-    endpoint: Endpoint<'t, Msg<Packet>>,
+    endpoint: Endpoint<'t, Msg<Packet>, OneLine>,
     rank: Rank,
 }
 
 impl<'t> MailboxTransport<'t> {
-    pub(crate) fn new(shared: &'t Shared<'t>, endpoint: Endpoint<'t, Msg<Packet>>) -> Self {
+    pub(crate) fn new(
+        shared: &'t Shared<'t>,
+        endpoint: Endpoint<'t, Msg<Packet>, OneLine>,
+    ) -> Self {
         let rank = endpoint.rank();
         MailboxTransport {
             shared,
