@@ -8,8 +8,10 @@
 //!   (the fair comparison: see [`side_by_side`]).
 //! * `message_sizes`: (b) with messages of 8, 56 and 120 bytes (a slot of
 //!   one cache line, of one line with nothing to spare, and of two lines:
-//!   the thread runtime's `Msg<Packet>`), back to back in each of 11
-//!   rounds, next to (a): what a message's second line costs a hop.
+//!   the thread runtime's `Msg<Packet>`), and of 120 bytes sent in one
+//!   line by a codec (as the runtime sends short values), back to back in
+//!   each of 11 rounds, next to (a): what a message's second line costs a
+//!   hop, and whether the one-line form saves it.
 //! * `pingpong/a_raw_atomics`: two `AtomicU64`s on separate cache lines, each
 //!   side spinning on its own: the physical floor of a cross-core hand-off.
 //! * `pingpong/b_lanes_try_recv`: the same over two lanes, `Endpoint::send` /
@@ -37,7 +39,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, Criterion};
 use crossbeam_utils::CachePadded;
 
-use corrected::mailbox::{Endpoint, Mailboxes};
+use corrected::mailbox::{Compact, Endpoint, Mailboxes, Whole};
 
 /// The cores this process may use, read once before anything is pinned:
 /// `core_affinity::get_core_ids` reads the calling thread's affinity mask,
@@ -99,7 +101,7 @@ fn raw_pingpong(iters: u64) -> Duration {
 
 /// Receives with busy polling (`wait == false`) or through `wait(None)`.
 #[inline(always)]
-fn recv<T: Send>(ep: &mut Endpoint<'_, T>, wait: bool) -> (u32, T) {
+fn recv<T: Send, C: Compact<T>>(ep: &mut Endpoint<'_, T, C>, wait: bool) -> (u32, T) {
     loop {
         if let Some(got) = ep.try_recv() {
             return got;
@@ -113,9 +115,12 @@ fn recv<T: Send>(ep: &mut Endpoint<'_, T>, wait: bool) -> (u32, T) {
 }
 
 /// (b), (c) and the same-core variant: round trips over two lanes, with
-/// `T` messages (`u64` but for `message_sizes`).
-fn lane_pingpong<T: Token>(iters: u64, wait: bool, echo_core: usize) -> Duration {
-    let boxes = Mailboxes::<T>::new(2, 64);
+/// `T` messages (`u64` but for `message_sizes`) through lanes with codec `C`.
+fn lane_pingpong<T: Token, C: Compact<T>>(iters: u64, wait: bool, echo_core: usize) -> Duration
+where
+    C::Small: Send,
+{
+    let boxes = Mailboxes::<T, C>::with_codec(2, 64);
     let mut a = boxes.endpoint(0).unwrap();
     let mut b = boxes.endpoint(1).unwrap();
     thread::scope(|s| {
@@ -237,10 +242,10 @@ fn pingpong(c: &mut Criterion) {
     g.measurement_time(Duration::from_secs(4));
     g.bench_function("a_raw_atomics", |b| b.iter_custom(raw_pingpong));
     g.bench_function("b_lanes_try_recv", |b| {
-        b.iter_custom(|iters| lane_pingpong::<u64>(iters, false, 1))
+        b.iter_custom(|iters| lane_pingpong::<u64, Whole>(iters, false, 1))
     });
     g.bench_function("c_lanes_wait", |b| {
-        b.iter_custom(|iters| lane_pingpong::<u64>(iters, true, 1))
+        b.iter_custom(|iters| lane_pingpong::<u64, Whole>(iters, true, 1))
     });
     g.finish();
 }
@@ -256,7 +261,7 @@ fn waiting(c: &mut Criterion) {
     g.sample_size(20);
     g.bench_function("park_unpark_wakeup", |b| b.iter_custom(park_pingpong));
     g.bench_function("same_core_lanes_wait", |b| {
-        b.iter_custom(|iters| lane_pingpong::<u64>(iters, true, 0))
+        b.iter_custom(|iters| lane_pingpong::<u64, Whole>(iters, true, 0))
     });
     g.finish();
 }
@@ -280,8 +285,8 @@ fn side_by_side(rounds: usize, round_trips: u64) {
             let ns = |d: Duration| d.as_nanos() as f64 / round_trips as f64;
             [
                 ns(raw_pingpong(round_trips)),
-                ns(lane_pingpong::<u64>(round_trips, false, 1)),
-                ns(lane_pingpong::<u64>(round_trips, true, 1)),
+                ns(lane_pingpong::<u64, Whole>(round_trips, false, 1)),
+                ns(lane_pingpong::<u64, Whole>(round_trips, true, 1)),
             ]
         })
         .collect();
@@ -338,17 +343,37 @@ impl<const N: usize> Token for [u64; N] {
     }
 }
 
+/// A codec that sends a 120-byte message whose words are all the same in
+/// seven words, as the runtime's `OneLine` sends a short value's message
+/// in 56 bytes and expands it back to 120.
+struct SevenWords;
+
+impl Compact<[u64; 15]> for SevenWords {
+    type Small = [u64; 7];
+    fn compact(value: &[u64; 15]) -> Option<[u64; 7]> {
+        value.iter().all(|&w| w == value[0]).then(|| [value[0]; 7])
+    }
+    fn expand(small: [u64; 7]) -> [u64; 15] {
+        [small[0]; 15]
+    }
+}
+
 /// `message_sizes`: one-way latency over lanes by message size, each
 /// round measuring all sizes and the raw floor back to back.
 fn message_sizes(rounds: usize, round_trips: u64) {
     let ns = |d: Duration| d.as_nanos() as f64 / round_trips as f64;
-    let mut rows: Vec<[f64; 4]> = (0..rounds)
+    let mut rows: Vec<[f64; 5]> = (0..rounds)
         .map(|_| {
             [
                 ns(raw_pingpong(round_trips)),
-                ns(lane_pingpong::<u64>(round_trips, false, 1)),
-                ns(lane_pingpong::<[u64; 7]>(round_trips, false, 1)),
-                ns(lane_pingpong::<[u64; 15]>(round_trips, false, 1)),
+                ns(lane_pingpong::<u64, Whole>(round_trips, false, 1)),
+                ns(lane_pingpong::<[u64; 7], Whole>(round_trips, false, 1)),
+                ns(lane_pingpong::<[u64; 15], Whole>(round_trips, false, 1)),
+                ns(lane_pingpong::<[u64; 15], SevenWords>(
+                    round_trips,
+                    false,
+                    1,
+                )),
             ]
         })
         .collect();
@@ -358,11 +383,12 @@ fn message_sizes(rounds: usize, round_trips: u64) {
     };
     println!(
         "message_sizes ({rounds} rounds of {round_trips} round trips, one-way ns, medians): \
-         a_raw {:.1}  8 B {:.1}  56 B {:.1}  120 B {:.1}",
+         a_raw {:.1}  8 B {:.1}  56 B {:.1}  120 B {:.1}  120 B in one line {:.1}",
         median(0),
         median(1),
         median(2),
         median(3),
+        median(4),
     );
 }
 
