@@ -6,6 +6,9 @@
 //!   [`Endpoint`] and popped only by `to`'s. It is created on the first send
 //!   from `from` to `to`, so a team of 1024 ranks pays only for the pairs that
 //!   talk. A full lane hands the message back (`Err(msg)`), rtrb-style.
+//!   A slot is two cache lines for the runtime's messages; a value a
+//!   [`Compact`] codec squeezes into 56 bytes moves in the first alone
+//!   ([`Mailboxes::with_codec`]; [`Mailboxes::new`] moves every value whole).
 //! * The **doorbell** of a receiver is a bitset of `AtomicU64` words, one bit
 //!   per sender. A sender sets its bit after publishing into the lane (unless
 //!   it is still set: then the receiver is bound to look at the lane anyway);
