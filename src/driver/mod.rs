@@ -112,6 +112,15 @@ const EARLY_OPS: usize = 4;
 /// *Flow control*).
 const AHEAD_OPS: usize = 64;
 
+/// How long flow control yields and looks again before it waits (ns of the
+/// engine's clock): a receiver drains a full lane of 64 messages in about
+/// 20 µs, and a wait, which only a message ends, would sleep its 50 µs
+/// out. A root broadcasting in a loop to a rank on its own core did so
+/// twice per 64 calls (109 µs per hold, measured): the 4-rank back-to-back
+/// broadcast took 2.2 µs per call instead of 0.7-0.9 (docs/benchmarks.md,
+/// issue 13's eighth run).
+const HOLD_PAUSE_NS: Tick = 200_000;
+
 /// Heap blocks of cores no longer kept that a driver holds for the next
 /// kept cores (each call keeps at most one core and retires about one).
 const SPARE_BLOCKS: usize = 4;
@@ -1161,7 +1170,14 @@ impl<'t, T: Transport> Driver<'t, T> {
     /// lingering cores and flushes the outbox, waiting in between (so that
     /// ranks held back by each other all drain). True if `held` ended.
     pub fn hold_back(&mut self, mut held: impl FnMut(&Self) -> bool) -> bool {
-        let deadline = self.transport.now().saturating_add(self.config.op_timeout);
+        let start = self.transport.now();
+        let deadline = start.saturating_add(self.config.op_timeout);
+        // Room in a receiver's channel comes with no message to this rank:
+        // a wait would sleep to its deadline. So for HOLD_PAUSE_NS the
+        // engine may pause instead (where ranks share cores, give the core
+        // to whoever may drain the channel) and the room is looked for
+        // again; only then waits.
+        let pause_until = start.saturating_add(HOLD_PAUSE_NS);
         loop {
             if !held(self) {
                 return true;
@@ -1174,8 +1190,13 @@ impl<'t, T: Transport> Driver<'t, T> {
             while self.receive_with(|d, from, msg| d.route_other(from, msg)) {}
             let _ = self.serve_lingering();
             if held(self) {
-                let until = self.transport.now().saturating_add(50_000);
-                self.transport.wait(until);
+                let now = self.transport.now();
+                let until = now.saturating_add(50_000);
+                if now < pause_until {
+                    self.transport.pause(until);
+                } else {
+                    self.transport.wait(until);
+                }
             }
         }
     }

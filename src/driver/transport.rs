@@ -130,6 +130,15 @@ pub trait Transport {
         call.transport().block(until);
     }
 
+    /// A short wait for something no message announces (room in a
+    /// receiver's full channel), which [`wait`](Transport::wait) would
+    /// sleep through to `until`: an engine whose ranks share cores gives
+    /// the core away once instead (the receiver may be the rank it goes
+    /// to), and the driver looks again. Default: `wait`.
+    fn pause(&mut self, until: Tick) {
+        self.wait(until);
+    }
+
     /// [`spin`](Transport::spin), then [`block`](Transport::block).
     fn wait(&mut self, until: Tick) {
         if !self.spin() {
