@@ -35,6 +35,8 @@ pub struct Fence<M> {
     held: usize,
     /// Messages a new list has room for when it is made.
     per_op: usize,
+    /// Operations' lists made room for ([`Fence::with_room`]).
+    lists: usize,
 }
 
 impl<M> Default for Fence<M> {
@@ -46,6 +48,7 @@ impl<M> Default for Fence<M> {
             spare: Vec::new(),
             held: 0,
             per_op: 0,
+            lists: 0,
         }
     }
 }
@@ -75,6 +78,7 @@ impl<M> Fence<M> {
             early: VecDeque::with_capacity(lists),
             spare,
             per_op,
+            lists,
             ..Fence::default()
         }
     }
@@ -138,6 +142,15 @@ impl<M> Fence<M> {
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.held == 0
+    }
+
+    /// Whether the kept messages span as many operations as the fence made
+    /// room for: one more message of a later operation would allocate. A
+    /// helper then takes no more (the rank's own thread still does): see
+    /// `Driver::advance`.
+    #[inline]
+    pub fn is_full(&self) -> bool {
+        self.held > 0 && self.early.len() >= self.lists
     }
 
     /// Moves the kept messages of operation `op` into `out`, in arrival
@@ -212,5 +225,29 @@ mod tests {
         f.release_into(5, &mut out);
         assert_eq!(out, vec![(1, 'e'), (4, 'f')]);
         assert_eq!(f.held(), 0);
+    }
+
+    #[test]
+    fn a_fence_is_full_when_its_lists_span_the_room_made() {
+        // Room for 1 + 2 operations' lists.
+        let mut f = Fence::with_room(1, 4, 2, 1);
+        assert!(!f.is_full());
+        f.enter();
+        f.hold(0, 1, 'a');
+        f.hold(0, 2, 'b');
+        assert!(!f.is_full());
+        f.hold(0, 3, 'c');
+        assert!(f.is_full(), "operations 1, 2 and 3 kept: three lists");
+        f.enter();
+        let mut out = Vec::new();
+        f.release_into(1, &mut out);
+        assert!(!f.is_full());
+        f.enter();
+        f.enter();
+        out.clear();
+        f.release_into(3, &mut out);
+        assert_eq!(out, vec![(0, 'c')]);
+        // Empty again: the lists left behind do not count.
+        assert!(!f.is_full());
     }
 }

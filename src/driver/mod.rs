@@ -764,7 +764,15 @@ impl<'t, T: Transport> Driver<'t, T> {
                 *output = core.take_output();
                 did |= output.is_some();
             }
-            while let Some((from, msg)) = self.transport.try_recv() {
+            // Not past the fence's room: a rank whose call a helper runs
+            // may be descheduled for a time slice, and its channels, which
+            // the helper drains, no longer hold its senders back (a root
+            // broadcasting in a loop ran 125 operations ahead of such a
+            // rank). What stays in them, the rank's own thread takes.
+            while !self.fence.is_full() {
+                let Some((from, msg)) = self.transport.try_recv() else {
+                    break;
+                };
                 self.take(core, op, *tick, from, msg)?;
                 did = true;
             }
