@@ -467,9 +467,11 @@ fn a_rank_dying_with_queued_sends_lets_the_team_end() {
             // of every broadcast, sends to rank 2 (one of its two children)
             // in each operation without waiting for anyone, so the lane
             // 0 -> 2 holds the messages of operations 0 and 1, and that of
-            // operation 2 waits in rank 0's outbox; rank 0 dies entering
-            // operation 3 (a rank with a send waiting would not start
-            // another operation, see the test below).
+            // operation 2 waits in rank 0's outbox; rank 0's call of
+            // operation 2 waits for room until its operation timeout, and
+            // so does its entry of operation 3, where it dies (a rank with
+            // a send waiting neither returns nor starts another operation,
+            // see the tests below).
             let waited_for_death = comm.rank() != 2 || {
                 let t = std::time::Instant::now();
                 while !comm.failed_ranks().contains(&0) && t.elapsed() < Duration::from_secs(20) {
@@ -517,7 +519,8 @@ fn a_rank_dying_with_queued_sends_lets_the_team_end() {
     }
     // Rank 1 took its messages all along: the values of operations 0 and
     // 1, and of 2 unless it comes through rank 2 (the queued send); from
-    // the root's death on, nothing.
+    // the root's death on, nothing. Its operation 3 may time out first:
+    // the root holds back for an operation timeout before it enters it.
     let (_, got) = outcome(1);
     for (i, got) in got.iter().enumerate() {
         let op = i as u32;
@@ -525,6 +528,10 @@ fn a_rank_dying_with_queued_sends_lets_the_team_end() {
         match op {
             0 | 1 => assert_eq!(*got, Ok(op), "rank 1 op {i}"),
             2 => assert!(*got == Ok(2) || *got == failed, "rank 1 op 2: {got:?}"),
+            3 => assert!(
+                *got == failed || matches!(got, Err(Error::Timeout { op: 3, .. })),
+                "rank 1 op 3: {got:?}"
+            ),
             _ => assert_eq!(*got, failed, "rank 1 op {i}"),
         }
     }
@@ -566,17 +573,63 @@ fn a_rank_does_not_run_ahead_of_a_full_lane() {
     let (_, root) = outcome(0);
     // Rank 0 sends to rank 2 in every operation without waiting for anyone:
     // operations 0 and 1 fill the lane, operation 2's send waits in the
-    // outbox, and operation 3 cannot start before rank 2 takes a message,
-    // which it does only after its stall.
+    // outbox, and its call does not return before rank 2 takes a message,
+    // which it does only after its stall (until 2026-11-28 the call
+    // returned and the next one held back at its start: see
+    // `a_root_that_computes_after_its_last_broadcast_has_delivered_it`).
     assert!(
-        root[2] < stalled_from + STALL,
-        "rank 0 ran operations 0-2 without rank 2: {root:?}"
+        root[1] < stalled_from + STALL,
+        "rank 0 did not run operations 0-1 without rank 2: {root:?}"
     );
     assert!(
-        root[3] >= stalled_from + STALL,
-        "rank 0 ended operation 3 at {:?}, before rank 2 took anything (stalled from {stalled_from:?} for {STALL:?})",
-        root[3]
+        root[2] >= stalled_from + STALL,
+        "rank 0 ended operation 2 at {:?}, before rank 2 took anything (stalled from {stalled_from:?} for {STALL:?})",
+        root[2]
     );
+}
+
+/// A call does not return while its sends wait for room: a root that goes
+/// on to compute after its last broadcast, longer than the failure timeout,
+/// is not taken for failed by a receiver that was a lane behind (before,
+/// the last send waited in the root's outbox until its next call, and the
+/// receiver, finding the root returned and its heartbeat still, ended with
+/// `RootFailed` on a live root).
+#[test]
+fn a_root_that_computes_after_its_last_broadcast_has_delivered_it() {
+    let _serial = serial();
+    const STALL: Duration = Duration::from_millis(300);
+    const FAILURE: Duration = Duration::from_millis(100);
+    let t = Team::builder()
+        .ranks(3)
+        .lane_capacity(2)
+        .correction("none".parse().unwrap())
+        .failure_timeout(FAILURE)
+        .faults(FaultSchedule::none().at(2, 0, Fault::Stall(STALL)))
+        .build()
+        .unwrap();
+    let report = t.run(|comm| {
+        let values: Vec<Result<u32, Error>> = (0..3u32)
+            .map(|i| {
+                let mut v = if comm.rank() == 0 { i } else { u32::MAX };
+                comm.broadcast_into(0, &mut v).map(|()| v)
+            })
+            .collect();
+        if comm.rank() == 0 {
+            // Computes, outside the library, for longer than the receiver
+            // that stalled needs to reach the last broadcast plus a
+            // failure timeout.
+            std::thread::sleep(STALL + 4 * FAILURE);
+        }
+        values
+    });
+    for r in 0..3 {
+        let values = report.outcomes[r].returned().expect("no panics");
+        assert_eq!(
+            values,
+            &vec![Ok(0), Ok(1), Ok(2)],
+            "rank {r} did not get every broadcast"
+        );
+    }
 }
 
 /// Unset, the team's tree is the binomial one, except for the corrected

@@ -86,9 +86,9 @@ pub struct DriverConfig {
     /// Cores of past operations kept at most.
     pub linger: usize,
     /// Sends kept for full channels before the rank holds back from
-    /// starting another operation. Default 0: a rank whose receiver's
-    /// channel is full (the receiver is a channel's capacity behind) does
-    /// not start another operation until that channel takes the rest.
+    /// returning from its call or starting another operation. Default 0: a
+    /// rank whose receiver's channel is full (the receiver is a channel's
+    /// capacity behind) does neither until that channel takes the rest.
     /// What a rank keeps when it dies is lost (fail-stop), and each
     /// operation whose root's messages were lost costs its receivers the
     /// root wait; at 64 a node team's proxy ran up to 10 broadcasts ahead
@@ -409,6 +409,21 @@ impl<'t, T: Transport> Driver<'t, T> {
         T::Payload: Carries<C::Payload>,
     {
         let mut result = self.drive_loop(op, started, core);
+        if result.is_ok() && self.sends_held() {
+            // Not returned while this call's sends wait for room: the rank
+            // may compute outside the library next, for longer than a
+            // failure timeout, and a receiver that finds it returned with
+            // a still heartbeat takes it for failed (for the whole team: a
+            // receiver that had not yet taken its broadcast ended with
+            // `RootFailed` on a live root). Meanwhile this call's messages
+            // go to its core.
+            let mut tick = self.transport.now();
+            self.hold_back_with(Self::sends_held, |d, from, msg| {
+                tick = tick.max(d.transport.now());
+                // A mismatch found here is told as any other (below).
+                let _ = d.take(core, op, tick, from, msg);
+            });
+        }
         if result.is_ok() {
             // A rank declared failed while only slow (frozen, descheduled)
             // may complete its call on what it took before it froze, with a
@@ -1167,17 +1182,35 @@ impl<'t, T: Transport> Driver<'t, T> {
     /// operation until its outbox is short again. Meanwhile it keeps taking
     /// messages, so two ranks waiting on each other's channels both drain.
     fn backpressure(&mut self) {
-        if self.outbox.len() <= self.config.outbox_limit {
-            return;
+        if self.sends_held() {
+            self.hold_back(Self::sends_held);
         }
-        self.hold_back(|d| d.outbox.len() > d.config.outbox_limit);
+    }
+
+    /// Whether more sends wait for full channels than
+    /// [`DriverConfig::outbox_limit`] allows.
+    fn sends_held(&self) -> bool {
+        self.outbox.len() > self.config.outbox_limit
     }
 
     /// Flow control's wait, between operations: while `held` says so, for
     /// at most [`DriverConfig::op_timeout`], takes messages, serves the
     /// lingering cores and flushes the outbox, waiting in between (so that
     /// ranks held back by each other all drain). True if `held` ended.
-    pub fn hold_back(&mut self, mut held: impl FnMut(&Self) -> bool) -> bool {
+    pub fn hold_back(&mut self, held: impl FnMut(&Self) -> bool) -> bool {
+        self.hold_back_with(held, |d, from, msg| {
+            d.route_other(from, msg);
+            d.transport.count_handled();
+        })
+    }
+
+    /// [`hold_back`](Driver::hold_back), handing what arrives to `handle`,
+    /// which counts it handled.
+    fn hold_back_with(
+        &mut self,
+        mut held: impl FnMut(&Self) -> bool,
+        mut handle: impl FnMut(&mut Self, Rank, Msg<T::Payload>),
+    ) -> bool {
         let start = self.transport.now();
         let deadline = start.saturating_add(self.config.op_timeout);
         // Room in a receiver's channel comes with no message to this rank:
@@ -1195,7 +1228,9 @@ impl<'t, T: Transport> Driver<'t, T> {
             }
             self.transport.beat();
             self.flush_outbox();
-            while self.receive_with(|d, from, msg| d.route_other(from, msg)) {}
+            while let Some((from, msg)) = self.transport.try_recv() {
+                handle(self, from, msg);
+            }
             let _ = self.serve_lingering();
             if held(self) {
                 let now = self.transport.now();
