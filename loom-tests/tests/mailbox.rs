@@ -1,5 +1,6 @@
 //! Loom models of the mailbox: the lane ring, the doorbell and its parking
-//! protocol. Run (about 4 minutes on 2 cores, see docs/mailbox.md):
+//! protocol. Run (about 8 minutes, nearly all `two_senders_one_receiver`;
+//! see docs/mailbox.md):
 //!
 //! ```sh
 //! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p loom-tests --release
