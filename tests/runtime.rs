@@ -537,8 +537,9 @@ fn a_rank_dying_with_queued_sends_lets_the_team_end() {
     }
 }
 
-/// Flow control: a rank with a send waiting for a full lane does not start
-/// another operation until the lane takes it. So a rank that dies loses at
+/// Flow control: a rank with a send waiting for a full lane neither returns
+/// from its call nor starts another operation until the lane takes it. So a
+/// rank that dies loses at
 /// most what its last operation queued: a node team's proxy that ran ten
 /// broadcasts ahead of its threads under load, its sends queued behind full
 /// lanes, cost them a root wait (1 s) per broadcast when it died

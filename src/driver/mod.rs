@@ -1177,10 +1177,12 @@ impl<'t, T: Transport> Driver<'t, T> {
         Ok(())
     }
 
-    /// Flow control: a rank whose channels are full (its receivers are far
-    /// behind, e.g. a root broadcasting in a loop) does not start another
-    /// operation until its outbox is short again. Meanwhile it keeps taking
-    /// messages, so two ranks waiting on each other's channels both drain.
+    /// Flow control at the entry of a call: a rank whose channels are full
+    /// does not start another operation until its outbox is short again.
+    /// A call's own sends were placed before it returned (`drive`), so what
+    /// waits here is a lingering core's, or what a call left when its hold
+    /// reached the operation timeout. Meanwhile it keeps taking messages, so
+    /// two ranks waiting on each other's channels both drain.
     fn backpressure(&mut self) {
         if self.sends_held() {
             self.hold_back(Self::sends_held);
