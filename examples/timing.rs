@@ -18,12 +18,15 @@
 //! it holds it. With N ranks per core, an operation in which every rank
 //! must run at least once costs at least N such hand-offs per core, the
 //! floor of an oversubscribed collective (docs/benchmarks.md).
+//! `... -- handoff-park N` the same with a directed hand-off: each thread
+//! parks, and the token's holder unparks the next one.
 //!
 //! For same-run comparisons of our own settings: `HELP=0` (or `1`) turns
 //! [helping](corrected::helping) off (on) instead of the default (on when
 //! pinned ranks outnumber cores); `PIN=rr` pins round-robin instead of packed;
-//! `PARTS=1` prints rank 0's two lone loops (barrier + call, barrier alone)
-//! to stderr; `CORRECTION=delayed:10000` (any `--correction` spelling) for
+//! `PARTS=1` prints rank 0's two lone loops (barrier + call, barrier alone),
+//! or its back-to-back loop, to stderr, with the process's context switches
+//! per step; `CORRECTION=delayed:10000` (any `--correction` spelling) for
 //! another correction than checked; `TREE=kary:4` (any `--tree` spelling)
 //! for another broadcast tree than the team's default; `PACE_NS=300` for a
 //! correction pace (`TeamBuilder::correction_pace`); `ALLREDUCE=tree` (or `star`) for that
@@ -92,10 +95,52 @@ fn handoff(n: usize) -> f64 {
     started.elapsed().as_nanos() as f64 / (rounds * n as u64) as f64
 }
 
+/// As [`handoff`], but a thread that waits parks and the holder wakes the
+/// next one: a hand-off directed at the thread that has to run.
+fn handoff_park(n: usize) -> f64 {
+    let rounds = 20_000u64;
+    let token = CachePadded::new(AtomicU64::new(0));
+    let core = core_affinity::get_core_ids().and_then(|c| c.first().copied());
+    let threads: Vec<std::sync::OnceLock<std::thread::Thread>> =
+        (0..n).map(|_| std::sync::OnceLock::new()).collect();
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for i in 0..n as u64 {
+            let (token, threads) = (&token, &threads);
+            s.spawn(move || {
+                if let Some(core) = core {
+                    core_affinity::set_for_current(core);
+                }
+                threads[i as usize].set(std::thread::current()).unwrap();
+                let next = loop {
+                    if let Some(t) = threads[(i as usize + 1) % n].get() {
+                        break t.clone();
+                    }
+                    std::thread::yield_now();
+                };
+                for round in 0..rounds {
+                    let mine = round * n as u64 + i;
+                    while token.load(Ordering::Acquire) != mine {
+                        std::thread::park();
+                    }
+                    token.store(mine + 1, Ordering::Release);
+                    next.unpark();
+                }
+            });
+        }
+    });
+    started.elapsed().as_nanos() as f64 / (rounds * n as u64) as f64
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("pingpong") {
         println!("{:.1}", pingpong());
+        return Ok(());
+    }
+    if args.first().map(String::as_str) == Some("handoff-park") {
+        let n = args.get(1).map_or(Ok(4), |n| n.parse())?;
+        println!("{:.1}", handoff_park(n));
         return Ok(());
     }
     if args.first().map(String::as_str) == Some("handoff") {

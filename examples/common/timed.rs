@@ -63,6 +63,7 @@ pub fn mean_per_call<C: Collectives>(
         _ => comm.barrier(),
     };
     step(comm)?;
+    let switched = switches();
     let t = Instant::now();
     for _ in 0..iters {
         if !matches!(mode, Mode::B2b) {
@@ -71,20 +72,52 @@ pub fn mean_per_call<C: Collectives>(
         call(comm)?;
     }
     let mut total = t.elapsed();
+    let switched = switches() - switched;
+    if matches!(mode, Mode::B2b) && std::env::var("PARTS").is_ok() && comm.rank() == 0 {
+        eprintln!(
+            "rank 0: {:?} per call; context switches per call of the process: {:.2}",
+            total / iters,
+            switched as f64 / iters as f64,
+        );
+    }
     if !matches!(mode, Mode::B2b) {
         step(comm)?;
+        let alone = switches();
         let t = Instant::now();
         for _ in 0..iters {
             step(comm)?;
         }
+        let alone = switches() - alone;
         if std::env::var("PARTS").is_ok() && comm.rank() == 0 {
             eprintln!(
-                "rank 0: barrier + call {:?}, barrier alone {:?}",
+                "rank 0: barrier + call {:?}, barrier alone {:?}; \
+                 context switches per step of the process: {:.2} and {:.2}",
                 total / iters,
-                t.elapsed() / iters
+                t.elapsed() / iters,
+                switched as f64 / iters as f64,
+                alone as f64 / iters as f64,
             );
         }
         total = total.saturating_sub(t.elapsed());
     }
     Ok(total / iters)
+}
+
+/// Context switches of this process so far, voluntary and not, summed over
+/// its threads (`/proc/self/task/*/status`; 0 where there is no `/proc`).
+fn switches() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+        .flat_map(|status| {
+            status
+                .lines()
+                .filter(|l| l.contains("ctxt_switches"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .collect::<Vec<_>>()
+        })
+        .sum()
 }

@@ -3,6 +3,7 @@
 //! the rank's emulated fault, and hands the core to the
 //! [driver](crate::driver), which runs it over the mailboxes.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::buffer::{Buffer, BufferMut};
@@ -23,8 +24,8 @@ use crate::runtime::faults::Fault;
 use crate::runtime::ftco_reduction::{
     allreduce_kind, allreduce_result, drive_ftco_reduction, reduce_result_into, FTCO_ALLREDUCE_ROOT,
 };
-use crate::runtime::lazy::LAZY_MIN_BYTES;
-use crate::runtime::lent::Lending;
+use crate::runtime::lazy::{chunk_bytes, LAZY_MIN_BYTES};
+use crate::runtime::lent::{Lending, LendingOutput, LentOutput};
 use crate::runtime::team::{Generation, Plans, Shared};
 use crate::runtime::transport::MailboxTransport;
 use crate::types::{Collective, OpId, Rank, Tick};
@@ -389,7 +390,7 @@ impl<'t> Comm<'t> {
         // the loan's drop copies their input out for the root to read.
         let bytes = std::mem::size_of_val(send.items());
         self.pace_reduce(root, reduces_ahead(bytes));
-        let (mut lending, input) = self.reduction_input(send.items(), true);
+        let (mut lending, input) = self.reduction_input(send.items(), true, None);
         let input = Contribution::input(input);
         let id = self.begin_op()?;
         let started = self.driver.call_started();
@@ -440,7 +441,9 @@ impl<'t> Comm<'t> {
     /// ([`Error::TooManyFailures`]), no result within the team's timeout,
     /// or lengths that differ ([`Error::LengthMismatch`]: every rank if two
     /// ranks' `send` differ; only this rank, after taking part in full, if
-    /// its `recv` differs from the result).
+    /// its `recv` differs from the result). After another error, `recv` of
+    /// a large value may hold some chunks of the team's result (it is lent
+    /// from the call's entry, docs/architecture.md).
     pub fn all_reduce_into<S, R>(
         &mut self,
         send: &S,
@@ -460,11 +463,34 @@ impl<'t> Comm<'t> {
         // every way out of the call, revokes it (copying the input first,
         // unless this rank completed the reduction).
         // FTCO reduces values as they travel, whatever their size.
+        // The output is lent for the whole call too, if it has the
+        // input's length: whoever computes a chunk writes it there, also
+        // before this rank's thread gets its turn to reduce (where ranks
+        // share cores, most get theirs after every chunk is computed, and
+        // copied each chunk out of shared memory themselves).
         let lazy = self.plans.ftco_reduce.is_none();
-        let (mut lending, input) = self.reduction_input(send.items(), lazy);
+        let (mine, out) = (send.items(), recv.items_mut());
+        let size = std::mem::size_of::<S::Item>();
+        let at_entry =
+            lazy && std::mem::size_of_val(mine) >= LAZY_MIN_BYTES && out.len() == mine.len();
+        let entry_output = at_entry
+            .then(|| LendingOutput::new(bytemuck::cast_slice_mut(out), chunk_bytes(size), pool));
+        let output = entry_output.as_ref().map(LendingOutput::lent);
+        let (mut lending, input) = self.reduction_input(mine, lazy, output);
         let combine = data_op(&op, pool);
         let (id, value, started) = self.allreduce(Collective::Allreduce, input, &combine)?;
-        let result = self.reduction_output(&value, &mut lending, send, recv, id, &op);
+        let me = self.rank();
+        let reduced = entry_output
+            .as_ref()
+            .and_then(|entry| value.reduce_lent(me, entry, mine.len(), id, &op, pool));
+        let result = match reduced {
+            Some(result) => result,
+            None => {
+                drop(entry_output);
+                value.reduce_into(me, out, id, mine.len(), &op, pool)
+            }
+        };
+        Self::settle_input(&value, &mut lending, &result);
         // The whole call, the reduction by chunks included.
         self.driver.record_latency(started);
         result
@@ -595,10 +621,13 @@ impl<'t> Comm<'t> {
     /// loan's drop, on every way out of the call, copies it out first
     /// unless this rank completed the reduction), in a lazy sum of one
     /// ([`crate::runtime::lazy`]); otherwise a copy (inline, or a segment).
+    /// `output` is this rank's output lent for the call, if it is (an
+    /// allreduce's), for the lazy sum to push chunks into.
     fn reduction_input<'b, T: bytemuck::Pod>(
         &self,
         items: &'b [T],
         lazy: bool,
+        output: Option<&Arc<LentOutput>>,
     ) -> (Option<Lending<'b>>, Data)
     where
         't: 'b,
@@ -608,7 +637,7 @@ impl<'t> Comm<'t> {
         if lazy && bytes.len() >= LAZY_MIN_BYTES {
             let lending = Lending::new(bytes, pool);
             let procs = self.size() as usize;
-            let input = Data::lazy(self.rank(), procs, lending.lent(), pool);
+            let input = Data::lazy(self.rank(), procs, lending.lent(), output, pool);
             (Some(lending), input)
         } else {
             (None, Data::encode(items, pool))
@@ -634,10 +663,17 @@ impl<'t> Comm<'t> {
     {
         let (me, mine, pool) = (self.rank(), send.items().len(), &self.shared.segments);
         let result = value.reduce_into(me, recv.items_mut(), id, mine, op, pool);
-        if let (Some(lending), Ok(()), true) = (lending, &result, value.is_lazy()) {
+        Self::settle_input(value, lending, &result);
+        result
+    }
+
+    /// Settles the loan of [`Comm::reduction_input`] if `result` completed
+    /// the reduction of the lazy sum `value`: every chunk is computed,
+    /// nobody reads the inputs again.
+    fn settle_input(value: &Data, lending: &mut Option<Lending<'_>>, result: &Result<(), Error>) {
+        if let (Some(lending), Ok(()), true) = (lending, result, value.is_lazy()) {
             lending.settle();
         }
-        result
     }
 
     /// Flow control of reduces ([`REDUCES_AHEAD_BYTES`]): waits, serving,

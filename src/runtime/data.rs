@@ -16,7 +16,7 @@ use bytemuck::Pod;
 use crate::error::Error;
 use crate::op::Operation;
 use crate::runtime::lazy::LazySum;
-use crate::runtime::lent::Lent;
+use crate::runtime::lent::{LendingOutput, Lent, LentOutput};
 use crate::runtime::segment::{Segment, SegmentPool};
 use crate::types::{OpId, Rank};
 use std::sync::Arc;
@@ -222,8 +222,16 @@ impl Data {
     /// The lent input of `rank` (of `procs`) to a large allreduce: a lazy
     /// sum of one input, reduced by every rank together once the inputs are
     /// agreed.
-    pub fn lazy(rank: Rank, procs: usize, input: &Arc<Lent>, pool: &SegmentPool) -> Data {
-        let sum = LazySum::single(rank, Arc::clone(input), procs, pool);
+    /// `output`, if any, is the rank's output lent for the whole call: the
+    /// chunks others compute are pushed there (see [`LazySum::single`]).
+    pub fn lazy(
+        rank: Rank,
+        procs: usize,
+        input: &Arc<Lent>,
+        output: Option<&Arc<LentOutput>>,
+        pool: &SegmentPool,
+    ) -> Data {
+        let sum = LazySum::single(rank, Arc::clone(input), output, procs, pool);
         Data::Shared(Shared::Lazy(sum))
     }
 
@@ -296,25 +304,55 @@ impl Data {
                 self.decode_into(out, op, Some(mine))
             }
             Form::Lazy(sum) => {
-                let size = std::mem::size_of::<T>().max(1);
-                if sum.len() != std::mem::size_of_val(out) {
-                    return Err(Error::LengthMismatch {
-                        op,
-                        mine: out.len(),
-                        theirs: sum.len() / size,
-                    });
-                }
+                Self::check_lazy_len::<T>(sum, out.len(), op)?;
                 sum.reduce_into(me, out, reduce, pool)
-                    .map_err(|(size, align)| Error::Mismatch {
-                        op,
-                        mine: format!(
-                            "elements of {} bytes, aligned to {}",
-                            std::mem::size_of::<T>(),
-                            std::mem::align_of::<T>()
-                        ),
-                        theirs: format!("elements of {size} bytes, aligned to {align}"),
-                    })
+                    .map_err(|theirs| Self::type_mismatch::<T>(op, theirs))
             }
+        }
+    }
+
+    /// [`Data::reduce_into`] for a lazy sum, into an output of `elements`
+    /// `T` lent at the call's entry ([`Data::lazy`]). `None` if this is not
+    /// a lazy sum: the caller ends the loan and decodes the value.
+    pub fn reduce_lent<T: Pod>(
+        &self,
+        me: Rank,
+        out: &LendingOutput<'_>,
+        elements: usize,
+        op: OpId,
+        reduce: &(impl Operation<T> + ?Sized),
+        pool: &SegmentPool,
+    ) -> Option<Result<(), Error>> {
+        let Form::Lazy(sum) = self.form() else {
+            return None;
+        };
+        Some(Self::check_lazy_len::<T>(sum, elements, op).and_then(|()| {
+            sum.reduce_lent(me, out, reduce, pool)
+                .map_err(|theirs| Self::type_mismatch::<T>(op, theirs))
+        }))
+    }
+
+    fn check_lazy_len<T>(sum: &LazySum, elements: usize, op: OpId) -> Result<(), Error> {
+        let size = std::mem::size_of::<T>().max(1);
+        if sum.len() != elements * std::mem::size_of::<T>() {
+            return Err(Error::LengthMismatch {
+                op,
+                mine: elements,
+                theirs: sum.len() / size,
+            });
+        }
+        Ok(())
+    }
+
+    fn type_mismatch<T>(op: OpId, (size, align): (usize, usize)) -> Error {
+        Error::Mismatch {
+            op,
+            mine: format!(
+                "elements of {} bytes, aligned to {}",
+                std::mem::size_of::<T>(),
+                std::mem::align_of::<T>()
+            ),
+            theirs: format!("elements of {size} bytes, aligned to {align}"),
         }
     }
 

@@ -41,6 +41,12 @@ pub const CHUNK_BYTES: usize = 64 << 10;
 /// for each other) and slower from 1 MiB.
 pub const LAZY_MIN_BYTES: usize = 4 * CHUNK_BYTES;
 
+/// Bytes per chunk of a lazy sum reduced as elements of `size` bytes: a
+/// whole number of elements, [`CHUNK_BYTES`] at least.
+pub fn chunk_bytes(size: usize) -> usize {
+    CHUNK_BYTES.div_ceil(size.max(1)) * size.max(1)
+}
+
 /// Inputs to reduce, in the order of their ranks, and the chunks of their
 /// reduction as ranks compute them.
 pub struct LazySum {
@@ -84,6 +90,12 @@ pub struct Board {
     /// their input (room for every rank of the team): a chunk's result is
     /// pushed into each.
     outputs: Vec<OnceLock<Arc<LentOutput>>>,
+    /// The output of the rank whose input began this board, lent when it
+    /// entered its call (see [`LazySum::single`]): every computed chunk is
+    /// pushed into it, so that a rank's output is written by whoever
+    /// computes, even when the rank gets its turn on a core only after
+    /// every chunk is computed.
+    entry_output: OnceLock<Arc<LentOutput>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -102,6 +114,7 @@ impl Board {
             next: AtomicUsize::new(0),
             done: Vec::new(),
             outputs: Vec::new(),
+            entry_output: OnceLock::new(),
         });
         let b = &mut *board;
         b.shape = OnceLock::new();
@@ -110,6 +123,7 @@ impl Board {
         b.done.resize_with(len.div_ceil(CHUNK_BYTES), OnceLock::new);
         b.outputs.clear();
         b.outputs.resize_with(procs, OnceLock::new);
+        b.entry_output = OnceLock::new();
         board.share()
     }
 }
@@ -119,11 +133,12 @@ impl Recycle for Board {
     const HOLDS_OTHERS: bool = true;
 
     fn holds_others(&self) -> bool {
-        self.shape.get().is_some()
+        self.shape.get().is_some() || self.entry_output.get().is_some()
     }
 
     fn release(&mut self) {
         self.shape = OnceLock::new();
+        self.entry_output = OnceLock::new();
         self.done.iter_mut().for_each(|d| drop(d.take()));
         self.outputs.iter_mut().for_each(|o| drop(o.take()));
     }
@@ -145,13 +160,27 @@ impl Recycle for LazySum {
 impl LazySum {
     /// The input of `rank` in a team of `procs` ranks (a recycled sum and
     /// board from `pool` if any are free).
-    pub fn single(rank: Rank, input: Arc<Lent>, procs: usize, pool: &SegmentPool) -> Arc<LazySum> {
+    ///
+    /// `output`, if any, is the rank's output lent for the whole call (see
+    /// [`LendingOutput`]): whoever computes a chunk pushes it there, even
+    /// before this rank reduces. It must fit this value's chunks for the
+    /// element type the rank reduces with ([`chunk_bytes`]).
+    pub fn single(
+        rank: Rank,
+        input: Arc<Lent>,
+        output: Option<&Arc<LentOutput>>,
+        procs: usize,
+        pool: &SegmentPool,
+    ) -> Arc<LazySum> {
         let len = input.len();
         // The sum first: free sums let go of their boards, which the
         // board's take then finds free and clears (their chunk results go
         // back to the pool now, not an operation later).
         let mut sum = LazySum::empty(pool, len, procs);
         let board = Board::fresh(pool, len, procs);
+        if let Some(output) = output {
+            let _ = board.entry_output.set(Arc::clone(output));
+        }
         sum.terms.push(Term { rank, input, board });
         sum.share()
     }
@@ -218,21 +247,49 @@ impl LazySum {
         op: &(impl Operation<T> + ?Sized),
         pool: &SegmentPool,
     ) -> Result<(), (usize, usize)> {
-        let (size, align) = (std::mem::size_of::<T>(), std::mem::align_of::<T>());
+        let size = std::mem::size_of::<T>();
         let out: &mut [u8] = bytemuck::cast_slice_mut(out);
         debug_assert_eq!(out.len(), self.len);
         if size == 0 || self.len == 0 {
             return Ok(());
         }
-        let Some(first) = self.terms.first() else {
+        if self.terms.is_empty() {
             out.fill(0);
+            return Ok(());
+        }
+        let lending = LendingOutput::new(out, chunk_bytes(size), pool);
+        self.reduce_lent::<T>(me, &lending, op, pool)
+    }
+
+    /// [`LazySum::reduce_into`] into an output this rank lent already (at
+    /// the call's entry, [`LazySum::single`]), of [`len`] bytes of `T` cut
+    /// every [`chunk_bytes`] of `T`: the chunks others pushed there stay.
+    ///
+    /// [`len`]: LazySum::len
+    pub fn reduce_lent<T: Pod>(
+        &self,
+        me: Rank,
+        lending: &LendingOutput<'_>,
+        op: &(impl Operation<T> + ?Sized),
+        pool: &SegmentPool,
+    ) -> Result<(), (usize, usize)> {
+        let (size, align) = (std::mem::size_of::<T>(), std::mem::align_of::<T>());
+        debug_assert!(lending.lent().fits(self.len, chunk_bytes(size)));
+        if size == 0 || self.len == 0 {
+            return Ok(());
+        }
+        let Some(first) = self.terms.first() else {
+            for c in 0..self.len.div_ceil(chunk_bytes(size)) {
+                let range = c * chunk_bytes(size)..((c + 1) * chunk_bytes(size)).min(self.len);
+                lending.complete(c, || pool.fill(range.len(), |b| b.fill(0)));
+            }
             return Ok(());
         };
         let board = &*first.board;
         let shape = *board.shape.get_or_init(|| Shape {
             size,
             align,
-            chunk: CHUNK_BYTES.div_ceil(size) * size,
+            chunk: chunk_bytes(size),
         });
         if (shape.size, shape.align) != (size, align) {
             // Another rank reduces these bytes as another type: its chunks
@@ -242,16 +299,28 @@ impl LazySum {
         let chunks = self.len.div_ceil(shape.chunk);
         let range = |c: usize| c * shape.chunk..((c + 1) * shape.chunk).min(self.len);
         let chunk = |c: usize| board.done[c].get_or_init(|| self.compute(range(c), op, pool));
-        // Lend `out`: whoever computes a chunk from now on writes it here.
-        let lending = LendingOutput::new(out, shape.chunk, pool);
-        // (A rank not among the inputs, or a slot taken, gets no pushes and
-        // copies every chunk itself.)
+        // Whoever computes a chunk from now on writes it into `lending`
+        // too, unless this rank lent it at entry already (then its term's
+        // board has it). (A rank not among the inputs, or a slot taken,
+        // gets no pushes and copies every chunk itself.)
         let slot = self.terms.binary_search_by_key(&me, |t| t.rank).ok();
-        if let Some(slot) = slot.and_then(|i| board.outputs.get(i)) {
+        let lent_at_entry = slot.is_some_and(|i| {
+            let entry = self.terms[i].board.entry_output.get();
+            entry.is_some_and(|o| Arc::ptr_eq(o, lending.lent()))
+        });
+        if let (false, Some(slot)) = (lent_at_entry, slot.and_then(|i| board.outputs.get(i))) {
             let _ = slot.set(Arc::clone(lending.lent()));
         }
         // Claim and compute until every chunk is claimed, pushing each
         // result into every lent output while it is in this core's cache.
+        // An output lent at entry by a rank that reduces with another
+        // element type is cut apart: it gets nothing (its rank errors).
+        let entry_outputs = || {
+            self.terms
+                .iter()
+                .filter_map(|t| t.board.entry_output.get())
+                .filter(|o| o.fits(self.len, shape.chunk))
+        };
         loop {
             let c = board.next.fetch_add(1, Ordering::Relaxed);
             if c >= chunks {
@@ -259,6 +328,9 @@ impl LazySum {
             }
             let result = chunk(c);
             for output in board.outputs.iter().filter_map(OnceLock::get) {
+                output.write(c, result.bytes());
+            }
+            for output in entry_outputs() {
                 output.write(c, result.bytes());
             }
         }
@@ -328,7 +400,7 @@ mod tests {
     fn inputs(pool: &SegmentPool, n: usize, k: u64) -> Arc<LazySum> {
         let v: Vec<u64> = (0..n as u64).map(|i| i * 1000 + k).collect();
         let input = pool.fill(n * 8, |b| b.copy_from_slice(bytemuck::cast_slice(&v)));
-        LazySum::single(k as Rank, Lent::from_segment(input), 4, pool)
+        LazySum::single(k as Rank, Lent::from_segment(input), None, 4, pool)
     }
 
     #[test]
@@ -365,6 +437,52 @@ mod tests {
         }
         // Each chunk was computed once: 4 chunks, 4 segments beyond the inputs.
         assert_eq!(pool.segments(), 4 + 4);
+    }
+
+    /// Where ranks share cores most get their turn after every chunk is
+    /// computed: an output lent at the call's entry holds the result by
+    /// then, written by whoever computed, with nothing left to copy.
+    #[test]
+    fn an_output_lent_at_entry_gets_every_chunk_from_whoever_computes() {
+        let pool = SegmentPool::new();
+        let n = 3 * CHUNK_BYTES / 8 + 5;
+        let single = |k: u64, out: Option<&Arc<LentOutput>>| {
+            let v: Vec<u64> = (0..n as u64).map(|i| i * 1000 + k).collect();
+            let input = pool.fill(n * 8, |b| b.copy_from_slice(bytemuck::cast_slice(&v)));
+            LazySum::single(k as Rank, Lent::from_segment(input), out, 2, &pool)
+        };
+        let (mut late, mut cut) = (vec![0u64; n], vec![0u8; n * 8]);
+        {
+            let late_lent =
+                LendingOutput::new(bytemuck::cast_slice_mut(&mut late), chunk_bytes(8), &pool);
+            // A rank that reduces 3-byte elements cuts its output apart: it
+            // must get nothing (its rank errors with a type mismatch).
+            let cut_lent = LendingOutput::new(&mut cut, chunk_bytes(3), &pool);
+            let a = single(0, None);
+            let b = single(1, Some(late_lent.lent()));
+            let c = single(2, Some(cut_lent.lent()));
+            let sum = LazySum::join(&LazySum::join(&a, &b, &pool), &c, &pool);
+            let mut first = vec![0u64; n];
+            sum.reduce_into(0, &mut first, &SystemOperation::sum(), &pool)
+                .unwrap();
+            let chunks = n.div_ceil(CHUNK_BYTES / 8);
+            assert!((0..chunks).all(|c| late_lent.lent().is_done(c)));
+            assert!((0..chunks).all(|c| !cut_lent.lent().is_done(c)));
+            let segments = pool.segments();
+            // The late rank's own reduction finds every chunk in place.
+            sum.reduce_lent::<u64>(1, &late_lent, &SystemOperation::sum(), &pool)
+                .unwrap();
+            assert_eq!(pool.segments(), segments, "nothing computed or copied anew");
+            assert_eq!(
+                first,
+                (0..n as u64).map(|i| 3 * i * 1000 + 3).collect::<Vec<_>>()
+            );
+        }
+        assert!(late
+            .iter()
+            .enumerate()
+            .all(|(i, &x)| x == 3 * i as u64 * 1000 + 3));
+        assert!(cut.iter().all(|&x| x == 0));
     }
 
     #[test]

@@ -406,6 +406,12 @@ impl LentOutput {
         true
     }
 
+    /// Whether this output takes the chunks of a value of `len` bytes cut
+    /// every `chunk` bytes (its owner's element type may cut them apart).
+    pub fn fits(&self, len: usize, chunk: usize) -> bool {
+        (self.len, self.chunk) == (len, chunk)
+    }
+
     /// Whether chunk `c` holds its result (Acquire: its bytes are visible).
     pub fn is_done(&self, c: usize) -> bool {
         self.states[c].load(Ordering::Acquire) == DONE
