@@ -271,3 +271,77 @@ fn a_root_failed_inside_the_broadcast_is_waited_for_root_wait() {
         "waited {waited} ns: root_wait, not the failure timeout"
     );
 }
+
+/// A core that waits for nothing it will get (an allreduce whose peers
+/// nobody plays), lent to helpers while it waits.
+struct Waits;
+
+impl Protocol for Waits {
+    type Payload = u64;
+    type Output = u32;
+
+    fn handle(&mut self, _now: Tick, _event: Event<Msg<u64>>) {}
+
+    fn poll_transmit(&mut self, _now: Tick) -> Option<Transmit<Msg<u64>>> {
+        None
+    }
+
+    fn poll_deadline(&self) -> Option<Tick> {
+        None
+    }
+
+    fn take_output(&mut self) -> Option<u32> {
+        None
+    }
+
+    fn is_quiescent(&self) -> bool {
+        true
+    }
+
+    fn header(&self) -> Header {
+        Header {
+            op: 0,
+            kind: Collective::Allreduce,
+            root: None,
+        }
+    }
+
+    fn may_return(&self) -> Leave {
+        Leave::Now
+    }
+
+    fn is_finished(&self) -> bool {
+        false
+    }
+}
+
+/// A helper that pumps a waiting rank's call takes its messages of later
+/// operations only while the rank's fence has room for them (4 operations
+/// past the current one with a list each, 64 more with small lists): what
+/// it leaves in the channel still holds the senders back. Before the fix
+/// helpers drained the channel whatever its rank's fence held, so a root
+/// broadcasting in a loop ran 125 operations ahead of a rank whose thread
+/// was descheduled, and its fence allocated a list per operation past its
+/// room (`tests/allocations.rs` caught it about once in 20 runs).
+#[test]
+fn a_helper_takes_no_more_than_the_fence_has_room_for() {
+    let net = MemoryNet::<u64>::new(2, 1, 1 << 10);
+    let config = DriverConfig {
+        op_timeout: 1_000_000,
+        ..DriverConfig::default()
+    };
+    let mut driver = Driver::new(net.transport(1), config);
+    let op = driver.enter().unwrap();
+    // The root's broadcasts 1..=200 come while rank 1 waits in operation 0.
+    for later in 1..=200 {
+        let m = msg(op + later, Collective::Broadcast, 0, Tag::Tree, 0);
+        net.arrive_while_waiting(0, 1, m);
+    }
+    net.help_waiting(true);
+    let err = driver.drive(op, None, &mut Waits).unwrap_err();
+    assert!(matches!(err, Error::Timeout { op: 0, .. }), "{err:?}");
+    let helped = net.helped();
+    let (rank, left) = *helped.first().expect("a helper pumped the call");
+    assert_eq!(rank, 1);
+    assert_eq!(left, 200 - (4 + 64), "taken: one operation per list made");
+}

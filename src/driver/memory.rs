@@ -10,11 +10,16 @@
 //! works) or waits (a wait jumps to its deadline: nothing else can happen
 //! while the only thread waits). A driver waiting for a rank nobody plays
 //! therefore times out at once in virtual time, never hangs.
+//!
+//! Waits can also play what other ranks' threads do meanwhile: messages
+//! [that arrive while a rank waits](MemoryNet::arrive_while_waiting), and a
+//! [helper](MemoryNet::help_waiting) that pumps the waiting rank's lent
+//! call once per wait, as a core mate's thread would ([`crate::helping`]).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::driver::transport::{PeerView, Transport};
+use crate::driver::transport::{PeerView, Progress, Transport};
 use crate::protocol::Msg;
 use crate::types::{OpId, Rank, Tick};
 
@@ -32,6 +37,12 @@ struct Net<P> {
     failed: Vec<bool>,
     epoch: u64,
     peers: Vec<PeerView>,
+    /// Per receiver: messages delivered at its next wait.
+    arrivals: Vec<VecDeque<(Rank, Msg<P>)>>,
+    /// A helper pumps each waiting rank's lendable call once per wait.
+    helping: bool,
+    /// After each helper's pump: (rank, messages left in its channel).
+    helped: Vec<(Rank, usize)>,
 }
 
 /// The network of a memory team: channels, clock, failures. Cheap to clone
@@ -67,7 +78,29 @@ impl<P: Clone + Send + 'static> MemoryNet<P> {
             failed: vec![false; procs as usize],
             epoch: 0,
             peers: vec![PeerView::START; procs as usize],
+            arrivals: (0..procs).map(|_| VecDeque::new()).collect(),
+            helping: false,
+            helped: Vec::new(),
         })))
+    }
+
+    /// Delivers `msg` from `from` to `to` (bypassing the capacity) when
+    /// `to` next waits: a message that comes while the rank's thread is
+    /// not running.
+    pub fn arrive_while_waiting(&self, from: Rank, to: Rank, msg: Msg<P>) {
+        self.net().arrivals[to as usize].push_back((from, msg));
+    }
+
+    /// With `on`, a helper pumps the call of every rank that waits in a
+    /// call worth lending, once per wait, after that wait's arrivals.
+    pub fn help_waiting(&self, on: bool) {
+        self.net().helping = on;
+    }
+
+    /// After each helper's pump so far: the rank helped and how many
+    /// messages its pump left in the rank's channel.
+    pub fn helped(&self) -> Vec<(Rank, usize)> {
+        self.net().helped.clone()
     }
 
     /// The transport of `rank`.
@@ -162,6 +195,25 @@ impl<P: Clone + Send + 'static> Transport for MemoryTransport<P> {
         if net.inbox[self.rank as usize].is_empty() {
             net.clock = net.clock.max(until);
         }
+    }
+
+    /// The wait's arrivals, then the helper's pump (see
+    /// [`MemoryNet::help_waiting`]), then [`block`](Transport::block).
+    fn block_call<C: Progress<Self>>(call: &mut C, until: Tick) {
+        let (net, me) = (call.transport().net.clone(), call.transport().rank);
+        let helping = {
+            let mut n = net.net();
+            let arrivals = std::mem::take(&mut n.arrivals[me as usize]);
+            n.inbox[me as usize].extend(arrivals);
+            n.helping
+        };
+        if helping && call.worth_lending() {
+            call.pump();
+            let mut n = net.net();
+            let left = n.inbox[me as usize].len();
+            n.helped.push((me, left));
+        }
+        call.transport().block(until);
     }
 
     fn failure_epoch(&self) -> u64 {
