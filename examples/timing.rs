@@ -69,35 +69,10 @@ fn pingpong() -> f64 {
 }
 
 /// One hand-off among `n` threads pinned to the first core, in ns: thread
-/// i waits (yielding) for the token to be i, then passes it to i + 1.
-fn handoff(n: usize) -> f64 {
-    let rounds = 20_000u64;
-    let token = CachePadded::new(AtomicU64::new(0));
-    let core = core_affinity::get_core_ids().and_then(|c| c.first().copied());
-    let started = Instant::now();
-    std::thread::scope(|s| {
-        for i in 0..n as u64 {
-            let token = &token;
-            s.spawn(move || {
-                if let Some(core) = core {
-                    core_affinity::set_for_current(core);
-                }
-                for round in 0..rounds {
-                    let mine = round * n as u64 + i;
-                    while token.load(Ordering::Acquire) != mine {
-                        std::thread::yield_now();
-                    }
-                    token.store(mine + 1, Ordering::Release);
-                }
-            });
-        }
-    });
-    started.elapsed().as_nanos() as f64 / (rounds * n as u64) as f64
-}
-
-/// As [`handoff`], but a thread that waits parks and the holder wakes the
-/// next one: a hand-off directed at the thread that has to run.
-fn handoff_park(n: usize) -> f64 {
+/// i waits for the token to be i, then passes it to i + 1. Waiting yields,
+/// or with `park` parks, and the holder then wakes the next thread: a
+/// hand-off directed at the thread that has to run.
+fn handoff(n: usize, park: bool) -> f64 {
     let rounds = 20_000u64;
     let token = CachePadded::new(AtomicU64::new(0));
     let core = core_affinity::get_core_ids().and_then(|c| c.first().copied());
@@ -105,26 +80,32 @@ fn handoff_park(n: usize) -> f64 {
         (0..n).map(|_| std::sync::OnceLock::new()).collect();
     let started = Instant::now();
     std::thread::scope(|s| {
-        for i in 0..n as u64 {
+        for i in 0..n {
             let (token, threads) = (&token, &threads);
             s.spawn(move || {
                 if let Some(core) = core {
                     core_affinity::set_for_current(core);
                 }
-                threads[i as usize].set(std::thread::current()).unwrap();
+                threads[i].set(std::thread::current()).unwrap();
                 let next = loop {
-                    if let Some(t) = threads[(i as usize + 1) % n].get() {
+                    if let Some(t) = threads[(i + 1) % n].get() {
                         break t.clone();
                     }
                     std::thread::yield_now();
                 };
                 for round in 0..rounds {
-                    let mine = round * n as u64 + i;
+                    let mine = round * n as u64 + i as u64;
                     while token.load(Ordering::Acquire) != mine {
-                        std::thread::park();
+                        if park {
+                            std::thread::park();
+                        } else {
+                            std::thread::yield_now();
+                        }
                     }
                     token.store(mine + 1, Ordering::Release);
-                    next.unpark();
+                    if park {
+                        next.unpark();
+                    }
                 }
             });
         }
@@ -138,19 +119,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{:.1}", pingpong());
         return Ok(());
     }
-    if args.first().map(String::as_str) == Some("handoff-park") {
+    if let Some(kind @ ("handoff" | "handoff-park")) = args.first().map(String::as_str) {
         let n = args.get(1).map_or(Ok(4), |n| n.parse())?;
-        println!("{:.1}", handoff_park(n));
-        return Ok(());
-    }
-    if args.first().map(String::as_str) == Some("handoff") {
-        let n = args.get(1).map_or(Ok(4), |n| n.parse())?;
-        println!("{:.1}", handoff(n));
+        println!("{:.1}", handoff(n, kind == "handoff-park"));
         return Ok(());
     }
     let [op, ranks, f, mode, iters] = args.as_slice() else {
         return Err(
-            "usage: timing OP RANKS F MODE ITERS | timing pingpong | timing handoff N".into(),
+            "usage: timing OP RANKS F MODE ITERS | timing pingpong | timing handoff[-park] N"
+                .into(),
         );
     };
     let (ranks, f, iters): (u32, u32, u32) = (ranks.parse()?, f.parse()?, iters.parse()?);

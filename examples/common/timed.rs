@@ -62,6 +62,10 @@ pub fn mean_per_call<C: Collectives>(
         }
         _ => comm.barrier(),
     };
+    // Rank 0 alone reads the switches, with `PARTS` only, outside the
+    // timed loops.
+    let parts = std::env::var("PARTS").is_ok() && comm.rank() == 0;
+    let switches = || if parts { switches() } else { 0 };
     step(comm)?;
     let switched = switches();
     let t = Instant::now();
@@ -72,12 +76,11 @@ pub fn mean_per_call<C: Collectives>(
         call(comm)?;
     }
     let mut total = t.elapsed();
-    let switched = switches() - switched;
-    if matches!(mode, Mode::B2b) && std::env::var("PARTS").is_ok() && comm.rank() == 0 {
+    let switched = (switches() - switched) as f64 / iters as f64;
+    if matches!(mode, Mode::B2b) && parts {
         eprintln!(
-            "rank 0: {:?} per call; context switches per call of the process: {:.2}",
+            "rank 0: {:?} per call; context switches per call of the process: {switched:.2}",
             total / iters,
-            switched as f64 / iters as f64,
         );
     }
     if !matches!(mode, Mode::B2b) {
@@ -87,18 +90,17 @@ pub fn mean_per_call<C: Collectives>(
         for _ in 0..iters {
             step(comm)?;
         }
-        let alone = switches() - alone;
-        if std::env::var("PARTS").is_ok() && comm.rank() == 0 {
+        let steps = t.elapsed();
+        let alone = (switches() - alone) as f64 / iters as f64;
+        if parts {
             eprintln!(
                 "rank 0: barrier + call {:?}, barrier alone {:?}; \
-                 context switches per step of the process: {:.2} and {:.2}",
+                 context switches per step of the process: {switched:.2} and {alone:.2}",
                 total / iters,
-                t.elapsed() / iters,
-                switched as f64 / iters as f64,
-                alone as f64 / iters as f64,
+                steps / iters,
             );
         }
-        total = total.saturating_sub(t.elapsed());
+        total = total.saturating_sub(steps);
     }
     Ok(total / iters)
 }

@@ -86,16 +86,12 @@ pub struct Board {
     /// Each chunk's result, once computed: room for as many chunks as a
     /// value of its length can have (chunks are [`CHUNK_BYTES`] at least).
     done: Vec<OnceLock<Segment>>,
-    /// The outputs lent by the ranks reducing the sum, by the position of
-    /// their input (room for every rank of the team): a chunk's result is
-    /// pushed into each.
-    outputs: Vec<OnceLock<Arc<LentOutput>>>,
-    /// The output of the rank whose input began this board, lent when it
-    /// entered its call (see [`LazySum::single`]): every computed chunk is
-    /// pushed into it, so that a rank's output is written by whoever
-    /// computes, even when the rank gets its turn on a core only after
-    /// every chunk is computed.
-    entry_output: OnceLock<Arc<LentOutput>>,
+    /// The output of the rank whose input began this board, lent from its
+    /// call's entry ([`LazySum::single`]) or else from when it reduces:
+    /// whoever computes a chunk of a sum holding that input pushes it
+    /// there, so a rank whose thread gets its turn on a core only after
+    /// every chunk is computed finds its result in place.
+    output: OnceLock<Arc<LentOutput>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -106,24 +102,20 @@ struct Shape {
 }
 
 impl Board {
-    /// A fresh board (a recycled one, cleared) for a value of `len` bytes
-    /// and a team of `procs` ranks.
-    fn fresh(pool: &SegmentPool, len: usize, procs: usize) -> Arc<Board> {
+    /// A fresh board (a recycled one, cleared) for a value of `len` bytes.
+    fn fresh(pool: &SegmentPool, len: usize) -> Arc<Board> {
         let mut board = pool.boards.take(|| Board {
             shape: OnceLock::new(),
             next: AtomicUsize::new(0),
             done: Vec::new(),
-            outputs: Vec::new(),
-            entry_output: OnceLock::new(),
+            output: OnceLock::new(),
         });
         let b = &mut *board;
         b.shape = OnceLock::new();
         *b.next.get_mut() = 0;
         b.done.clear();
         b.done.resize_with(len.div_ceil(CHUNK_BYTES), OnceLock::new);
-        b.outputs.clear();
-        b.outputs.resize_with(procs, OnceLock::new);
-        b.entry_output = OnceLock::new();
+        b.output = OnceLock::new();
         board.share()
     }
 }
@@ -133,14 +125,13 @@ impl Recycle for Board {
     const HOLDS_OTHERS: bool = true;
 
     fn holds_others(&self) -> bool {
-        self.shape.get().is_some() || self.entry_output.get().is_some()
+        self.shape.get().is_some() || self.output.get().is_some()
     }
 
     fn release(&mut self) {
         self.shape = OnceLock::new();
-        self.entry_output = OnceLock::new();
+        self.output = OnceLock::new();
         self.done.iter_mut().for_each(|d| drop(d.take()));
-        self.outputs.iter_mut().for_each(|o| drop(o.take()));
     }
 }
 
@@ -177,9 +168,9 @@ impl LazySum {
         // board's take then finds free and clears (their chunk results go
         // back to the pool now, not an operation later).
         let mut sum = LazySum::empty(pool, len, procs);
-        let board = Board::fresh(pool, len, procs);
+        let board = Board::fresh(pool, len);
         if let Some(output) = output {
-            let _ = board.entry_output.set(Arc::clone(output));
+            let _ = board.output.set(Arc::clone(output));
         }
         sum.terms.push(Term { rank, input, board });
         sum.share()
@@ -250,13 +241,6 @@ impl LazySum {
         let size = std::mem::size_of::<T>();
         let out: &mut [u8] = bytemuck::cast_slice_mut(out);
         debug_assert_eq!(out.len(), self.len);
-        if size == 0 || self.len == 0 {
-            return Ok(());
-        }
-        if self.terms.is_empty() {
-            out.fill(0);
-            return Ok(());
-        }
         let lending = LendingOutput::new(out, chunk_bytes(size), pool);
         self.reduce_lent::<T>(me, &lending, op, pool)
     }
@@ -300,25 +284,20 @@ impl LazySum {
         let range = |c: usize| c * shape.chunk..((c + 1) * shape.chunk).min(self.len);
         let chunk = |c: usize| board.done[c].get_or_init(|| self.compute(range(c), op, pool));
         // Whoever computes a chunk from now on writes it into `lending`
-        // too, unless this rank lent it at entry already (then its term's
-        // board has it). (A rank not among the inputs, or a slot taken,
-        // gets no pushes and copies every chunk itself.)
-        let slot = self.terms.binary_search_by_key(&me, |t| t.rank).ok();
-        let lent_at_entry = slot.is_some_and(|i| {
-            let entry = self.terms[i].board.entry_output.get();
-            entry.is_some_and(|o| Arc::ptr_eq(o, lending.lent()))
-        });
-        if let (false, Some(slot)) = (lent_at_entry, slot.and_then(|i| board.outputs.get(i))) {
-            let _ = slot.set(Arc::clone(lending.lent()));
+        // too (its term's board has it already if it was lent at entry; a
+        // rank not among the inputs gets no pushes and copies every chunk
+        // itself).
+        if let Ok(i) = self.terms.binary_search_by_key(&me, |t| t.rank) {
+            let _ = self.terms[i].board.output.set(Arc::clone(lending.lent()));
         }
         // Claim and compute until every chunk is claimed, pushing each
         // result into every lent output while it is in this core's cache.
-        // An output lent at entry by a rank that reduces with another
-        // element type is cut apart: it gets nothing (its rank errors).
-        let entry_outputs = || {
+        // An output lent by a rank that reduces with another element type
+        // is cut apart: it gets nothing (its rank errors).
+        let outputs = || {
             self.terms
                 .iter()
-                .filter_map(|t| t.board.entry_output.get())
+                .filter_map(|t| t.board.output.get())
                 .filter(|o| o.fits(self.len, shape.chunk))
         };
         loop {
@@ -327,10 +306,7 @@ impl LazySum {
                 break;
             }
             let result = chunk(c);
-            for output in board.outputs.iter().filter_map(OnceLock::get) {
-                output.write(c, result.bytes());
-            }
-            for output in entry_outputs() {
+            for output in outputs() {
                 output.write(c, result.bytes());
             }
         }
