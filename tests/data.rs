@@ -574,8 +574,10 @@ fn length_mismatches_are_typed_errors_on_the_ranks_that_see_them() {
 fn a_loop_of_large_allreduces_reuses_its_segments() {
     let _s = serial();
     let t = team(4, 1);
-    // 10 000 values reduce as they travel; 40 000 (320 KB) reduce by chunks
-    // over lent buffers, with chunk results in segments.
+    // 10 000 values reduce as they travel, in segments; 40 000 (320 KB)
+    // reduce by chunks, from the lent inputs straight into the lent
+    // outputs (a segment only for an input whose rank left its call
+    // before the reduction completed, which a fault-free loop never does).
     for n in [10_000, 40_000] {
         let run = |rounds: usize| {
             let report = t.run(|comm| {
@@ -596,7 +598,12 @@ fn a_loop_of_large_allreduces_reuses_its_segments() {
         // A warm pool serves every later operation: ten times the
         // operations, no more allocations (a little slack for segments
         // still held by messages in flight at the moment a rank takes one).
-        assert!(short > 0, "large values go through segments");
+        if n == 10_000 {
+            assert!(
+                short > 0,
+                "values reduced as they travel go through segments"
+            );
+        }
         assert!(
             long <= short + 4,
             "n = {n}: {short} allocations for 20 rounds, {long} for 200"

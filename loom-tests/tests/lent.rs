@@ -136,7 +136,7 @@ fn push_and_complete(writers: usize, leave: bool) {
             .collect();
         if !leave {
             for (c, r) in results.iter().enumerate() {
-                lending.complete(c, || r.clone());
+                lending.complete(c, |out| out.copy_from_slice(r.bytes()));
             }
         }
         drop(lending);
@@ -166,6 +166,54 @@ fn two_writers_never_write_a_chunk_at_once() {
 #[test]
 fn a_closed_output_takes_no_write_after_its_end() {
     model(3, || push_and_complete(1, true));
+}
+
+/// Two ranks' outputs of one chunk: a writer computes the chunk straight
+/// into the first (takes it, writes, and, if `finish`, pushes it from there
+/// into the second and finishes; otherwise gives it back unfinished, as a
+/// panicking user operation does) while both owners complete and end their
+/// loans. The writer's reads of the first output end before that loan does
+/// (it holds the chunk until it finishes), an unfinished chunk is completed
+/// by its owner, and both outputs hold the result.
+fn compute_in_one_and_push(finish: bool) {
+    let pool = SegmentPool::new();
+    let (mut a, mut b) = ([0u8; 2], [0u8; 2]);
+    {
+        let (first, second) = (
+            LendingOutput::new(&mut a, 2, &pool),
+            LendingOutput::new(&mut b, 2, &pool),
+        );
+        let (x, y) = (
+            std::sync::Arc::clone(first.lent()),
+            std::sync::Arc::clone(second.lent()),
+        );
+        let writer = thread::spawn(move || {
+            if let Some(mut chunk) = x.take(0) {
+                chunk.bytes_mut().copy_from_slice(&[5, 6]);
+                if finish {
+                    y.write(0, chunk.bytes());
+                    chunk.finish();
+                }
+            }
+        });
+        first.complete(0, |out| out.copy_from_slice(&[5, 6]));
+        second.complete(0, |out| out.copy_from_slice(&[5, 6]));
+        drop((first, second));
+        writer.join().unwrap();
+    }
+    assert_eq!((a, b), ([5, 6], [5, 6]));
+}
+
+/// A chunk computed in one output and pushed from there.
+#[test]
+fn a_chunk_is_pushed_from_the_output_it_was_computed_in() {
+    model(3, || compute_in_one_and_push(true));
+}
+
+/// A chunk given back unfinished (a panic while computing it).
+#[test]
+fn a_chunk_given_back_unfinished_is_completed_by_its_owner() {
+    model(3, || compute_in_one_and_push(false));
 }
 
 /// A broadcast root lends its buffer: `readers` receivers each copy the

@@ -482,7 +482,7 @@ impl<'t> Comm<'t> {
         let me = self.rank();
         let reduced = entry_output
             .as_ref()
-            .and_then(|entry| value.reduce_lent(me, entry, mine.len(), id, &op, pool));
+            .and_then(|entry| value.reduce_lent(me, entry, mine.len(), id, &op));
         let result = match reduced {
             Some(result) => result,
             None => {

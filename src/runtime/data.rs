@@ -321,13 +321,12 @@ impl Data {
         elements: usize,
         op: OpId,
         reduce: &(impl Operation<T> + ?Sized),
-        pool: &SegmentPool,
     ) -> Option<Result<(), Error>> {
         let Form::Lazy(sum) = self.form() else {
             return None;
         };
         Some(Self::check_lazy_len::<T>(sum, elements, op).and_then(|()| {
-            sum.reduce_lent(me, out, reduce, pool)
+            sum.reduce_lent(me, out, reduce)
                 .map_err(|theirs| Self::type_mismatch::<T>(op, theirs))
         }))
     }

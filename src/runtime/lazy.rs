@@ -27,7 +27,7 @@ use bytemuck::Pod;
 use crate::op::Operation;
 use crate::runtime::lent::{LendingOutput, Lent, LentOutput};
 use crate::runtime::recycle::{Recycle, Taken};
-use crate::runtime::segment::{Segment, SegmentPool};
+use crate::runtime::segment::SegmentPool;
 use crate::types::Rank;
 
 /// Bytes per chunk of a lazy reduction, at least: large enough that a
@@ -83,9 +83,10 @@ pub struct Board {
     shape: OnceLock<Shape>,
     /// The next chunk nobody has claimed.
     next: AtomicUsize,
-    /// Each chunk's result, once computed: room for as many chunks as a
-    /// value of its length can have (chunks are [`CHUNK_BYTES`] at least).
-    done: Vec<OnceLock<Segment>>,
+    /// Each chunk, once computed into the outputs lent by then (the result
+    /// stays in them, not here): room for as many chunks as a value of its
+    /// length can have (chunks are [`CHUNK_BYTES`] at least).
+    done: Vec<OnceLock<()>>,
     /// The output of the rank whose input began this board, lent from its
     /// call's entry ([`LazySum::single`]) or else from when it reduces:
     /// whoever computes a chunk of a sum holding that input pushes it
@@ -131,7 +132,7 @@ impl Recycle for Board {
     fn release(&mut self) {
         self.shape = OnceLock::new();
         self.output = OnceLock::new();
-        self.done.iter_mut().for_each(|d| drop(d.take()));
+        self.done.iter_mut().for_each(|d| *d = OnceLock::new());
     }
 }
 
@@ -217,14 +218,19 @@ impl LazySum {
     /// Computes the reduction with `op` into `out` (exactly [`len`] bytes of
     /// `T`), sharing the work with every other rank `me` that calls this on
     /// the same value: `out` is lent on the board while this runs, each rank
-    /// claims chunks in turn, publishes them and pushes them into every lent
-    /// output, then copies into its own `out` the chunks nobody pushed. A chunk another rank is still
+    /// claims chunks in turn, computes each straight into its own output
+    /// and pushes it from there into every other lent output, then computes
+    /// into `out` any chunk nobody pushed there (one computed before `out`
+    /// was lent: only a rank that reduces alone, as a reduce's root, or
+    /// whose output was not lent at its call's entry, [`LazySum::single`],
+    /// computes anything twice). A chunk another rank is still
     /// computing is waited for (parked, not spun); one whose rank claimed it
     /// but has not started, or whose computation panicked, is computed here.
     /// So a rank that fails or stalls costs the others at most one chunk's
     /// work, never a wait for good (a user operation that never returns
     /// blocks its chunk, as it would block any reduction). When this
-    /// returns `Ok`, every chunk is computed: nobody reads the inputs again.
+    /// returns `Ok`, every chunk is in every output lent before it was
+    /// computed: their ranks read the inputs no more.
     ///
     /// Errors with the element size and alignment of the rank that began
     /// the reduction, if they are not `T`'s (ranks reduce the bytes as
@@ -242,7 +248,7 @@ impl LazySum {
         let out: &mut [u8] = bytemuck::cast_slice_mut(out);
         debug_assert_eq!(out.len(), self.len);
         let lending = LendingOutput::new(out, chunk_bytes(size), pool);
-        self.reduce_lent::<T>(me, &lending, op, pool)
+        self.reduce_lent::<T>(me, &lending, op)
     }
 
     /// [`LazySum::reduce_into`] into an output this rank lent already (at
@@ -255,7 +261,6 @@ impl LazySum {
         me: Rank,
         lending: &LendingOutput<'_>,
         op: &(impl Operation<T> + ?Sized),
-        pool: &SegmentPool,
     ) -> Result<(), (usize, usize)> {
         let (size, align) = (std::mem::size_of::<T>(), std::mem::align_of::<T>());
         debug_assert!(lending.lent().fits(self.len, chunk_bytes(size)));
@@ -264,8 +269,7 @@ impl LazySum {
         }
         let Some(first) = self.terms.first() else {
             for c in 0..self.len.div_ceil(chunk_bytes(size)) {
-                let range = c * chunk_bytes(size)..((c + 1) * chunk_bytes(size)).min(self.len);
-                lending.complete(c, || pool.fill(range.len(), |b| b.fill(0)));
+                lending.complete(c, |out| out.fill(0));
             }
             return Ok(());
         };
@@ -282,71 +286,88 @@ impl LazySum {
         }
         let chunks = self.len.div_ceil(shape.chunk);
         let range = |c: usize| c * shape.chunk..((c + 1) * shape.chunk).min(self.len);
-        let chunk = |c: usize| board.done[c].get_or_init(|| self.compute(range(c), op, pool));
         // Whoever computes a chunk from now on writes it into `lending`
         // too (its term's board has it already if it was lent at entry; a
-        // rank not among the inputs gets no pushes and copies every chunk
+        // rank not among the inputs gets no pushes and computes the chunks
         // itself).
         if let Ok(i) = self.terms.binary_search_by_key(&me, |t| t.rank) {
             let _ = self.terms[i].board.output.set(Arc::clone(lending.lent()));
         }
-        // Claim and compute until every chunk is claimed, pushing each
-        // result into every lent output while it is in this core's cache.
-        // An output lent by a rank that reduces with another element type
-        // is cut apart: it gets nothing (its rank errors).
-        let outputs = || {
-            self.terms
-                .iter()
-                .filter_map(|t| t.board.output.get())
-                .filter(|o| o.fits(self.len, shape.chunk))
+        let own = lending.lent();
+        // A chunk is computed once for all: straight into one lent output
+        // (this rank's if it still needs it), and copied from there into
+        // every other lent output while it is in this core's cache. An
+        // output lent by a rank that reduces with another element type is
+        // cut apart: it gets nothing (its rank errors). A chunk no lent
+        // output needs is not computed.
+        let chunk = |c: usize| {
+            board.done[c].get_or_init(|| {
+                let outputs = || {
+                    self.terms
+                        .iter()
+                        .filter_map(|t| t.board.output.get())
+                        .filter(|o| o.fits(self.len, shape.chunk))
+                };
+                let first = own.take(c).or_else(|| outputs().find_map(|o| o.take(c)));
+                let Some(mut first) = first else {
+                    return;
+                };
+                self.compute(range(c), op, first.bytes_mut());
+                for output in outputs() {
+                    // The first output's chunk is ours: its write fails.
+                    output.write(c, first.bytes());
+                }
+                first.finish();
+            })
         };
+        // Claim and compute until every chunk is claimed.
         loop {
             let c = board.next.fetch_add(1, Ordering::Relaxed);
             if c >= chunks {
                 break;
             }
-            let result = chunk(c);
-            for output in outputs() {
-                output.write(c, result.bytes());
-            }
+            chunk(c);
         }
-        // Then copy out what nobody pushed here.
+        // Then wait for (or compute) the chunks claimed by others, and
+        // compute here any that reached this output before it was lent.
         for c in 0..chunks {
-            lending.complete(c, || chunk(c).clone());
+            if !own.is_done(c) {
+                chunk(c);
+                lending.complete(c, |out| self.compute(range(c), op, out));
+            }
         }
         Ok(())
     }
 
-    /// The reduction of `range` (bytes) of every input, folded in order.
+    /// The reduction of `range` (bytes) of every input, folded in order,
+    /// into `out`.
     fn compute<T: Pod>(
         &self,
         range: std::ops::Range<usize>,
         op: &(impl Operation<T> + ?Sized),
-        pool: &SegmentPool,
-    ) -> Segment {
-        pool.fill(range.len(), |bytes| {
-            let acc: &mut [T] = bytemuck::cast_slice_mut(bytes);
-            match self.terms.as_slice() {
-                [] => acc.fill(T::zeroed()),
-                [only] => {
-                    let a = only.input.read();
-                    acc.copy_from_slice(bytemuck::cast_slice(&a[range.clone()]));
-                }
-                [first, second, rest @ ..] => {
-                    let (a, b) = (first.input.read(), second.input.read());
-                    op.apply_slices(
-                        bytemuck::cast_slice(&a[range.clone()]),
-                        bytemuck::cast_slice(&b[range.clone()]),
-                        acc,
-                    );
-                    drop((a, b));
-                    for t in rest {
-                        let x = t.input.read();
-                        op.accumulate(acc, bytemuck::cast_slice(&x[range.clone()]));
-                    }
+        out: &mut [u8],
+    ) {
+        let acc: &mut [T] = bytemuck::cast_slice_mut(out);
+        match self.terms.as_slice() {
+            [] => acc.fill(T::zeroed()),
+            [only] => {
+                let a = only.input.read();
+                acc.copy_from_slice(bytemuck::cast_slice(&a[range.clone()]));
+            }
+            [first, second, rest @ ..] => {
+                let (a, b) = (first.input.read(), second.input.read());
+                op.apply_slices(
+                    bytemuck::cast_slice(&a[range.clone()]),
+                    bytemuck::cast_slice(&b[range.clone()]),
+                    acc,
+                );
+                drop((a, b));
+                for t in rest {
+                    let x = t.input.read();
+                    op.accumulate(acc, bytemuck::cast_slice(&x[range.clone()]));
                 }
             }
-        })
+        }
     }
 }
 
@@ -373,60 +394,75 @@ mod tests {
     use super::*;
     use crate::op::SystemOperation;
 
-    fn inputs(pool: &SegmentPool, n: usize, k: u64) -> Arc<LazySum> {
+    /// A sum, counting every element it folds.
+    fn counting(folds: &AtomicUsize) -> impl Fn(&u64, &u64) -> u64 + Sync + '_ {
+        move |a, b| {
+            folds.fetch_add(1, Ordering::Relaxed);
+            a + b
+        }
+    }
+
+    /// The input of rank `k` of 4 (element `i` is `i * 1000 + k`), with
+    /// its output `out` lent at the call's entry, if any.
+    fn entry(pool: &SegmentPool, n: usize, k: u64, out: Option<&Arc<LentOutput>>) -> Arc<LazySum> {
         let v: Vec<u64> = (0..n as u64).map(|i| i * 1000 + k).collect();
         let input = pool.fill(n * 8, |b| b.copy_from_slice(bytemuck::cast_slice(&v)));
-        LazySum::single(k as Rank, Lent::from_segment(input), None, 4, pool)
+        LazySum::single(k as Rank, Lent::from_segment(input), out, 4, pool)
     }
 
     #[test]
     fn ranks_share_the_chunks_and_get_the_same_result() {
         let pool = SegmentPool::new();
         let n = 3 * CHUNK_BYTES / 8 + 5;
-        let sum = [2, 0, 3, 1]
-            .map(|k| inputs(&pool, n, k))
-            .into_iter()
-            .reduce(|a, b| LazySum::join(&a, &b, &pool))
-            .unwrap();
-        assert_eq!(sum.terms(), 4);
-        let ranks: Vec<Rank> = sum.terms.iter().map(|t| t.rank).collect();
-        assert_eq!(ranks, [0, 1, 2, 3], "inputs fold in rank order");
-        let results: Vec<Vec<u64>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..3)
-                .map(|me| {
-                    let (sum, pool) = (&sum, &pool);
-                    s.spawn(move || {
-                        let mut out = vec![0u64; n];
-                        sum.reduce_into(me, &mut out, &SystemOperation::sum(), pool)
-                            .unwrap();
-                        out
-                    })
-                })
+        let want: Vec<u64> = (0..n as u64).map(|i| 4 * i * 1000 + 6).collect();
+        let mut outs = vec![vec![0u64; n]; 3];
+        let folds = AtomicUsize::new(0);
+        {
+            // Ranks 0-2 lend their outputs at entry; rank 3 does not.
+            let lendings: Vec<LendingOutput<'_>> = outs
+                .iter_mut()
+                .map(|o| LendingOutput::new(bytemuck::cast_slice_mut(o), chunk_bytes(8), &pool))
                 .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
-        });
-        for out in &results {
-            assert!(out
-                .iter()
-                .enumerate()
-                .all(|(i, &x)| x == 4 * i as u64 * 1000 + 6));
+            let sum = [2, 0, 3, 1]
+                .map(|k| entry(&pool, n, k, lendings.get(k as usize).map(|l| l.lent())))
+                .into_iter()
+                .reduce(|a, b| LazySum::join(&a, &b, &pool))
+                .unwrap();
+            assert_eq!(sum.terms(), 4);
+            let ranks: Vec<Rank> = sum.terms.iter().map(|t| t.rank).collect();
+            assert_eq!(ranks, [0, 1, 2, 3], "inputs fold in rank order");
+            std::thread::scope(|s| {
+                for (me, lending) in lendings.into_iter().enumerate() {
+                    let (sum, op) = (&sum, counting(&folds));
+                    s.spawn(move || sum.reduce_lent(me as Rank, &lending, &op).unwrap());
+                }
+            });
+            // Each chunk was computed once (three folds of each element,
+            // four inputs), straight into the outputs: no segment beyond
+            // the inputs.
+            assert_eq!(folds.load(Ordering::Relaxed), 3 * n);
+            assert_eq!(pool.segments(), 4);
+            // Rank 3 lends its output only now, after every chunk was
+            // computed: nobody pushed there, so it computes them itself.
+            let mut late = vec![0u64; n];
+            sum.reduce_into(3, &mut late, &counting(&folds), &pool)
+                .unwrap();
+            assert_eq!(folds.load(Ordering::Relaxed), 2 * 3 * n);
+            assert_eq!(late, want);
         }
-        // Each chunk was computed once: 4 chunks, 4 segments beyond the inputs.
-        assert_eq!(pool.segments(), 4 + 4);
+        for out in &outs {
+            assert_eq!(out, &want);
+        }
     }
 
     /// Where ranks share cores most get their turn after every chunk is
     /// computed: an output lent at the call's entry holds the result by
-    /// then, written by whoever computed, with nothing left to copy.
+    /// then, written by whoever computed, with nothing left to compute.
     #[test]
     fn an_output_lent_at_entry_gets_every_chunk_from_whoever_computes() {
         let pool = SegmentPool::new();
         let n = 3 * CHUNK_BYTES / 8 + 5;
-        let single = |k: u64, out: Option<&Arc<LentOutput>>| {
-            let v: Vec<u64> = (0..n as u64).map(|i| i * 1000 + k).collect();
-            let input = pool.fill(n * 8, |b| b.copy_from_slice(bytemuck::cast_slice(&v)));
-            LazySum::single(k as Rank, Lent::from_segment(input), out, 2, &pool)
-        };
+        let folds = AtomicUsize::new(0);
         let (mut late, mut cut) = (vec![0u64; n], vec![0u8; n * 8]);
         {
             let late_lent =
@@ -434,21 +470,25 @@ mod tests {
             // A rank that reduces 3-byte elements cuts its output apart: it
             // must get nothing (its rank errors with a type mismatch).
             let cut_lent = LendingOutput::new(&mut cut, chunk_bytes(3), &pool);
-            let a = single(0, None);
-            let b = single(1, Some(late_lent.lent()));
-            let c = single(2, Some(cut_lent.lent()));
+            let a = entry(&pool, n, 0, None);
+            let b = entry(&pool, n, 1, Some(late_lent.lent()));
+            let c = entry(&pool, n, 2, Some(cut_lent.lent()));
             let sum = LazySum::join(&LazySum::join(&a, &b, &pool), &c, &pool);
             let mut first = vec![0u64; n];
-            sum.reduce_into(0, &mut first, &SystemOperation::sum(), &pool)
+            sum.reduce_into(0, &mut first, &counting(&folds), &pool)
                 .unwrap();
             let chunks = n.div_ceil(CHUNK_BYTES / 8);
             assert!((0..chunks).all(|c| late_lent.lent().is_done(c)));
             assert!((0..chunks).all(|c| !cut_lent.lent().is_done(c)));
-            let segments = pool.segments();
+            assert_eq!(folds.load(Ordering::Relaxed), 2 * n);
             // The late rank's own reduction finds every chunk in place.
-            sum.reduce_lent::<u64>(1, &late_lent, &SystemOperation::sum(), &pool)
+            sum.reduce_lent::<u64>(1, &late_lent, &counting(&folds))
                 .unwrap();
-            assert_eq!(pool.segments(), segments, "nothing computed or copied anew");
+            assert_eq!(
+                folds.load(Ordering::Relaxed),
+                2 * n,
+                "nothing computed anew"
+            );
             assert_eq!(
                 first,
                 (0..n as u64).map(|i| 3 * i * 1000 + 3).collect::<Vec<_>>()
@@ -465,7 +505,7 @@ mod tests {
     fn a_chunk_claimed_by_a_rank_that_never_finishes_is_computed_by_another() {
         let pool = SegmentPool::new();
         let n = 2 * CHUNK_BYTES / 8;
-        let make = || LazySum::join(&inputs(&pool, n, 1), &inputs(&pool, n, 2), &pool);
+        let make = || LazySum::join(&entry(&pool, n, 1, None), &entry(&pool, n, 2, None), &pool);
         let want: Vec<u64> = (0..n as u64).map(|i| 2 * i * 1000 + 3).collect();
         // A rank claimed chunk 0 and died before computing it.
         let sum = make();
@@ -505,7 +545,7 @@ mod tests {
         let pool = SegmentPool::new();
         // 3 * 8 * 4096 bytes: whole u64s and whole [u8; 3]s.
         let n = 3 * 4096;
-        let sum = LazySum::join(&inputs(&pool, n, 1), &inputs(&pool, n, 2), &pool);
+        let sum = LazySum::join(&entry(&pool, n, 1, None), &entry(&pool, n, 2, None), &pool);
         let mut words = vec![0u64; n];
         sum.reduce_into(1, &mut words, &SystemOperation::sum(), &pool)
             .unwrap();

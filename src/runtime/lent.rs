@@ -344,16 +344,18 @@ const DONE: u8 = 2;
 /// A chunk nobody may write: its owner left its call without it.
 const CLOSED: u8 = 3;
 
-/// A rank's output buffer for a large allreduce, lent while the rank
-/// reduces: the rank that computes a chunk of the result writes it into
-/// every lent output (*pushes* it), so the result reaches each rank's buffer
-/// in one copy, from a chunk still in the computing core's cache, instead
-/// of each rank pulling every chunk out of shared memory.
+/// A rank's output buffer for a large allreduce, lent for its call: the
+/// rank that computes a chunk of the result computes it straight into one
+/// lent output ([`LentOutput::take`]) and copies it from there into every
+/// other (*pushes* it, [`LentOutput::write`]), so the result reaches each
+/// rank's buffer in one copy, from a chunk still in the computing core's
+/// cache, instead of each rank pulling every chunk out of shared memory.
 ///
 /// Each chunk of the buffer has its own state (empty, being written, done,
 /// closed): a writer takes a chunk from empty to being written and then to
-/// done, so one thread at a time writes a chunk, and the owner writes what
-/// nobody pushed itself the same way. The owner ends the loan
+/// done (or back to empty, if it gives the chunk back unfinished), so one
+/// thread at a time writes a chunk, and the owner writes what nobody pushed
+/// itself the same way. The owner ends the loan
 /// ([`LendingOutput`]'s drop) by closing every chunk still empty and waiting
 /// out every chunk being written; nothing writes the buffer after that.
 pub struct LentOutput {
@@ -369,8 +371,8 @@ pub struct LentOutput {
     cells: Vec<crate::sync::UnsafeCell<()>>,
 }
 
-// SAFETY: the pointer is only written through in `LentOutput::write`, for a
-// chunk whose state the writer took from EMPTY to WRITING (so one writer per
+// SAFETY: the pointer is only used through a `Writing` guard, for a chunk
+// whose state the writer took from EMPTY to WRITING (so one writer per
 // chunk), and `LendingOutput` (the owner's guard, which holds the buffer's
 // unique borrow for as long as it lives, and through which alone the owner
 // reaches the buffer meanwhile) closes every chunk and waits out every
@@ -380,30 +382,40 @@ unsafe impl Send for LentOutput {}
 unsafe impl Sync for LentOutput {}
 
 impl LentOutput {
+    /// Takes chunk `c` for writing, unless it is written or being written
+    /// already, or closed: the guard gives the chunk's bytes to this thread
+    /// alone, and the owner's loan does not end while it lives. The chunk
+    /// holds its result once the guard is [finished](Writing::finish); a
+    /// guard dropped unfinished (a user operation panicked while computing
+    /// into it) leaves the chunk empty again, for another writer.
+    pub fn take(&self, c: usize) -> Option<Writing<'_>> {
+        // Acquire: our writes come after whatever the previous holder of
+        // the state did (a writer that gave the chunk back unfinished).
+        self.states[c]
+            .compare_exchange(EMPTY, WRITING, Ordering::Acquire, Ordering::Relaxed)
+            .ok()?;
+        Some(Writing {
+            output: self,
+            c,
+            finished: false,
+        })
+    }
+
     /// Writes `bytes`, the result of chunk `c`, unless the chunk is written
     /// or being written already, or closed. Returns whether it wrote.
     pub fn write(&self, c: usize, bytes: &[u8]) -> bool {
-        let start = c * self.chunk;
-        assert_eq!(bytes.len(), self.chunk.min(self.len - start));
-        // Acquire: our writes come after whatever the previous holder of
-        // the state did (nothing: EMPTY is only ever left once).
-        if self.states[c]
-            .compare_exchange(EMPTY, WRITING, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
+        let Some(mut chunk) = self.take(c) else {
             return false;
-        }
-        // SAFETY: the chunk is ours alone (WRITING, set by us), in bounds
-        // (asserted), and the owner's guard waits for it to leave WRITING
-        // before the buffer's borrow ends.
-        unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.add(start), bytes.len());
-        }
-        #[cfg(loom)]
-        self.cells[c].with_mut(|_| ());
-        // Release: the bytes are in place before anyone sees DONE.
-        self.states[c].store(DONE, Ordering::Release);
+        };
+        chunk.bytes_mut().copy_from_slice(bytes);
+        chunk.finish();
         true
+    }
+
+    /// The bytes of chunk `c`.
+    fn range(&self, c: usize) -> std::ops::Range<usize> {
+        let start = c * self.chunk;
+        start..(start + self.chunk).min(self.len)
     }
 
     /// Whether this output takes the chunks of a value of `len` bytes cut
@@ -434,6 +446,48 @@ impl Recycle for LentOutput {}
 impl std::fmt::Debug for LentOutput {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "LentOutput({} bytes)", self.len)
+    }
+}
+
+/// A chunk of a [`LentOutput`] taken for writing ([`LentOutput::take`]):
+/// this thread's alone until the guard drops.
+pub struct Writing<'a> {
+    output: &'a LentOutput,
+    c: usize,
+    finished: bool,
+}
+
+impl Writing<'_> {
+    /// The chunk's bytes, to write its result into.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        let range = self.output.range(self.c);
+        // SAFETY: the chunk is ours alone (WRITING, set by our `take`), in
+        // bounds (`range`), and the owner's guard waits for it to leave
+        // WRITING before the buffer's borrow ends.
+        unsafe { std::slice::from_raw_parts_mut(self.output.ptr.add(range.start), range.len()) }
+    }
+
+    /// The chunk's bytes as written so far.
+    pub fn bytes(&self) -> &[u8] {
+        let range = self.output.range(self.c);
+        // SAFETY: as in `bytes_mut`; nobody else writes the chunk meanwhile.
+        unsafe { std::slice::from_raw_parts(self.output.ptr.add(range.start), range.len()) }
+    }
+
+    /// The chunk holds its result: others see it done.
+    pub fn finish(mut self) {
+        self.finished = true;
+    }
+}
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        #[cfg(loom)]
+        self.output.cells[self.c].with_mut(|_| ());
+        // Release: the bytes are in place before anyone sees DONE; an
+        // unfinished chunk (a panic while computing it) is empty again.
+        let state = if self.finished { DONE } else { EMPTY };
+        self.output.states[self.c].store(state, Ordering::Release);
     }
 }
 
@@ -481,14 +535,18 @@ impl<'a> LendingOutput<'a> {
     }
 
     /// Makes sure chunk `c` holds its result: written by someone already,
-    /// or now by this rank from `result` (called only when needed).
-    pub fn complete(&self, c: usize, result: impl FnOnce() -> Segment) {
-        if self.lent.settle_chunk(c) == DONE {
-            return;
+    /// or now by this rank with `fill`, which writes the result into the
+    /// chunk's bytes (called only when needed).
+    pub fn complete(&self, c: usize, fill: impl FnOnce(&mut [u8])) {
+        // While the loan lasts a chunk is empty, being written or done: a
+        // writer that gave it back unfinished left it empty.
+        while self.lent.settle_chunk(c) != DONE {
+            if let Some(mut chunk) = self.lent.take(c) {
+                fill(chunk.bytes_mut());
+                chunk.finish();
+                return;
+            }
         }
-        self.lent.write(c, result().bytes());
-        let state = self.lent.settle_chunk(c);
-        debug_assert_eq!(state, DONE);
     }
 }
 
