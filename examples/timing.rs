@@ -20,6 +20,13 @@
 //! floor of an oversubscribed collective (docs/benchmarks.md).
 //! `... -- handoff-park N` the same with a directed hand-off: each thread
 //! parks, and the token's holder unparks the next one.
+//! `... -- halves ITERS` prints the bare minimum of a two-thread allreduce
+//! of 1 MiB of f64 by halves, outside the library (µs per call): each
+//! thread sums its half of the two inputs, 64 KiB at a time, into its own
+//! output and copies each piece into the other's, a barrier per call;
+//! `same` with the same half at every call, `swapped` with the halves
+//! swapped at every call, and `floor`, each thread copying its own input
+//! into its own output, as `cargo bench --bench data`'s allreduce floor.
 //!
 //! For same-run comparisons of our own settings: `HELP=0` (or `1`) turns
 //! [helping](corrected::helping) off (on) instead of the default (on when
@@ -113,6 +120,74 @@ fn handoff(n: usize, park: bool) -> f64 {
     started.elapsed().as_nanos() as f64 / (rounds * n as u64) as f64
 }
 
+/// `halves`: µs per call of a two-thread allreduce by halves, or of the
+/// floor (see the module). Chunks are behind locks (never contended: one
+/// writer at a time, the barrier between calls), for safe sharing.
+fn halves(kind: &str, iters: usize) -> f64 {
+    use std::sync::{Barrier, RwLock};
+    const CHUNK: usize = 8192;
+    const CHUNKS: usize = 16;
+    let inputs: Vec<Vec<f64>> = (0..2)
+        .map(|r| vec![r as f64 + 1.0; CHUNK * CHUNKS])
+        .collect();
+    let outputs: Vec<Vec<RwLock<Vec<f64>>>> = (0..2)
+        .map(|_| (0..CHUNKS).map(|_| RwLock::new(vec![0.0; CHUNK])).collect())
+        .collect();
+    let barrier = Barrier::new(2);
+    let warm = 100;
+    let elapsed = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..2)
+            .map(|me| {
+                let (inputs, outputs, barrier) = (&inputs, &outputs, &barrier);
+                s.spawn(move || {
+                    let mut started = Instant::now();
+                    for call in 0..warm + iters {
+                        if call == warm {
+                            barrier.wait();
+                            started = Instant::now();
+                        }
+                        for (c, mine) in outputs[me].iter().enumerate() {
+                            let range = c * CHUNK..(c + 1) * CHUNK;
+                            let mut out = mine.write().unwrap();
+                            if kind == "floor" {
+                                out.copy_from_slice(&inputs[me][range]);
+                                continue;
+                            }
+                            let half = (c * 2 / CHUNKS + usize::from(kind == "swapped") * call) % 2;
+                            if half != me {
+                                continue;
+                            }
+                            let (a, b) = (&inputs[0][range.clone()], &inputs[1][range]);
+                            for ((o, a), b) in out.iter_mut().zip(a).zip(b) {
+                                *o = a + b;
+                            }
+                            outputs[1 - me][c].write().unwrap().copy_from_slice(&out);
+                        }
+                        barrier.wait();
+                    }
+                    started.elapsed()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .max()
+            .unwrap()
+    });
+    let want = if kind == "floor" {
+        [1.0, 2.0]
+    } else {
+        [3.0, 3.0]
+    };
+    for (r, out) in outputs.iter().enumerate() {
+        assert!(out
+            .iter()
+            .all(|c| c.read().unwrap().iter().all(|&x| x == want[r])));
+    }
+    elapsed.as_secs_f64() * 1e6 / iters as f64
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("pingpong") {
@@ -124,9 +199,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{:.1}", handoff(n, kind == "handoff-park"));
         return Ok(());
     }
+    if args.first().map(String::as_str) == Some("halves") {
+        let iters = args.get(1).map_or(Ok(2000), |n| n.parse())?;
+        for kind in ["same", "swapped", "floor"] {
+            println!("{kind} {:.1}", halves(kind, iters));
+        }
+        return Ok(());
+    }
     let [op, ranks, f, mode, iters] = args.as_slice() else {
         return Err(
-            "usage: timing OP RANKS F MODE ITERS | timing pingpong | timing handoff[-park] N"
+            "usage: timing OP RANKS F MODE ITERS | timing pingpong | timing handoff[-park] N \
+             | timing halves ITERS"
                 .into(),
         );
     };

@@ -19,7 +19,7 @@
 //! who computes it: the inputs are folded in the list's order), and a chunk
 //! being computed is waited for, not done twice.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use bytemuck::Pod;
@@ -81,8 +81,9 @@ pub struct Board {
     /// reduction, and bytes per chunk (a multiple of the element size; the
     /// last chunk is short).
     shape: OnceLock<Shape>,
-    /// The next chunk nobody has claimed.
-    next: AtomicUsize,
+    /// Whether a rank has claimed each chunk (to compute it, unless
+    /// another needs it first: see [`LazySum::reduce_lent`]).
+    claimed: Vec<AtomicBool>,
     /// Each chunk, once computed into the outputs lent by then (the result
     /// stays in them, not here): room for as many chunks as a value of its
     /// length can have (chunks are [`CHUNK_BYTES`] at least).
@@ -107,15 +108,17 @@ impl Board {
     fn fresh(pool: &SegmentPool, len: usize) -> Arc<Board> {
         let mut board = pool.boards.take(|| Board {
             shape: OnceLock::new(),
-            next: AtomicUsize::new(0),
+            claimed: Vec::new(),
             done: Vec::new(),
             output: OnceLock::new(),
         });
         let b = &mut *board;
         b.shape = OnceLock::new();
-        *b.next.get_mut() = 0;
+        let chunks = len.div_ceil(CHUNK_BYTES);
+        b.claimed.clear();
+        b.claimed.resize_with(chunks, AtomicBool::default);
         b.done.clear();
-        b.done.resize_with(len.div_ceil(CHUNK_BYTES), OnceLock::new);
+        b.done.resize_with(chunks, OnceLock::new);
         b.output = OnceLock::new();
         board.share()
     }
@@ -320,13 +323,21 @@ impl LazySum {
                 first.finish();
             })
         };
-        // Claim and compute until every chunk is claimed.
-        loop {
-            let c = board.next.fetch_add(1, Ordering::Relaxed);
-            if c >= chunks {
-                break;
+        // Claim and compute until every chunk is claimed: first this rank's
+        // share, the same chunks at every call of a loop (its share of its
+        // output then stays in its core's cache, where chunks dealt out by
+        // arrival moved between cores at every call: 104 -> 85-93 us at 1
+        // MiB of two ranks, docs/benchmarks.md), then any others, from the
+        // next share on (the shares of ranks whose threads are not running).
+        let share = match self.terms.binary_search_by_key(&me, |t| t.rank) {
+            Ok(i) => i * chunks / self.terms.len()..(i + 1) * chunks / self.terms.len(),
+            Err(_) => 0..0,
+        };
+        let claim = |c: usize| !board.claimed[c].swap(true, Ordering::Relaxed);
+        for c in share.clone().chain(share.end..chunks).chain(0..share.start) {
+            if claim(c) {
+                chunk(c);
             }
-            chunk(c);
         }
         // Then wait for (or compute) the chunks claimed by others, and
         // compute here any that reached this output before it was lent.
@@ -393,6 +404,7 @@ impl PartialEq for LazySum {
 mod tests {
     use super::*;
     use crate::op::SystemOperation;
+    use std::sync::atomic::AtomicUsize;
 
     /// A sum, counting every element it folds.
     fn counting(folds: &AtomicUsize) -> impl Fn(&u64, &u64) -> u64 + Sync + '_ {
@@ -501,6 +513,45 @@ mod tests {
         assert!(cut.iter().all(|&x| x == 0));
     }
 
+    /// Each rank computes its own share of the chunks first (the same at
+    /// every call, so a loop keeps each share of the outputs in one core's
+    /// cache): rank 1 of 2, reducing first, starts with chunk 2 of 4.
+    #[test]
+    fn a_rank_computes_its_own_share_of_the_chunks_first() {
+        let pool = SegmentPool::new();
+        let per_chunk = CHUNK_BYTES / 8;
+        let n = 4 * per_chunk;
+        let mut out0 = vec![0u64; n];
+        let lent0 = LendingOutput::new(bytemuck::cast_slice_mut(&mut out0), chunk_bytes(8), &pool);
+        let sum = LazySum::join(
+            &entry(&pool, n, 0, Some(lent0.lent())),
+            &entry(&pool, n, 1, None),
+            &pool,
+        );
+        // Rank 1's operation stops it (a panic) in the second chunk it
+        // computes: only its first reached rank 0's output.
+        let folds = AtomicUsize::new(0);
+        let one_chunk = |a: &u64, b: &u64| {
+            assert!(folds.fetch_add(1, Ordering::Relaxed) < per_chunk);
+            a + b
+        };
+        let stopped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut out1 = vec![0u64; n];
+            let _ = sum.reduce_into(1, &mut out1, &one_chunk, &pool);
+        }));
+        assert!(stopped.is_err());
+        let done: Vec<bool> = (0..4).map(|c| lent0.lent().is_done(c)).collect();
+        assert_eq!(done, [false, false, true, false]);
+        // Rank 0 computes the rest, the chunk rank 1 gave back included.
+        sum.reduce_lent::<u64>(0, &lent0, &SystemOperation::sum())
+            .unwrap();
+        drop(lent0);
+        assert!(out0
+            .iter()
+            .enumerate()
+            .all(|(i, &x)| x == 2 * i as u64 * 1000 + 1));
+    }
+
     #[test]
     fn a_chunk_claimed_by_a_rank_that_never_finishes_is_computed_by_another() {
         let pool = SegmentPool::new();
@@ -515,7 +566,7 @@ mod tests {
             align: 8,
             chunk: CHUNK_BYTES,
         });
-        board.next.store(1, Ordering::Relaxed);
+        board.claimed[0].store(true, Ordering::Relaxed);
         let mut out = vec![0u64; n];
         sum.reduce_into(0, &mut out, &SystemOperation::sum(), &pool)
             .unwrap();
