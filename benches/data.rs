@@ -30,10 +30,12 @@
 //!   the machine's copy bandwidth, what any allreduce must at least do.
 //! - `allreduce/handoff`: the chunked reduction of `allreduce/f=*` with no
 //!   protocol and no fault tolerance: every rank waits for all to enter
-//!   the call, reduces every P-th 64 KiB chunk of all the inputs into a
-//!   shared chunk buffer, waits for all chunks, and copies them all out.
-//!   Unlike the floor it moves every input and every result between cores,
-//!   as any allreduce must.
+//!   the call, reduces its share of the 64 KiB chunks of all the inputs
+//!   (rank r of P: chunks r*c/P to (r+1)*c/P, the same at every call) into
+//!   its own output, copies each into every other rank's output, and waits
+//!   for all chunks. Unlike the floor it moves inputs and results between
+//!   cores, as any allreduce must. (Its outputs are shared buffers standing
+//!   for the ranks' own, which the library lends instead.)
 //! - `reduce/f=1`: `reduce_into(0, &x[..], &mut y[..], sum)`, next to the
 //!   allreduce: ranks that are not the root return once they sent, so a
 //!   loop of reduces is paced by the root (from 256 KiB it reduces the
@@ -86,15 +88,17 @@ impl Floors {
     }
 }
 
-/// `allreduce/handoff`: the chunked reduction through shared buffers.
+/// `allreduce/handoff`: the chunked reduction of the library, with no
+/// protocol and no fault tolerance.
 struct ReduceHandoff {
     /// Each rank's input (rank r's is all r + 1, as in the bench's calls).
     inputs: Vec<RwLock<Vec<f64>>>,
-    /// The chunks of the result, for odd and even calls.
-    chunks: [Vec<RwLock<Vec<f64>>>; 2],
+    /// Each rank's output, by chunk: shared, so that others push into it
+    /// (it stands for the rank's buffer, which the library lends instead).
+    outputs: Vec<Vec<RwLock<Vec<f64>>>>,
     /// Arrivals in calls, over all calls.
     arrived: AtomicU64,
-    /// Chunks reduced, over all calls.
+    /// Chunks reduced and pushed, over all calls.
     reduced: AtomicU64,
     /// Each rank's calls so far.
     calls: Vec<AtomicU64>,
@@ -105,7 +109,7 @@ const HANDOFF_CHUNK: usize = 8192;
 
 impl ReduceHandoff {
     fn new(ranks: usize, n: usize) -> Self {
-        let chunks = || {
+        let output = || {
             (0..n.div_ceil(HANDOFF_CHUNK))
                 .map(|c| RwLock::new(vec![0.0; HANDOFF_CHUNK.min(n - c * HANDOFF_CHUNK)]))
                 .collect()
@@ -114,22 +118,23 @@ impl ReduceHandoff {
             inputs: (0..ranks)
                 .map(|r| RwLock::new(vec![r as f64 + 1.0; n]))
                 .collect(),
-            chunks: [chunks(), chunks()],
+            outputs: (0..ranks).map(|_| output()).collect(),
             arrived: AtomicU64::new(0),
             reduced: AtomicU64::new(0),
             calls: (0..ranks).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 
-    fn call(&self, me: usize, out: &mut [f64]) {
-        let ranks = self.calls.len() as u64;
+    /// One call of rank `me`; returns its output's first element.
+    fn call(&self, me: usize) -> Option<f64> {
+        let ranks = self.calls.len();
         let k = self.calls[me].fetch_add(1, Ordering::Relaxed) + 1;
-        // Everyone in call k: everyone is done with call k - 2's chunks.
+        // Everyone in call k: nobody reads an output of call k - 1 again.
         self.arrived.fetch_add(1, Ordering::AcqRel);
-        wait_until(|| self.arrived.load(Ordering::Acquire) >= k * ranks);
-        let chunks = &self.chunks[(k % 2) as usize];
-        for (c, chunk) in chunks.iter().enumerate().skip(me).step_by(ranks as usize) {
-            let mut acc = chunk.write().unwrap();
+        wait_until(|| self.arrived.load(Ordering::Acquire) >= k * ranks as u64);
+        let chunks = self.outputs[me].len();
+        for c in me * chunks / ranks..(me + 1) * chunks / ranks {
+            let mut acc = self.outputs[me][c].write().unwrap();
             let start = c * HANDOFF_CHUNK;
             let range = start..start + acc.len();
             acc.copy_from_slice(&self.inputs[0].read().unwrap()[range.clone()]);
@@ -139,14 +144,17 @@ impl ReduceHandoff {
                     .zip(&input[range.clone()])
                     .for_each(|(a, x)| *a += x);
             }
+            for (r, output) in self.outputs.iter().enumerate() {
+                if r != me {
+                    output[c].write().unwrap().copy_from_slice(&acc);
+                }
+            }
             drop(acc);
             self.reduced.fetch_add(1, Ordering::AcqRel);
         }
-        wait_until(|| self.reduced.load(Ordering::Acquire) >= k * chunks.len() as u64);
-        for (c, chunk) in chunks.iter().enumerate() {
-            let chunk = chunk.read().unwrap();
-            out[c * HANDOFF_CHUNK..][..chunk.len()].copy_from_slice(&chunk);
-        }
+        wait_until(|| self.reduced.load(Ordering::Acquire) >= k * chunks as u64);
+        let first = self.outputs[me].first();
+        first.map(|c| c.read().unwrap()[0])
     }
 }
 
@@ -338,9 +346,9 @@ fn main() {
                 "allreduce/handoff",
                 &teams[1],
                 bytes,
-                &move |comm, _, out, floors| {
-                    floors.reduce().call(comm.rank() as usize, out);
-                    assert_eq!(out.first().copied().unwrap_or(sum), sum);
+                &move |comm, _, _, floors| {
+                    let first = floors.reduce().call(comm.rank() as usize);
+                    assert_eq!(first.unwrap_or(sum), sum);
                 },
             );
             bench(
