@@ -293,7 +293,8 @@ impl LazySum {
         // too (its term's board has it already if it was lent at entry; a
         // rank not among the inputs gets no pushes and computes the chunks
         // itself).
-        if let Ok(i) = self.terms.binary_search_by_key(&me, |t| t.rank) {
+        let mine = self.terms.binary_search_by_key(&me, |t| t.rank).ok();
+        if let Some(i) = mine {
             let _ = self.terms[i].board.output.set(Arc::clone(lending.lent()));
         }
         let own = lending.lent();
@@ -329,10 +330,9 @@ impl LazySum {
         // arrival moved between cores at every call: 104 -> 85-93 us at 1
         // MiB of two ranks, docs/benchmarks.md), then any others, from the
         // next share on (the shares of ranks whose threads are not running).
-        let share = match self.terms.binary_search_by_key(&me, |t| t.rank) {
-            Ok(i) => i * chunks / self.terms.len()..(i + 1) * chunks / self.terms.len(),
-            Err(_) => 0..0,
-        };
+        let share = mine.map_or(0..0, |i| {
+            i * chunks / self.terms.len()..(i + 1) * chunks / self.terms.len()
+        });
         let claim = |c: usize| !board.claimed[c].swap(true, Ordering::Relaxed);
         for c in share.clone().chain(share.end..chunks).chain(0..share.start) {
             if claim(c) {
