@@ -28,6 +28,11 @@
 //! - `allreduce/floor`: every rank copying its own N-byte input into its own
 //!   output, in parallel: reading the P inputs and writing the P outputs at
 //!   the machine's copy bandwidth, what any allreduce must at least do.
+//! - `allreduce/floor-synced`: the floor with every rank waiting, at each
+//!   call, for all to enter it, as any synchronous allreduce must (its
+//!   result depends on every input): where ranks share cores, each thread
+//!   then runs once per call, between its core mates' copies, instead of
+//!   copying its own megabyte over and over in one time slice.
 //! - `allreduce/handoff`: the chunked reduction of `allreduce/f=*` with no
 //!   protocol and no fault tolerance: every rank waits for all to enter
 //!   the call, reduces its share of the 64 KiB chunks of all the inputs
@@ -74,6 +79,8 @@ struct Floors {
     /// Made by the first (untimed) call that needs them.
     handoff: std::sync::OnceLock<Handoff>,
     reduce: std::sync::OnceLock<ReduceHandoff>,
+    /// `allreduce/floor-synced`'s entries.
+    arrivals: Arrivals,
 }
 
 impl Floors {
@@ -88,6 +95,33 @@ impl Floors {
     }
 }
 
+/// Every rank's entry into a call, counted: what a synchronous collective
+/// waits for at least once per call.
+struct Arrivals {
+    /// Arrivals in calls, over all calls.
+    arrived: AtomicU64,
+    /// Each rank's calls so far.
+    calls: Vec<AtomicU64>,
+}
+
+impl Arrivals {
+    fn new(ranks: usize) -> Self {
+        Arrivals {
+            arrived: AtomicU64::new(0),
+            calls: (0..ranks).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// Rank `me` enters its next call and waits for every rank to have
+    /// entered it; returns the call's number (from 1).
+    fn enter(&self, me: usize) -> u64 {
+        let k = self.calls[me].fetch_add(1, Ordering::Relaxed) + 1;
+        self.arrived.fetch_add(1, Ordering::AcqRel);
+        wait_until(|| self.arrived.load(Ordering::Acquire) >= k * self.calls.len() as u64);
+        k
+    }
+}
+
 /// `allreduce/handoff`: the chunked reduction of the library, with no
 /// protocol and no fault tolerance.
 struct ReduceHandoff {
@@ -96,12 +130,9 @@ struct ReduceHandoff {
     /// Each rank's output, by chunk: shared, so that others push into it
     /// (it stands for the rank's buffer, which the library lends instead).
     outputs: Vec<Vec<RwLock<Vec<f64>>>>,
-    /// Arrivals in calls, over all calls.
-    arrived: AtomicU64,
+    arrivals: Arrivals,
     /// Chunks reduced and pushed, over all calls.
     reduced: AtomicU64,
-    /// Each rank's calls so far.
-    calls: Vec<AtomicU64>,
 }
 
 /// Elements per chunk of `allreduce/handoff` (64 KiB, as `runtime::lazy`).
@@ -119,19 +150,16 @@ impl ReduceHandoff {
                 .map(|r| RwLock::new(vec![r as f64 + 1.0; n]))
                 .collect(),
             outputs: (0..ranks).map(|_| output()).collect(),
-            arrived: AtomicU64::new(0),
+            arrivals: Arrivals::new(ranks),
             reduced: AtomicU64::new(0),
-            calls: (0..ranks).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 
     /// One call of rank `me`; returns its output's first element.
     fn call(&self, me: usize) -> Option<f64> {
-        let ranks = self.calls.len();
-        let k = self.calls[me].fetch_add(1, Ordering::Relaxed) + 1;
+        let ranks = self.outputs.len();
         // Everyone in call k: nobody reads an output of call k - 1 again.
-        self.arrived.fetch_add(1, Ordering::AcqRel);
-        wait_until(|| self.arrived.load(Ordering::Acquire) >= k * ranks as u64);
+        let k = self.arrivals.enter(me);
         let chunks = self.outputs[me].len();
         for c in me * chunks / ranks..(me + 1) * chunks / ranks {
             let mut acc = self.outputs[me][c].write().unwrap();
@@ -217,6 +245,7 @@ fn sample(team: &Team, n: usize, iters: u64, call: &Call) -> Duration {
         ranks: team.ranks() as usize,
         handoff: std::sync::OnceLock::new(),
         reduce: std::sync::OnceLock::new(),
+        arrivals: Arrivals::new(team.ranks() as usize),
     };
     let barrier = YieldBarrier::new(team.ranks() as usize);
     let report = team.run(|comm| {
@@ -338,6 +367,16 @@ fn main() {
                 &teams[1],
                 bytes,
                 &|_, input, out, _| {
+                    out.copy_from_slice(std::hint::black_box(input));
+                },
+            );
+            bench(
+                &mut group,
+                "allreduce/floor-synced",
+                &teams[1],
+                bytes,
+                &|comm, input, out, floors| {
+                    floors.arrivals.enter(comm.rank() as usize);
                     out.copy_from_slice(std::hint::black_box(input));
                 },
             );
