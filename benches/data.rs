@@ -15,6 +15,8 @@
 //! - `bcast/floor`: the same team's threads, P - 1 of them each copying the
 //!   root's N bytes from one shared buffer into their own, in parallel: what
 //!   any broadcast among threads must at least do.
+//! - `bcast/floor-synced`: the same, every rank first waiting at each call
+//!   for all to enter it (see `allreduce/floor-synced`).
 //! - `bcast/handoff`: a minimal broadcast through shared memory, with no
 //!   fault tolerance and no protocol: the root copies its buffer into one
 //!   of two shared buffers and publishes a counter, the others wait for it
@@ -79,7 +81,7 @@ struct Floors {
     /// Made by the first (untimed) call that needs them.
     handoff: std::sync::OnceLock<Handoff>,
     reduce: std::sync::OnceLock<ReduceHandoff>,
-    /// `allreduce/floor-synced`'s entries.
+    /// The synchronized floors' entries (one group runs at a time).
     arrivals: Arrivals,
 }
 
@@ -331,6 +333,18 @@ fn main() {
                 &teams[1],
                 bytes,
                 &|comm, _, out, floors| {
+                    if comm.rank() != 0 {
+                        out.copy_from_slice(std::hint::black_box(&floors.root));
+                    }
+                },
+            );
+            bench(
+                &mut group,
+                "bcast/floor-synced",
+                &teams[1],
+                bytes,
+                &|comm, _, out, floors| {
+                    floors.arrivals.enter(comm.rank() as usize);
                     if comm.rank() != 0 {
                         out.copy_from_slice(std::hint::black_box(&floors.root));
                     }
