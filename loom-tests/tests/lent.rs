@@ -216,6 +216,34 @@ fn a_chunk_given_back_unfinished_is_completed_by_its_owner() {
     model(3, || compute_in_one_and_push(false));
 }
 
+/// The owner leaves without completing (a panic in its reduction) while a
+/// writer gives a chunk back unfinished (its user operation panicked) and
+/// another writer then tries it: the loan's end closes the chunk given
+/// back too, so no write reaches the buffer after the loan ends.
+fn give_back_while_the_owner_leaves() {
+    let pool = SegmentPool::new();
+    let mut out = [0u8; 2];
+    {
+        let lending = LendingOutput::new(&mut out, 2, &pool);
+        let output = std::sync::Arc::clone(lending.lent());
+        let writer = thread::spawn(move || {
+            if let Some(mut chunk) = output.take(0) {
+                chunk.bytes_mut()[0] = 9;
+                // Dropped unfinished: given back.
+            }
+            output.write(0, &[7, 8]);
+        });
+        drop(lending);
+        writer.join().unwrap();
+    }
+}
+
+/// A chunk given back while its owner leaves is closed, not left open.
+#[test]
+fn a_chunk_given_back_as_the_owner_leaves_takes_no_later_write() {
+    model(3, give_back_while_the_owner_leaves);
+}
+
 /// A broadcast root lends its buffer: `readers` receivers each copy the
 /// value once ([`Lent::copy_into`]) while the root waits for `expected`
 /// copies. If they all come, the root settles and ends the loan without a

@@ -357,7 +357,8 @@ const CLOSED: u8 = 3;
 /// thread at a time writes a chunk, and the owner writes what nobody pushed
 /// itself the same way. The owner ends the loan
 /// ([`LendingOutput`]'s drop) by closing every chunk still empty and waiting
-/// out every chunk being written; nothing writes the buffer after that.
+/// out every chunk being written (closing it too if its writer gives it
+/// back); nothing writes the buffer after that.
 pub struct LentOutput {
     ptr: *mut u8,
     len: usize,
@@ -553,11 +554,15 @@ impl<'a> LendingOutput<'a> {
 impl Drop for LendingOutput<'_> {
     fn drop(&mut self) {
         for (c, state) in self.lent.states.iter().enumerate() {
-            if state
+            // A chunk being written ends done, or empty again if its writer
+            // gave it back unfinished: that one is closed too.
+            while state
                 .compare_exchange(EMPTY, CLOSED, Ordering::Acquire, Ordering::Relaxed)
                 .is_err()
             {
-                self.lent.settle_chunk(c);
+                if self.lent.settle_chunk(c) != EMPTY {
+                    break;
+                }
             }
         }
         // The buffer is the owner's again (loom checks no write is left).
