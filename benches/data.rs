@@ -327,29 +327,22 @@ fn main() {
                     assert_eq!(out.last(), root.last());
                 },
             );
-            bench(
-                &mut group,
-                "bcast/floor",
-                &teams[1],
-                bytes,
-                &|comm, _, out, floors| {
-                    if comm.rank() != 0 {
-                        out.copy_from_slice(std::hint::black_box(&floors.root));
-                    }
-                },
-            );
-            bench(
-                &mut group,
-                "bcast/floor-synced",
-                &teams[1],
-                bytes,
-                &|comm, _, out, floors| {
-                    floors.arrivals.enter(comm.rank() as usize);
-                    if comm.rank() != 0 {
-                        out.copy_from_slice(std::hint::black_box(&floors.root));
-                    }
-                },
-            );
+            for (name, synced) in [("bcast/floor", false), ("bcast/floor-synced", true)] {
+                bench(
+                    &mut group,
+                    name,
+                    &teams[1],
+                    bytes,
+                    &move |comm, _, out, floors| {
+                        if synced {
+                            floors.arrivals.enter(comm.rank() as usize);
+                        }
+                        if comm.rank() != 0 {
+                            out.copy_from_slice(std::hint::black_box(&floors.root));
+                        }
+                    },
+                );
+            }
             bench(
                 &mut group,
                 "bcast/handoff",
@@ -375,25 +368,20 @@ fn main() {
                     },
                 );
             }
-            bench(
-                &mut group,
-                "allreduce/floor",
-                &teams[1],
-                bytes,
-                &|_, input, out, _| {
-                    out.copy_from_slice(std::hint::black_box(input));
-                },
-            );
-            bench(
-                &mut group,
-                "allreduce/floor-synced",
-                &teams[1],
-                bytes,
-                &|comm, input, out, floors| {
-                    floors.arrivals.enter(comm.rank() as usize);
-                    out.copy_from_slice(std::hint::black_box(input));
-                },
-            );
+            for (name, synced) in [("allreduce/floor", false), ("allreduce/floor-synced", true)] {
+                bench(
+                    &mut group,
+                    name,
+                    &teams[1],
+                    bytes,
+                    &move |comm, input, out, floors| {
+                        if synced {
+                            floors.arrivals.enter(comm.rank() as usize);
+                        }
+                        out.copy_from_slice(std::hint::black_box(input));
+                    },
+                );
+            }
             bench(
                 &mut group,
                 "allreduce/handoff",
