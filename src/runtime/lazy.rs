@@ -340,7 +340,7 @@ impl LazySum {
             }
         }
         // Then wait for (or compute) the chunks claimed by others, and
-        // compute here any that reached this output before it was lent.
+        // compute here any computed before this output was lent.
         for c in 0..chunks {
             if !own.is_done(c) {
                 chunk(c);
