@@ -12,6 +12,13 @@
 //! calls back to back; the sample is the slowest rank's loop. Results are
 //! checked outside the loop. Groups, each `name/P/bytes`:
 //! - `bcast/checked`: `broadcast_into(0, &mut buf[..])`, checked correction.
+//! - `bcast/fresh`: the same broadcast of a new value at every call (the
+//!   root copies one of two values into its buffer first): the receivers'
+//!   copies then read lines the root's core has just written, as in a
+//!   program that broadcasts what it computed. Like with like for
+//!   `bcast/handoff`, whose root writes its shared buffer at every call;
+//!   `bcast/checked`'s value stays put, as the floor's source does, and
+//!   stays in every core's cache.
 //! - `bcast/floor`: the same team's threads, P - 1 of them each copying the
 //!   root's N bytes from one shared buffer into their own, in parallel: what
 //!   any broadcast among threads must at least do.
@@ -77,6 +84,11 @@ type Call = dyn Fn(&mut Comm<'_>, &[f64], &mut [f64], &Floors) + Sync;
 /// `bcast/floor` copies, and `bcast/handoff`'s state.
 struct Floors {
     root: Vec<f64>,
+    /// `bcast/fresh`'s two values, taken in turn by the root.
+    fresh: [Vec<f64>; 2],
+    /// `bcast/fresh`: each rank's calls so far (only that rank touches
+    /// its own).
+    fresh_calls: Vec<AtomicU64>,
     ranks: usize,
     /// Made by the first (untimed) call that needs them.
     handoff: std::sync::OnceLock<Handoff>,
@@ -244,6 +256,8 @@ fn wait_until(done: impl Fn() -> bool) {
 fn sample(team: &Team, n: usize, iters: u64, call: &Call) -> Duration {
     let floors = Floors {
         root: (0..n).map(|i| i as f64).collect(),
+        fresh: [1.0, 2.0].map(|x| vec![x; n]),
+        fresh_calls: (0..team.ranks()).map(|_| AtomicU64::new(0)).collect(),
         ranks: team.ranks() as usize,
         handoff: std::sync::OnceLock::new(),
         reduce: std::sync::OnceLock::new(),
@@ -325,6 +339,24 @@ fn main() {
                     }
                     comm.broadcast_into(0, out).unwrap();
                     assert_eq!(out.last(), root.last());
+                },
+            );
+            bench(
+                &mut group,
+                "bcast/fresh",
+                &teams[1],
+                bytes,
+                &|comm, _, out, floors| {
+                    let me = comm.rank() as usize;
+                    let k = floors.fresh_calls[me].fetch_add(1, Ordering::Relaxed);
+                    let value = &floors.fresh[(k % 2) as usize];
+                    // A new value at every call, written by the root as
+                    // `bcast/handoff`'s root writes its shared buffer.
+                    if me == 0 {
+                        out.copy_from_slice(value);
+                    }
+                    comm.broadcast_into(0, out).unwrap();
+                    assert_eq!(out.last(), value.last());
                 },
             );
             for (name, synced) in [("bcast/floor", false), ("bcast/floor-synced", true)] {
