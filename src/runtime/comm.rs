@@ -35,9 +35,20 @@ use crate::types::{Collective, OpId, Rank, Tick};
 /// copied into a segment (or travel inline).
 pub const LENT_BCAST_MIN_BYTES: usize = 256 * 1024;
 
-/// The least time a broadcast root waits for its receivers to copy its
-/// lent buffer before it copies the value into a segment for them.
+/// The longest a broadcast root waits (plus a nanosecond per byte) for
+/// receivers that have begun copying its lent buffer before it copies the
+/// value into a segment for them.
 const LENT_BCAST_WAIT: Duration = Duration::from_millis(10);
+
+/// How long a broadcast root waits for every receiver to begin copying its
+/// lent buffer before it copies the value into a segment for those that
+/// have not: a receiver that waits on a core of its own begins within a
+/// microsecond or two of the root's message; one that must wait for its
+/// core (ranks outnumber cores) or whose program is elsewhere may take a
+/// scheduling round or more, and the root is better off copying than
+/// waiting, so that consecutive broadcasts overlap (docs/benchmarks.md,
+/// *A root that waits only for copies under way*).
+const LENT_BCAST_GRACE: Duration = Duration::from_micros(20);
 
 /// How far a rank that is not a reduce's root may run ahead of it: before a
 /// reduce, it waits (serving) while the root has not returned from the
@@ -321,18 +332,21 @@ impl<'t> Comm<'t> {
     }
 
     /// A broadcast root's loan ends once every other rank has copied the
-    /// value, or every one still missing is known failed (then the loan's
-    /// drop copies the value into a segment for any late reader), or after
-    /// [`LENT_BCAST_WAIT`] plus a nanosecond per byte: a rank that is only
-    /// slow then reads the copy.
+    /// value, or every one still missing is known failed, or, from
+    /// [`LENT_BCAST_GRACE`] on, as soon as one has not begun its copy (its
+    /// core is busy with others, or its program is not in the call yet),
+    /// or after [`LENT_BCAST_WAIT`] plus a nanosecond per byte: in all but
+    /// the first case the loan's drop copies the value into a segment, and
+    /// the receivers still to copy read that.
     fn end_loan(&mut self, lending: &mut Lending<'_>, len: usize) {
         let receivers = self.size() as usize - 1;
-        let deadline =
-            std::time::Instant::now() + LENT_BCAST_WAIT + Duration::from_nanos(len as u64);
+        let now = std::time::Instant::now();
+        let deadline = now + LENT_BCAST_WAIT + Duration::from_nanos(len as u64);
         let driver = &self.driver;
         lending.wait_copies(
             receivers,
             |copies| copies + driver.failed_members().len() >= receivers,
+            now + LENT_BCAST_GRACE,
             deadline,
         );
     }

@@ -369,7 +369,20 @@ impl Data {
         let size = std::mem::size_of::<T>().max(1);
         let bytes = match self.form() {
             Form::Bytes(b) => b,
-            Form::Lent(lent) => return lent.copy_into(|b| Data::copy_bytes(b, out, op)),
+            Form::Lent(lent) => {
+                let n = out.len();
+                let out_bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
+                if out_bytes.len() != lent.len() {
+                    lent.refuse();
+                    return Err(Error::LengthMismatch {
+                        op,
+                        mine: n,
+                        theirs: lent.len() / size,
+                    });
+                }
+                lent.copy_to(out_bytes);
+                return Ok(());
+            }
             Form::Mismatch(lens) => {
                 return Err(Data::mismatch_error(
                     op,

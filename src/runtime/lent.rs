@@ -6,11 +6,12 @@
 //! into it ([`LentOutput`], [`LendingOutput`]). Together they cut a 16 MiB
 //! allreduce's time by 40-50 % (`cargo bench --bench data`;
 //! docs/benchmarks.md). A large broadcast's: the root lends its buffer,
-//! each receiver copies the value from there once ([`Lent::copy_into`]),
-//! and the root's call waits for their copies before it ends the loan
-//! ([`Lending::wait_copies`]), so the value is copied once per receiver
-//! and never into a segment: 2.9 -> 1.4 ms at 16 MiB and 2 ranks, 328 ->
-//! 187 µs at 1 MiB and 8 ranks on 2 cores (docs/benchmarks.md).
+//! each receiver copies the value from there once, a piece at a time
+//! ([`Lent::copy_to`]), and the root's call waits for the copies under way
+//! before it ends the loan ([`Lending::wait_copies`]), so the value is
+//! copied once per receiver and, when every receiver is there to copy,
+//! never into a segment: 2.9 -> 1.4 ms at 16 MiB and 2 ranks, 328 -> 187
+//! µs at 1 MiB and 8 ranks on 2 cores (docs/benchmarks.md).
 //!
 //! **Lifetimes.** A [`Lent`] buffer is shared (an `Arc`) with every message
 //! and every value that carries the input, which may outlive the owner's
@@ -31,8 +32,9 @@
 //! failed, it got an error, it panicked), and its input stays readable for
 //! the ranks that include it. A broadcast root settles once every receiver
 //! has copied (each reads once, so nobody reads after); if one has not by
-//! the end of the root's wait (it failed, or it is slow), the root copies,
-//! and a late receiver reads the copy. A reader that found a settled input revoked
+//! the end of the root's wait (it failed, it is slow, or it had not begun
+//! when the root's grace ended), the root copies, and the receivers still
+//! copying take their remaining pieces from the copy. A reader that found a settled input revoked
 //! would mean two ranks delivered different sums: it panics with that
 //! message rather than read freed memory.
 //!
@@ -57,8 +59,11 @@ pub struct Lent {
     ptr: *const u8,
     len: usize,
     state: AtomicUsize,
+    /// Receivers of a broadcast that began to copy the value
+    /// ([`Lent::copy_to`]).
+    started: AtomicUsize,
     /// Receivers of a broadcast that are done with the value
-    /// ([`Lent::copy_into`]).
+    /// ([`Lent::copy_to`], [`Lent::refuse`]).
     copies: AtomicUsize,
     /// A copy of the bytes, written before the loan is revoked, unless the
     /// input was settled.
@@ -82,6 +87,7 @@ impl Lent {
             ptr: std::ptr::null(),
             len: 0,
             state: AtomicUsize::new(0),
+            started: AtomicUsize::new(0),
             copies: AtomicUsize::new(0),
             fallback: OnceLock::new(),
         }
@@ -109,20 +115,43 @@ impl Lent {
         self.len == 0
     }
 
-    /// A broadcast receiver's one read: `f` gets the bytes (in place or the
-    /// fallback), and then this receiver counts as done with the value, so
-    /// that the root may end its loan without a copy once all are
-    /// ([`Lending::wait_copies`]). A receiver that refuses the value (a
-    /// length mismatch) reads it too, to be counted.
-    pub fn copy_into<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
-        let out = {
+    /// A broadcast receiver's one read: copies the value into `out` (of
+    /// the value's length), a piece of [`COPY_PIECE`] bytes at a time, each
+    /// under its own lease while the loan stands and from the fallback
+    /// after, so that a root ending its loan while this copy is under way
+    /// waits for one piece, not for the whole copy. Then this receiver
+    /// counts as done with the value, so that the root may end its loan
+    /// without a copy once all are ([`Lending::wait_copies`]).
+    ///
+    /// # Panics
+    /// If `out`'s length is not the value's (see [`Lent::refuse`]).
+    pub fn copy_to(&self, out: &mut [u8]) {
+        assert_eq!(
+            out.len(),
+            self.len,
+            "a copy of a lent value of another length"
+        );
+        self.started.fetch_add(1, Ordering::Relaxed);
+        for (i, piece) in out.chunks_mut(COPY_PIECE).enumerate() {
+            let at = i * COPY_PIECE;
             let reading = self.read();
-            f(&reading)
-        };
-        // Release: after the lease ended (its own Release), so the owner's
-        // Acquire load that sees this count sees no lease of this reader.
+            piece.copy_from_slice(&reading[at..at + piece.len()]);
+        }
+        self.done();
+    }
+
+    /// A broadcast receiver that will not copy the value (its buffer has
+    /// another length): counted as done with it, so that the root does not
+    /// wait for it.
+    pub fn refuse(&self) {
+        self.done();
+    }
+
+    fn done(&self) {
+        // Release: after the last lease ended (its own Release), so the
+        // owner's Acquire load that sees this count sees no lease of this
+        // reader.
         self.copies.fetch_add(1, Ordering::Release);
-        out
     }
 
     /// The bytes: the owner's buffer under a lease (held until the
@@ -268,34 +297,42 @@ impl<'a> Lending<'a> {
     }
 
     /// A broadcast root's end of the loan: waits (spinning, then yielding)
-    /// until `receivers` ranks have [copied](Lent::copy_into) the value, or
+    /// until `receivers` ranks have [copied](Lent::copy_to) the value, or
     /// until `enough()` says the ones still missing will not come (they
-    /// failed), or until `deadline`. Settles (no fallback copy) only if
-    /// every receiver copied: then nobody reads the buffer again, since a
-    /// receiver reads once. Otherwise the drop copies, and a late receiver
-    /// reads the copy. True if settled.
+    /// failed), or until `deadline`; and from `grace` on, only while every
+    /// receiver has begun its copy: one that has not by then may not run
+    /// for a while (its core is busy, or its program is elsewhere), and the
+    /// root copies the value for it instead of waiting. Settles (no
+    /// fallback copy) only if every receiver copied: then nobody reads the
+    /// buffer again, since a receiver reads once. Otherwise the drop
+    /// copies, waiting only for the pieces being copied, and the others
+    /// read the copy. True if settled.
     pub fn wait_copies(
         &mut self,
         receivers: usize,
         mut enough: impl FnMut(usize) -> bool,
+        grace: std::time::Instant,
         deadline: std::time::Instant,
     ) -> bool {
         let mut spins = 0u32;
         let mut turns = 0u32;
         loop {
-            // Acquire: every counted reader's lease ended before.
+            // Acquire: every counted reader's leases ended before.
             let copies = self.lent.copies.load(Ordering::Acquire);
             if copies >= receivers {
                 self.settled = true;
                 return true;
             }
             turns = turns.wrapping_add(1);
-            // A clock read every 64 turns (under loom every turn: each turn
-            // is a scheduling point there).
-            if (cfg!(loom) || turns % 64 == 0)
-                && (enough(copies) || std::time::Instant::now() >= deadline)
-            {
-                return false;
+            // A clock read every 64 turns while spinning, and at every turn
+            // once yielding: a yield may hand the core to others for a time
+            // slice (under loom every turn: each is a scheduling point).
+            if cfg!(loom) || turns % 64 == 0 || spins >= 64 {
+                let now = std::time::Instant::now();
+                let lagging = now >= grace && self.lent.started.load(Ordering::Relaxed) < receivers;
+                if lagging || enough(copies) || now >= deadline {
+                    return false;
+                }
             }
             back_off(&mut spins);
         }
@@ -323,6 +360,15 @@ impl Drop for Lending<'_> {
         }
     }
 }
+
+/// Bytes a broadcast receiver copies under one lease ([`Lent::copy_to`]);
+/// a few under loom, so that the models revoke a loan between pieces.
+#[cfg(not(loom))]
+pub const COPY_PIECE: usize = 64 << 10;
+/// Bytes a broadcast receiver copies under one lease ([`Lent::copy_to`]);
+/// a few under loom, so that the models revoke a loan between pieces.
+#[cfg(loom)]
+pub const COPY_PIECE: usize = 2;
 
 /// One turn of waiting for another thread's copy (microseconds at most):
 /// spin briefly, then yield (the copier may be waiting for this core).
@@ -593,6 +639,80 @@ mod tests {
         assert!(!r.in_place());
         assert_eq!(&*r, &[7u8; 1000][..]);
         assert_eq!(pool.segments(), 1);
+    }
+
+    /// A broadcast root waits for copies under way, never for a receiver
+    /// that has not begun once its grace is over: it ends the loan with a
+    /// copy, through the grace path (`enough` is not even asked).
+    #[test]
+    fn a_broadcast_root_stops_waiting_for_a_receiver_that_has_not_begun() {
+        let pool = SegmentPool::new();
+        let mine = vec![5u8; 3 * COPY_PIECE + 7];
+        let mut lending = Lending::new(&mine, &pool);
+        let lent = Arc::clone(lending.lent());
+        let now = std::time::Instant::now();
+        let far = now + std::time::Duration::from_secs(3600);
+        let mut asked = 0;
+        let settled = lending.wait_copies(
+            1,
+            |_| {
+                asked += 1;
+                asked > 100
+            },
+            now,
+            far,
+        );
+        assert!(!settled);
+        assert_eq!(asked, 0, "stopped by the grace, not by `enough`");
+        drop(lending);
+        // The late receiver copies from the root's copy, whole.
+        let mut out = vec![0u8; mine.len()];
+        lent.copy_to(&mut out);
+        assert_eq!(out, mine);
+        assert_eq!(pool.segments(), 1);
+    }
+
+    /// Within its grace, or once every receiver has begun, the root waits
+    /// for the copies, and with every copy in it settles without one.
+    #[test]
+    fn a_broadcast_root_settles_once_every_receiver_copied_in_pieces() {
+        let pool = SegmentPool::new();
+        let mine: Vec<u8> = (0..2 * COPY_PIECE + 3).map(|i| i as u8).collect();
+        let mut lending = Lending::new(&mine, &pool);
+        let lent = Arc::clone(lending.lent());
+        let (a, b) = (vec![0u8; mine.len()], vec![0u8; mine.len()]);
+        let copied = std::thread::scope(|s| {
+            let copies = [a, b].map(|mut out| {
+                let lent = Arc::clone(&lent);
+                s.spawn(move || {
+                    lent.copy_to(&mut out);
+                    out
+                })
+            });
+            let now = std::time::Instant::now();
+            let far = now + std::time::Duration::from_secs(3600);
+            assert!(lending.wait_copies(2, |_| false, far, far));
+            copies.map(|h| h.join().unwrap())
+        });
+        drop(lending);
+        for out in copied {
+            assert_eq!(out, mine);
+        }
+        assert_eq!(pool.segments(), 0, "settled: no copy");
+    }
+
+    /// A receiver whose buffer has another length is counted without
+    /// reading, so the root settles.
+    #[test]
+    fn a_refusing_receiver_counts_as_done() {
+        let pool = SegmentPool::new();
+        let mine = vec![1u8; 64];
+        let mut lending = Lending::new(&mine, &pool);
+        lending.lent().refuse();
+        let far = std::time::Instant::now() + std::time::Duration::from_secs(3600);
+        assert!(lending.wait_copies(1, |_| false, far, far));
+        drop(lending);
+        assert_eq!(pool.segments(), 0);
     }
 
     #[test]
