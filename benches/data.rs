@@ -34,6 +34,11 @@
 //!   cores.
 //! - `allreduce/f=0`, `allreduce/f=1`: `all_reduce_into(&x[..], &mut y[..],
 //!   sum)`.
+//! - `allreduce/fresh`: the same allreduce, every rank first writing a new
+//!   input (one of two values in turn): the ranks that reduce a chunk
+//!   read inputs other cores have just written, as in a program whose
+//!   ranks reduce what they computed. Like with like for
+//!   `allreduce/handoff-fresh`.
 //! - `allreduce/floor`: every rank copying its own N-byte input into its own
 //!   output, in parallel: reading the P inputs and writing the P outputs at
 //!   the machine's copy bandwidth, what any allreduce must at least do.
@@ -50,6 +55,8 @@
 //!   for all chunks. Unlike the floor it moves inputs and results between
 //!   cores, as any allreduce must. (Its outputs are shared buffers standing
 //!   for the ranks' own, which the library lends instead.)
+//! - `allreduce/handoff-fresh`: `allreduce/handoff` with every rank first
+//!   writing a new input, as `allreduce/fresh`.
 //! - `reduce/f=1`: `reduce_into(0, &x[..], &mut y[..], sum)`, next to the
 //!   allreduce: ranks that are not the root return once they sent, so a
 //!   loop of reduces is paced by the root (from 256 KiB it reduces the
@@ -78,16 +85,16 @@ const WARM: usize = 4;
 
 /// What a rank does in one timed call, given its rank, its input and its
 /// output (both `n` values), and what the floors share.
-type Call = dyn Fn(&mut Comm<'_>, &[f64], &mut [f64], &Floors) + Sync;
+type Call = dyn Fn(&mut Comm<'_>, &mut [f64], &mut [f64], &Floors) + Sync;
 
 /// What the floors of one sample share: the root buffer that
 /// `bcast/floor` copies, and `bcast/handoff`'s state.
 struct Floors {
     root: Vec<f64>,
-    /// `bcast/fresh`'s two values, taken in turn by the root.
+    /// The `fresh` groups' two values, taken in turn.
     fresh: [Vec<f64>; 2],
-    /// `bcast/fresh`: each rank's calls so far (only that rank touches
-    /// its own).
+    /// The `fresh` groups: each rank's calls so far (only that rank
+    /// touches its own).
     fresh_calls: Vec<AtomicU64>,
     ranks: usize,
     /// Made by the first (untimed) call that needs them.
@@ -101,6 +108,13 @@ impl Floors {
     fn handoff(&self) -> &Handoff {
         self.handoff
             .get_or_init(|| Handoff::new(self.ranks, self.root.len()))
+    }
+
+    /// Rank `me`'s value for its next call of a `fresh` group: the two
+    /// values in turn.
+    fn next_fresh(&self, me: u32) -> &[f64] {
+        let k = self.fresh_calls[me as usize].fetch_add(1, Ordering::Relaxed);
+        &self.fresh[(k % 2) as usize]
     }
 
     fn reduce(&self) -> &ReduceHandoff {
@@ -169,8 +183,13 @@ impl ReduceHandoff {
         }
     }
 
-    /// One call of rank `me`; returns its output's first element.
-    fn call(&self, me: usize) -> Option<f64> {
+    /// One call of rank `me`, which first writes `fresh` into its input if
+    /// given (no other rank reads it then: each one's last call ended with
+    /// every chunk of it reduced); returns its output's first element.
+    fn call(&self, me: usize, fresh: Option<&[f64]>) -> Option<f64> {
+        if let Some(value) = fresh {
+            self.inputs[me].write().unwrap().copy_from_slice(value);
+        }
         let ranks = self.outputs.len();
         // Everyone in call k: nobody reads an output of call k - 1 again.
         let k = self.arrivals.enter(me);
@@ -265,18 +284,18 @@ fn sample(team: &Team, n: usize, iters: u64, call: &Call) -> Duration {
     };
     let barrier = YieldBarrier::new(team.ranks() as usize);
     let report = team.run(|comm| {
-        let input: Vec<f64> = vec![comm.rank() as f64 + 1.0; n];
+        let mut input: Vec<f64> = vec![comm.rank() as f64 + 1.0; n];
         let mut output = vec![0.0f64; n];
         // Warm: lanes made, and the segment pool at its steady size (a
         // value is held until later operations retire the cores that keep
         // it, so the pool fills over a few calls).
         for _ in 0..WARM {
-            call(comm, &input, &mut output, &floors);
+            call(comm, &mut input, &mut output, &floors);
         }
         barrier.wait();
         let started = Instant::now();
         for _ in 0..iters {
-            call(comm, &input, &mut output, &floors);
+            call(comm, &mut input, &mut output, &floors);
         }
         let took = started.elapsed();
         (took, output.first().copied())
@@ -348,8 +367,7 @@ fn main() {
                 bytes,
                 &|comm, _, out, floors| {
                     let me = comm.rank() as usize;
-                    let k = floors.fresh_calls[me].fetch_add(1, Ordering::Relaxed);
-                    let value = &floors.fresh[(k % 2) as usize];
+                    let value = floors.next_fresh(comm.rank());
                     // A new value at every call, written by the root as
                     // `bcast/handoff`'s root writes its shared buffer.
                     if me == 0 {
@@ -394,12 +412,26 @@ fn main() {
                     team,
                     bytes,
                     &move |comm, input, out, _| {
-                        comm.all_reduce_into(input, out, SystemOperation::sum())
+                        comm.all_reduce_into(&*input, out, SystemOperation::sum())
                             .unwrap();
                         assert_eq!(out.first().copied().unwrap_or(sum), sum);
                     },
                 );
             }
+            bench(
+                &mut group,
+                "allreduce/fresh",
+                &teams[1],
+                bytes,
+                &move |comm, input, out, floors| {
+                    let value = floors.next_fresh(comm.rank());
+                    input.copy_from_slice(value);
+                    comm.all_reduce_into(&*input, out, SystemOperation::sum())
+                        .unwrap();
+                    let sum = f64::from(ranks) * value[0];
+                    assert_eq!(out.first().copied().unwrap_or(sum), sum);
+                },
+            );
             for (name, synced) in [("allreduce/floor", false), ("allreduce/floor-synced", true)] {
                 bench(
                     &mut group,
@@ -410,7 +442,7 @@ fn main() {
                         if synced {
                             floors.arrivals.enter(comm.rank() as usize);
                         }
-                        out.copy_from_slice(std::hint::black_box(input));
+                        out.copy_from_slice(std::hint::black_box(&*input));
                     },
                 );
             }
@@ -420,7 +452,19 @@ fn main() {
                 &teams[1],
                 bytes,
                 &move |comm, _, _, floors| {
-                    let first = floors.reduce().call(comm.rank() as usize);
+                    let first = floors.reduce().call(comm.rank() as usize, None);
+                    assert_eq!(first.unwrap_or(sum), sum);
+                },
+            );
+            bench(
+                &mut group,
+                "allreduce/handoff-fresh",
+                &teams[1],
+                bytes,
+                &move |comm, _, _, floors| {
+                    let value = floors.next_fresh(comm.rank());
+                    let first = floors.reduce().call(comm.rank() as usize, Some(value));
+                    let sum = f64::from(ranks) * value[0];
                     assert_eq!(first.unwrap_or(sum), sum);
                 },
             );
@@ -430,7 +474,7 @@ fn main() {
                 &teams[1],
                 bytes,
                 &move |comm, input, out, _| {
-                    comm.reduce_into(0, input, out, SystemOperation::sum())
+                    comm.reduce_into(0, &*input, out, SystemOperation::sum())
                         .unwrap();
                     if comm.rank() == 0 {
                         assert_eq!(out.first().copied().unwrap_or(sum), sum);
