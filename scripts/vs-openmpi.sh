@@ -29,8 +29,10 @@
 #         calls our progress while it waits), so both calls start from
 #         the same skew;
 # and the number is the slowest rank's mean per call. Open MPI 4.1 from
-# Debian's packages, ob1 + vader; P <= cores: one rank per core (both sides
-# pinned); P > cores: --oversubscribe --bind-to none, mpi_yield_when_idle 1.
+# Debian's packages, ob1 + vader, its timing program built with mpicc -O2;
+# ours with the profile release-lto (Cargo.toml). P <= cores: one rank per
+# core (both sides pinned); P > cores: --oversubscribe --bind-to none,
+# mpi_yield_when_idle 1.
 # Each round runs every contender once per (P, mode, collective), Open MPI
 # first in odd rounds and ours first in even ones, with the raw two-thread
 # ping-pong (one way) printed at the start and end of the round. The table
@@ -46,8 +48,10 @@ if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
 fi
 mkdir -p target
 mpicc -O2 -o target/mpi-timing scripts/mpi/timing.c
-cargo build --release --quiet --example timing
-ours=target/release/examples/timing
+# Ours built as a program using the library would be for speed: one
+# codegen unit, fat LTO (Cargo.toml, profile release-lto).
+cargo build --profile release-lto --quiet --example timing
+ours=target/release-lto/examples/timing
 cores=$(nproc)
 results=$(mktemp)
 
