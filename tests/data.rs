@@ -612,11 +612,15 @@ fn a_loop_of_large_allreduces_reuses_its_segments() {
 }
 
 /// A large broadcast's receivers copy the value from the root's own
-/// buffer, lent for its call; the root waits for their copies before its
-/// call ends: no segment is allocated. A receiver slower than that wait
-/// (here: asleep for 300 ms as it enters; the root waits 10 ms and a
-/// nanosecond per byte) reads the copy the root leaves behind in a segment:
-/// every rank gets the value whole, and that copy is the run's one segment.
+/// buffer, lent for its call; the root waits for the copies under way
+/// before its call ends, and copies the value into a segment for any
+/// receiver that has not begun within its grace: every rank gets the value
+/// whole, and the run allocates at most that one segment. Whether all
+/// eight receivers (on 2 cores) begin within the grace is the scheduler's
+/// affair, so without a stall the run has no segment or one (the root
+/// settling without a copy is `runtime::lent`'s unit test). A receiver
+/// asleep for 300 ms as it enters has not begun: then the root always
+/// copies, and that receiver reads the copy.
 #[test]
 fn a_large_broadcast_is_read_from_the_roots_buffer_or_from_its_copy() {
     let _s = serial();
@@ -642,8 +646,11 @@ fn a_large_broadcast_is_read_from_the_roots_buffer_or_from_its_copy() {
                 .unwrap_or_else(|e| panic!("{stall:?}: rank {r}: {e}"));
             assert!(*got == want, "{stall:?}: rank {r}");
         }
-        let copies = u64::from(stall.is_some());
-        assert_eq!(report.segment_allocations, copies, "{stall:?}");
+        if stall.is_some() {
+            assert_eq!(report.segment_allocations, 1, "{stall:?}");
+        } else {
+            assert!(report.segment_allocations <= 1, "{stall:?}");
+        }
     }
 }
 

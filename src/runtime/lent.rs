@@ -144,6 +144,9 @@ impl Lent {
     /// another length): counted as done with it, so that the root does not
     /// wait for it.
     pub fn refuse(&self) {
+        // Begun and done at once: the root's grace waits for it no more
+        // than for a copier.
+        self.started.fetch_add(1, Ordering::Relaxed);
         self.done();
     }
 
