@@ -446,28 +446,23 @@ fn main() {
                     },
                 );
             }
-            bench(
-                &mut group,
-                "allreduce/handoff",
-                &teams[1],
-                bytes,
-                &move |comm, _, _, floors| {
-                    let first = floors.reduce().call(comm.rank() as usize, None);
-                    assert_eq!(first.unwrap_or(sum), sum);
-                },
-            );
-            bench(
-                &mut group,
-                "allreduce/handoff-fresh",
-                &teams[1],
-                bytes,
-                &move |comm, _, _, floors| {
-                    let value = floors.next_fresh(comm.rank());
-                    let first = floors.reduce().call(comm.rank() as usize, Some(value));
-                    let sum = f64::from(ranks) * value[0];
-                    assert_eq!(first.unwrap_or(sum), sum);
-                },
-            );
+            for (name, fresh) in [
+                ("allreduce/handoff", false),
+                ("allreduce/handoff-fresh", true),
+            ] {
+                bench(
+                    &mut group,
+                    name,
+                    &teams[1],
+                    bytes,
+                    &move |comm, _, _, floors| {
+                        let value = fresh.then(|| floors.next_fresh(comm.rank()));
+                        let first = floors.reduce().call(comm.rank() as usize, value);
+                        let sum = value.map_or(sum, |v| f64::from(ranks) * v[0]);
+                        assert_eq!(first.unwrap_or(sum), sum);
+                    },
+                );
+            }
             bench(
                 &mut group,
                 "reduce/f=1",
