@@ -31,6 +31,9 @@
 //! For same-run comparisons of our own settings: `HELP=0` (or `1`) turns
 //! [helping](corrected::helping) off (on) instead of the default (on when
 //! pinned ranks outnumber cores); `PIN=rr` pins round-robin instead of packed;
+//! `TRACE=N` (with the library built `--features trace`) prints N records
+//! of the ranks' timeline from the middle of the run to stderr
+//! (`corrected::trace`: calls, waits, yields, spins, helping);
 //! `PARTS=1` prints rank 0's two lone loops (barrier + call, barrier alone),
 //! or its back-to-back loop, to stderr, with the process's context switches
 //! per step; `CORRECTION=delayed:10000` (any `--correction` spelling) for
@@ -267,5 +270,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         slowest = slowest.max(mean);
     }
     println!("{:.3}", slowest.as_secs_f64() * 1e6);
+    if let Ok(n) = std::env::var("TRACE") {
+        print_timeline(n.parse()?)?;
+    }
+    Ok(())
+}
+
+/// `TRACE=N`: N records of the run's timeline from its middle, to stderr,
+/// one line per record, each rank's in a column of its own
+/// ([`corrected::trace`]; the library must be built with `--features
+/// trace`).
+fn print_timeline(n: usize) -> Result<(), Box<dyn std::error::Error>> {
+    if !corrected::trace::ENABLED {
+        return Err("TRACE needs the library built with --features trace".into());
+    }
+    let records = corrected::trace::take();
+    let from = records.len().saturating_sub(n) / 2;
+    let Some(first) = records.get(from) else {
+        return Ok(());
+    };
+    for r in &records[from..(from + n).min(records.len())] {
+        let us = (r.at - first.at) as f64 / 1e3;
+        let column = " ".repeat(r.rank as usize * 18);
+        eprintln!("{us:9.2} {column}r{}: {:?}", r.rank, r.event);
+    }
     Ok(())
 }

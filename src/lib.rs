@@ -45,6 +45,7 @@ pub mod runtime;
 pub mod sim;
 pub(crate) mod sync;
 pub mod topology;
+pub mod trace;
 pub mod types;
 
 pub use buffer::{Buffer, BufferMut};

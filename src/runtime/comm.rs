@@ -28,6 +28,7 @@ use crate::runtime::lazy::{chunk_bytes, LAZY_MIN_BYTES};
 use crate::runtime::lent::{Lending, LendingOutput, LentOutput};
 use crate::runtime::team::{Generation, Plans, Shared};
 use crate::runtime::transport::MailboxTransport;
+use crate::trace::{self, Call as TraceCall};
 use crate::types::{Collective, OpId, Rank, Tick};
 
 /// A broadcast value of this many bytes or more is read from the root's
@@ -290,8 +291,9 @@ impl<'t> Comm<'t> {
         root: Rank,
         buf: &mut B,
     ) -> Result<(), Error> {
-        self.check_root(root)?;
         let me = self.rank();
+        let _span = trace::Span::enter(me, TraceCall::Broadcast, self.driver.next_op());
+        self.check_root(root)?;
         let pool = &self.shared.segments;
         // From `LENT_BCAST_MIN_BYTES` the root lends its buffer for the
         // call and each receiver copies the value from there, instead of
@@ -468,6 +470,7 @@ impl<'t> Comm<'t> {
         S: Buffer + ?Sized,
         R: BufferMut<Item = S::Item> + ?Sized,
     {
+        let _span = trace::Span::enter(self.rank(), TraceCall::Allreduce, self.driver.next_op());
         op.check()?;
         let pool = &self.shared.segments;
         // From `LAZY_MIN_BYTES` the protocol agrees on the inputs, and then
@@ -516,6 +519,7 @@ impl<'t> Comm<'t> {
     /// Errors: this rank failed or hung, ranks disagree on the operation,
     /// more than f failures, or the team's timeout.
     pub fn barrier(&mut self) -> Result<(), Error> {
+        let _span = trace::Span::enter(self.rank(), TraceCall::Barrier, self.driver.next_op());
         let (_, _, started) = self.allreduce(Collective::Barrier, Data::EMPTY, &never_combines)?;
         self.driver.record_latency(started);
         Ok(())

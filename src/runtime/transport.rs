@@ -11,6 +11,7 @@ use crate::runtime::one_line::OneLine;
 use crate::runtime::packet::Packet;
 use crate::runtime::team::Shared;
 use crate::sync::{thread, Ordering};
+use crate::trace::{self, Event};
 use crate::types::{OpId, Rank, Tick};
 
 /// Rounds of lending and yielding in which nothing moved before a waiting
@@ -34,7 +35,11 @@ fn mates_idle(shared: &Shared<'_>, me: usize) -> bool {
 fn help_others(shared: &Shared<'_>, me: usize) -> bool {
     let mut helped = false;
     for &r in shared.core_mates[me].iter() {
-        helped |= shared.loans[r as usize].help().unwrap_or(false);
+        let moved = shared.loans[r as usize].help().unwrap_or(false);
+        if moved {
+            trace::record(me as Rank, Event::Helped(r));
+        }
+        helped |= moved;
     }
     helped
 }
@@ -134,10 +139,13 @@ impl Transport for MailboxTransport<'_> {
             return t.block(until);
         }
         shared.idle();
+        let rank = me as Rank;
+        trace::record(rank, Event::Wait);
         let lend = call.worth_lending();
         let loan = &shared.loans[me];
         let mut idle = 0;
         let mut spins = 0u32;
+        let mut spinning = false;
         while idle < IDLE_ROUNDS {
             let round = || {
                 let helped = help_others(shared, me);
@@ -149,7 +157,9 @@ impl Transport for MailboxTransport<'_> {
                 if spin {
                     crate::sync::spin_loop();
                 } else if !helped {
+                    trace::record(rank, Event::Yield);
                     thread::yield_now();
+                    trace::record(rank, Event::Resumed);
                 }
                 (helped, spin)
             };
@@ -160,7 +170,19 @@ impl Transport for MailboxTransport<'_> {
             };
             let t = call.transport();
             t.beat();
+            if spun != spinning {
+                spinning = spun;
+                trace::record(
+                    rank,
+                    if spun {
+                        Event::SpinStart
+                    } else {
+                        Event::SpinEnd
+                    },
+                );
+            }
             if moved || t.endpoint.spin().is_some() {
+                trace::record(rank, Event::Woke(moved));
                 return;
             }
             if spun {
@@ -174,7 +196,9 @@ impl Transport for MailboxTransport<'_> {
                 return;
             }
         }
+        trace::record(rank, Event::Park);
         call.transport().block(until);
+        trace::record(rank, Event::Unpark);
     }
 
     fn wait(&mut self, until: Tick) {
