@@ -18,7 +18,8 @@
 #   b2b:  ITERS calls back to back after one barrier, each rank timing its
 #         whole loop;
 #   lone: ITERS times a barrier then the call, minus ITERS barriers alone
-#         (each loop timed whole by each rank): what one call adds to a
+#         (each rank times the two loops in 10 blocks taken in turn, so
+#         that the host's drift within a run cancels): what one call adds to a
 #         barrier-separated step, whatever skew the barrier leaves (each
 #         side's own barrier: a faster barrier leaves less of the step for
 #         the call to hide in, docs/benchmarks.md);

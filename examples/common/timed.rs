@@ -41,9 +41,10 @@ impl<'f> Mode<'f> {
 /// rank and returns the mean per call. [`Mode::Lone`] and [`Mode::Fenced`]:
 /// each call after a barrier (the library's or the fence), minus `iters`
 /// barriers alone (the cost a call adds to a barrier-separated step,
-/// whatever skew the barrier leaves); [`Mode::B2b`]: back to back after one
-/// barrier. Each rank times its whole loop. `PARTS=1` prints rank 0's two
-/// loops of the first two modes to stderr.
+/// whatever skew the barrier leaves), the two loops timed in blocks taken
+/// in turn ([`LONE_BLOCKS`]); [`Mode::B2b`]: back to back after one
+/// barrier. Each rank times its own loops. `PARTS=1` prints rank 0's loops
+/// to stderr.
 pub fn mean_per_call<C: Collectives>(
     comm: &mut C,
     iters: u32,
@@ -66,43 +67,78 @@ pub fn mean_per_call<C: Collectives>(
     // timed loops.
     let parts = std::env::var("PARTS").is_ok() && comm.rank() == 0;
     let switches = || if parts { switches() } else { 0 };
+    if !matches!(mode, Mode::B2b) {
+        return lone(comm, iters, step, call, parts);
+    }
     step(comm)?;
     let switched = switches();
     let t = Instant::now();
     for _ in 0..iters {
-        if !matches!(mode, Mode::B2b) {
-            step(comm)?;
-        }
         call(comm)?;
     }
-    let mut total = t.elapsed();
+    let total = t.elapsed();
     let switched = (switches() - switched) as f64 / iters as f64;
-    if matches!(mode, Mode::B2b) && parts {
+    if parts {
         eprintln!(
             "rank 0: {:?} per call; context switches per call of the process: {switched:.2}",
             total / iters,
         );
     }
-    if !matches!(mode, Mode::B2b) {
+    Ok(total / iters)
+}
+
+/// Blocks each loop of [`Mode::Lone`] and [`Mode::Fenced`] is cut into, the
+/// two loops' blocks taken in turn: the host's speed drifts within a run
+/// (the raw ping-pong moves by a third within minutes), and two loops timed
+/// one after the other would put that drift into their difference.
+pub const LONE_BLOCKS: u32 = 10;
+
+/// `iters` steps of `step` then `call`, minus `iters` steps alone, in
+/// [`LONE_BLOCKS`] blocks of each taken in turn; the mean per call.
+fn lone<C: Collectives>(
+    comm: &mut C,
+    iters: u32,
+    step: impl Fn(&mut C) -> Result<(), Error>,
+    mut call: impl FnMut(&mut C) -> Result<(), Error>,
+    parts: bool,
+) -> Result<Duration, Error> {
+    let switches = || if parts { switches() } else { 0 };
+    let (mut with, mut alone) = (Duration::ZERO, Duration::ZERO);
+    let (mut switched_with, mut switched_alone) = (0, 0);
+    for block in 0..LONE_BLOCKS {
+        // Block `block` of the `iters` steps: the first `iters % LONE_BLOCKS`
+        // blocks take one step more.
+        let n = iters / LONE_BLOCKS + u32::from(block < iters % LONE_BLOCKS);
         step(comm)?;
-        let alone = switches();
+        let s = switches();
         let t = Instant::now();
-        for _ in 0..iters {
+        for _ in 0..n {
+            step(comm)?;
+            call(comm)?;
+        }
+        with += t.elapsed();
+        switched_with += switches() - s;
+        step(comm)?;
+        let s = switches();
+        let t = Instant::now();
+        for _ in 0..n {
             step(comm)?;
         }
-        let steps = t.elapsed();
-        let alone = (switches() - alone) as f64 / iters as f64;
-        if parts {
-            eprintln!(
-                "rank 0: barrier + call {:?}, barrier alone {:?}; \
-                 context switches per step of the process: {switched:.2} and {alone:.2}",
-                total / iters,
-                steps / iters,
-            );
-        }
-        total = total.saturating_sub(steps);
+        alone += t.elapsed();
+        switched_alone += switches() - s;
     }
-    Ok(total / iters)
+    if parts {
+        let per = |n: u64| n as f64 / iters as f64;
+        eprintln!(
+            "rank 0: barrier + call {:?}, barrier alone {:?}; \
+             context switches per step of the process: {:.2} and {:.2}",
+            with / iters,
+            alone / iters,
+            per(switched_with),
+            per(switched_alone),
+        );
+    }
+    Ok(with.saturating_sub(alone) / iters)
 }
 
 /// Context switches of this process so far, voluntary and not, summed over

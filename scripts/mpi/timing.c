@@ -7,8 +7,9 @@
  * allreduce (MPI_Allreduce of one double, MPI_SUM) or bcast (MPI_Bcast of
  * one double from rank 0); MODE b2b (ITERS calls back to back after one
  * barrier, each rank timing the whole loop) or lone (ITERS times a barrier
- * then the call, minus ITERS barriers alone, each loop timed whole by each
- * rank) or fenced (as lone, with a fence of our own instead of MPI_Barrier:
+ * then the call, minus ITERS barriers alone, the two loops timed by each
+ * rank in LONE_BLOCKS blocks taken in turn, as examples/common/timed.rs
+ * does) or fenced (as lone, with a fence of our own instead of MPI_Barrier:
  * the sense-reversing barrier in shared memory below, the same code as
  * examples/common/fence.rs, so that both sides' calls start from the same
  * skew; see scripts/vs-openmpi.sh). BYTES (default 8, a multiple of 8) makes the value that many
@@ -23,6 +24,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+/* Blocks each loop of MODE lone and fenced is cut into (LONE_BLOCKS in
+ * examples/common/timed.rs). */
+#define LONE_BLOCKS 10
 
 /* The fence of MODE fenced: a sense-reversing barrier of P processes in a
  * shared page, waiting with sched_yield; examples/common/fence.rs is the
@@ -105,17 +110,30 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++) x[i] = rank;
     for (long i = 0; i < (iters < 100 ? iters : 100); i++) call(bcast, rank);
     MPI_Barrier(MPI_COMM_WORLD);
-    double t = MPI_Wtime();
-    for (long i = 0; i < iters; i++) {
-        if (lone) step_barrier(fenced);
-        call(bcast, rank);
-    }
-    double total = MPI_Wtime() - t;
-    if (lone) {
-        step_barrier(fenced);
-        t = MPI_Wtime();
-        for (long i = 0; i < iters; i++) step_barrier(fenced);
-        double alone = MPI_Wtime() - t;
+    double total = 0;
+    if (!lone) {
+        double t = MPI_Wtime();
+        for (long i = 0; i < iters; i++) call(bcast, rank);
+        total = MPI_Wtime() - t;
+    } else {
+        /* Blocks of each loop taken in turn: the host's speed drifts within
+         * a run, and two loops timed one after the other would put that
+         * drift into their difference. */
+        double alone = 0;
+        for (long b = 0; b < LONE_BLOCKS; b++) {
+            long n = iters / LONE_BLOCKS + (b < iters % LONE_BLOCKS);
+            step_barrier(fenced);
+            double t = MPI_Wtime();
+            for (long i = 0; i < n; i++) {
+                step_barrier(fenced);
+                call(bcast, rank);
+            }
+            total += MPI_Wtime() - t;
+            step_barrier(fenced);
+            t = MPI_Wtime();
+            for (long i = 0; i < n; i++) step_barrier(fenced);
+            alone += MPI_Wtime() - t;
+        }
         if (rank == 0 && getenv("PARTS"))
             fprintf(stderr, "rank 0: barrier + call %.3f us, barrier alone %.3f us\n",
                     total / iters * 1e6, alone / iters * 1e6);
