@@ -47,9 +47,10 @@ pub enum Event {
     Helped(Rank),
     /// Stopped waiting: its own call moved (`true`: a helper moved it).
     Woke(bool),
-    /// Parked: nothing moved for a while.
+    /// Waits in the mailbox (spinning briefly, yielding, then parking):
+    /// nothing moved for a while, or at once where helping is off.
     Park,
-    /// Woke from parking.
+    /// Back from that wait.
     Unpark,
 }
 

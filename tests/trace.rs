@@ -12,11 +12,13 @@ use corrected::trace::{Call, Event};
 const CALLS: u64 = 40;
 
 /// Runs `CALLS` rounds of an allreduce, a broadcast and a barrier on
-/// `ranks` ranks and returns the records taken afterwards.
-fn traced_run(ranks: u32) -> Vec<trace::Record> {
+/// `ranks` ranks, with [helping](corrected::helping) on or off, and returns
+/// the records taken afterwards.
+fn traced_run(ranks: u32, helping: bool) -> Vec<trace::Record> {
     let team = Team::builder()
         .ranks(ranks)
         .fault_budget(1)
+        .helping(helping)
         .build()
         .unwrap();
     // Records of threads of earlier tests in this binary are not this run's.
@@ -41,8 +43,15 @@ fn traced_run(ranks: u32) -> Vec<trace::Record> {
 #[cfg(all(feature = "trace", not(loom)))]
 #[test]
 fn every_call_of_every_rank_is_entered_and_left_once_with_its_waits_inside() {
-    let ranks = 4;
-    let records = traced_run(ranks);
+    for helping in [true, false] {
+        check_timeline(4, &traced_run(4, helping));
+    }
+}
+
+/// Every rank's calls entered and left once each, in order, operation
+/// numbers growing, every other event inside a call.
+#[cfg(all(feature = "trace", not(loom)))]
+fn check_timeline(ranks: u32, records: &[trace::Record]) {
     assert!(
         records.windows(2).all(|w| w[0].at <= w[1].at),
         "records come oldest first"
@@ -88,5 +97,5 @@ fn every_call_of_every_rank_is_entered_and_left_once_with_its_waits_inside() {
 #[test]
 fn without_the_feature_nothing_is_recorded() {
     const { assert!(!trace::ENABLED) };
-    assert!(traced_run(4).is_empty());
+    assert!(traced_run(4, true).is_empty());
 }

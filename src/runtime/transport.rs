@@ -135,12 +135,15 @@ impl Transport for MailboxTransport<'_> {
     fn block_call<P: Progress<Self>>(call: &mut P, until: Tick) {
         let t = call.transport();
         let (shared, me) = (t.shared, t.rank as usize);
-        if !shared.helping {
-            return t.block(until);
-        }
-        shared.idle();
         let rank = me as Rank;
         trace::record(rank, Event::Wait);
+        if !shared.helping {
+            trace::record(rank, Event::Park);
+            t.block(until);
+            trace::record(rank, Event::Unpark);
+            return;
+        }
+        shared.idle();
         let lend = call.worth_lending();
         let loan = &shared.loans[me];
         let mut idle = 0;
