@@ -32,7 +32,8 @@
 //! [helping](corrected::helping) off (on) instead of the default (on when
 //! pinned ranks outnumber cores); `PIN=rr` pins round-robin instead of packed;
 //! `TRACE=N` (with the library built `--features trace`) prints N records
-//! of the ranks' timeline from the middle of the run to stderr
+//! of the ranks' timeline from the middle of the run (all of it if N is
+//! larger) to stderr
 //! (`corrected::trace`: calls, waits, yields, spins, helping);
 //! `PARTS=1` prints rank 0's two lone loops (barrier + call, barrier alone),
 //! or its back-to-back loop, to stderr, with the process's context switches
