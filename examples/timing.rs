@@ -34,7 +34,9 @@
 //! `TRACE=N` (with the library built `--features trace`) prints N records
 //! of the ranks' timeline from the middle of the run (all of it if N is
 //! larger) to stderr
-//! (`corrected::trace`: calls, waits, yields, spins, helping);
+//! (`corrected::trace`: calls, waits, yields, spins, helping), and
+//! `TRACE=phases` the median of each phase of a call, from the whole
+//! timeline;
 //! `PARTS=1` prints rank 0's two lone loops (barrier + call, barrier alone),
 //! or its back-to-back loop, to stderr, with the process's context switches
 //! per step; `CORRECTION=delayed:10000` (any `--correction` spelling) for
@@ -271,9 +273,81 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         slowest = slowest.max(mean);
     }
     println!("{:.3}", slowest.as_secs_f64() * 1e6);
-    if let Ok(n) = std::env::var("TRACE") {
-        print_timeline(n.parse()?)?;
+    match std::env::var("TRACE").ok().as_deref() {
+        Some("phases") => print_phases(ranks)?,
+        Some(n) => print_timeline(n.parse()?)?,
+        None => {}
     }
+    Ok(())
+}
+
+/// The run's timeline, or an error if the library was built without the
+/// feature `trace`.
+fn timeline() -> Result<Vec<corrected::trace::Record>, Box<dyn std::error::Error>> {
+    if !corrected::trace::ENABLED {
+        return Err("TRACE needs the library built with --features trace".into());
+    }
+    Ok(corrected::trace::take())
+}
+
+/// `TRACE=phases`: where a call's time goes, from the whole timeline, to
+/// stderr: the median of each phase of a rank's call (traced, so each a
+/// little longer than untraced) and how often it comes per call of one
+/// rank, and the share of the cores' time spent polling while every core
+/// mate waits.
+fn print_phases(ranks: u32) -> Result<(), Box<dyn std::error::Error>> {
+    use corrected::trace::Event;
+    let records = timeline()?;
+    let (Some(first), Some(last)) = (records.first(), records.last()) else {
+        return Ok(());
+    };
+    let names = [
+        "entering a call until its first wait",
+        "leaving, from the wake-up to the return",
+        "a yield until the rank runs again",
+        "advancing a core mate's call (a helper's pump)",
+    ];
+    let mut phases: [Vec<u64>; 4] = Default::default();
+    let (mut calls, mut spinning) = (0u64, 0u64);
+    // Each rank's previous record, and when it began to spin.
+    let mut previous: Vec<Option<(u64, Event)>> = vec![None; ranks as usize];
+    let mut spin_start: Vec<Option<u64>> = vec![None; ranks as usize];
+    for r in &records {
+        let i = r.rank as usize;
+        if let Some((at, before)) = previous[i] {
+            let took = r.at - at;
+            match (before, r.event) {
+                (Event::Enter(..), Event::Wait) => phases[0].push(took),
+                (Event::Woke(_), Event::Exit(_)) => phases[1].push(took),
+                (Event::Yield, Event::Resumed) => phases[2].push(took),
+                (_, Event::Helped(_)) => phases[3].push(took),
+                _ => {}
+            }
+        }
+        match r.event {
+            Event::Exit(_) => calls += 1,
+            Event::SpinStart => spin_start[i] = Some(r.at),
+            Event::SpinEnd => spinning += spin_start[i].take().map_or(0, |s| r.at - s),
+            _ => {}
+        }
+        previous[i] = Some((r.at, r.event));
+    }
+    let calls_per_rank = calls as f64 / f64::from(ranks);
+    eprintln!("phase | median (µs, traced) | per call of a rank");
+    for (name, mut took) in names.into_iter().zip(phases) {
+        took.sort_unstable();
+        let median = took.get(took.len() / 2).map_or(0.0, |&t| t as f64 / 1e3);
+        let per_call = took.len() as f64 / calls.max(1) as f64;
+        eprintln!("{name} | {median:.2} | {per_call:.2}");
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let span = (last.at - first.at) as f64;
+    eprintln!(
+        "{calls_per_rank:.0} calls per rank, {:.2} µs per call (traced); polling while every \
+         core mate waits: {:.1} % of the cores' time",
+        span / 1e3 / calls_per_rank.max(1.0),
+        100.0 * spinning as f64 / (span * cores).max(1.0),
+    );
     Ok(())
 }
 
@@ -282,10 +356,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// ([`corrected::trace`]; the library must be built with `--features
 /// trace`).
 fn print_timeline(n: usize) -> Result<(), Box<dyn std::error::Error>> {
-    if !corrected::trace::ENABLED {
-        return Err("TRACE needs the library built with --features trace".into());
-    }
-    let records = corrected::trace::take();
+    let records = timeline()?;
     let from = records.len().saturating_sub(n) / 2;
     let Some(first) = records.get(from) else {
         return Ok(());
