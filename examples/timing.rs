@@ -318,7 +318,7 @@ fn print_phases(ranks: u32) -> Result<(), Box<dyn std::error::Error>> {
             let took = r.at - at;
             match (before, r.event) {
                 (Event::Enter(..), Event::Wait) => phases[0].push(took),
-                (Event::Woke(_), Event::Exit(_)) => phases[1].push(took),
+                (Event::Woke(_) | Event::Unpark, Event::Exit(_)) => phases[1].push(took),
                 (Event::Yield, Event::Resumed) => phases[2].push(took),
                 (_, Event::Helped(_)) => phases[3].push(took),
                 _ => {}
