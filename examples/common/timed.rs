@@ -103,29 +103,31 @@ fn lone<C: Collectives>(
     parts: bool,
 ) -> Result<Duration, Error> {
     let switches = || if parts { switches() } else { 0 };
+    // One block of `n` steps, each followed by the call if `with_call`:
+    // its time and the context switches in it.
+    let mut block = |comm: &mut C, n: u32, with_call: bool| -> Result<(Duration, u64), Error> {
+        step(comm)?;
+        let s = switches();
+        let t = Instant::now();
+        for _ in 0..n {
+            step(comm)?;
+            if with_call {
+                call(comm)?;
+            }
+        }
+        Ok((t.elapsed(), switches() - s))
+    };
     let (mut with, mut alone) = (Duration::ZERO, Duration::ZERO);
     let (mut switched_with, mut switched_alone) = (0, 0);
-    for block in 0..LONE_BLOCKS {
-        // Block `block` of the `iters` steps: the first `iters % LONE_BLOCKS`
-        // blocks take one step more.
-        let n = iters / LONE_BLOCKS + u32::from(block < iters % LONE_BLOCKS);
-        step(comm)?;
-        let s = switches();
-        let t = Instant::now();
-        for _ in 0..n {
-            step(comm)?;
-            call(comm)?;
-        }
-        with += t.elapsed();
-        switched_with += switches() - s;
-        step(comm)?;
-        let s = switches();
-        let t = Instant::now();
-        for _ in 0..n {
-            step(comm)?;
-        }
-        alone += t.elapsed();
-        switched_alone += switches() - s;
+    for b in 0..LONE_BLOCKS {
+        // The first `iters % LONE_BLOCKS` blocks take one step more.
+        let n = iters / LONE_BLOCKS + u32::from(b < iters % LONE_BLOCKS);
+        let (took, switched) = block(comm, n, true)?;
+        with += took;
+        switched_with += switched;
+        let (took, switched) = block(comm, n, false)?;
+        alone += took;
+        switched_alone += switched;
     }
     if parts {
         let per = |n: u64| n as f64 / iters as f64;

@@ -64,6 +64,14 @@ impl<'t> MailboxTransport<'t> {
         }
     }
 
+    /// [`Transport::block`] inside a call, between its timeline's `Park`
+    /// and `Unpark` ([`crate::trace`]).
+    fn block_traced(&mut self, until: Tick) {
+        trace::record(self.rank, Event::Park);
+        self.block(until);
+        trace::record(self.rank, Event::Unpark);
+    }
+
     fn counters(&self) -> &crate::runtime::team::Counters {
         &self.shared.counters[self.rank as usize]
     }
@@ -138,10 +146,7 @@ impl Transport for MailboxTransport<'_> {
         let rank = me as Rank;
         trace::record(rank, Event::Wait);
         if !shared.helping {
-            trace::record(rank, Event::Park);
-            t.block(until);
-            trace::record(rank, Event::Unpark);
-            return;
+            return t.block_traced(until);
         }
         shared.idle();
         let lend = call.worth_lending();
@@ -199,9 +204,7 @@ impl Transport for MailboxTransport<'_> {
                 return;
             }
         }
-        trace::record(rank, Event::Park);
-        call.transport().block(until);
-        trace::record(rank, Event::Unpark);
+        call.transport().block_traced(until);
     }
 
     fn wait(&mut self, until: Tick) {
