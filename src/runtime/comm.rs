@@ -24,7 +24,7 @@ use crate::runtime::faults::Fault;
 use crate::runtime::ftco_reduction::{
     allreduce_kind, allreduce_result, drive_ftco_reduction, reduce_result_into, FTCO_ALLREDUCE_ROOT,
 };
-use crate::runtime::lazy::{chunk_bytes, LAZY_MIN_BYTES};
+use crate::runtime::lazy::{chunk_bytes, Reducer, LAZY_MIN_BYTES};
 use crate::runtime::lent::{Lending, LendingOutput, LentOutput};
 use crate::runtime::team::{Generation, Plans, Shared};
 use crate::runtime::transport::MailboxTransport;
@@ -496,15 +496,18 @@ impl<'t> Comm<'t> {
         let (mut lending, input) = self.reduction_input(mine, lazy, output);
         let combine = data_op(&op, pool);
         let (id, value, started) = self.allreduce(Collective::Allreduce, input, &combine)?;
-        let me = self.rank();
+        let by = Reducer {
+            rank: self.rank(),
+            mates: &self.shared.core_mates[self.rank() as usize],
+        };
         let reduced = entry_output
             .as_ref()
-            .and_then(|entry| value.reduce_lent(me, entry, mine.len(), id, &op));
+            .and_then(|entry| value.reduce_lent(by, entry, mine.len(), id, &op));
         let result = match reduced {
             Some(result) => result,
             None => {
                 drop(entry_output);
-                value.reduce_into(me, out, id, mine.len(), &op, pool)
+                value.reduce_into(by, out, id, mine.len(), &op, pool)
             }
         };
         Self::settle_input(&value, &mut lending, &result);
@@ -680,7 +683,8 @@ impl<'t> Comm<'t> {
         R: BufferMut<Item = S::Item> + ?Sized,
     {
         let (me, mine, pool) = (self.rank(), send.items().len(), &self.shared.segments);
-        let result = value.reduce_into(me, recv.items_mut(), id, mine, op, pool);
+        // The root reduces alone: it computes every chunk, in any order.
+        let result = value.reduce_into(Reducer::alone(me), recv.items_mut(), id, mine, op, pool);
         Self::settle_input(value, lending, &result);
         result
     }

@@ -15,7 +15,7 @@ use bytemuck::Pod;
 
 use crate::error::Error;
 use crate::op::Operation;
-use crate::runtime::lazy::LazySum;
+use crate::runtime::lazy::{LazySum, Reducer};
 use crate::runtime::lent::{LendingOutput, Lent, LentOutput};
 use crate::runtime::segment::{Segment, SegmentPool};
 use crate::types::{OpId, Rank};
@@ -289,10 +289,10 @@ impl Data {
 
     /// [`Data::decode_into`] for a reduction's result: a lazy sum is
     /// reduced first, with `reduce`, together with every rank that got it
-    /// (`me` is this rank, whose `out` the others may write chunks into).
+    /// (`by` is this rank, whose `out` the others may write chunks into).
     pub fn reduce_into<T: Pod>(
         &self,
-        me: Rank,
+        by: Reducer<'_>,
         out: &mut [T],
         op: OpId,
         mine: usize,
@@ -305,7 +305,7 @@ impl Data {
             }
             Form::Lazy(sum) => {
                 Self::check_lazy_len::<T>(sum, out.len(), op)?;
-                sum.reduce_into(me, out, reduce, pool)
+                sum.reduce_into(by, out, reduce, pool)
                     .map_err(|theirs| Self::type_mismatch::<T>(op, theirs))
             }
         }
@@ -316,7 +316,7 @@ impl Data {
     /// a lazy sum: the caller ends the loan and decodes the value.
     pub fn reduce_lent<T: Pod>(
         &self,
-        me: Rank,
+        by: Reducer<'_>,
         out: &LendingOutput<'_>,
         elements: usize,
         op: OpId,
@@ -326,7 +326,7 @@ impl Data {
             return None;
         };
         Some(Self::check_lazy_len::<T>(sum, elements, op).and_then(|()| {
-            sum.reduce_lent(me, out, reduce)
+            sum.reduce_lent(by, out, reduce)
                 .map_err(|theirs| Self::type_mismatch::<T>(op, theirs))
         }))
     }

@@ -47,6 +47,24 @@ pub fn chunk_bytes(size: usize) -> usize {
     CHUNK_BYTES.div_ceil(size.max(1)) * size.max(1)
 }
 
+/// The rank that reduces a [`LazySum`], and the ranks pinned to its core
+/// ([`crate::runtime::Team`]'s core mates): it computes their shares of the
+/// chunks after its own ([`LazySum::reduce_lent`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Reducer<'a> {
+    /// The rank.
+    pub rank: Rank,
+    /// The ranks on its core, none if it reduces alone or is not pinned.
+    pub mates: &'a [Rank],
+}
+
+impl Reducer<'_> {
+    /// `rank`, with no core mates.
+    pub fn alone(rank: Rank) -> Reducer<'static> {
+        Reducer { rank, mates: &[] }
+    }
+}
+
 /// Inputs to reduce, in the order of their ranks, and the chunks of their
 /// reduction as ranks compute them.
 pub struct LazySum {
@@ -219,10 +237,12 @@ impl LazySum {
     }
 
     /// Computes the reduction with `op` into `out` (exactly [`len`] bytes of
-    /// `T`), sharing the work with every other rank `me` that calls this on
-    /// the same value: `out` is lent on the board while this runs, each rank
-    /// claims chunks in turn, computes each straight into its own output
-    /// and pushes it from there into every other lent output, then computes
+    /// `T`), sharing the work with every other rank that calls this on the
+    /// same value (`by` is this rank): `out` is lent on the board while
+    /// this runs, each rank claims chunks in turn (its own share first,
+    /// then those of `by.mates`, the ranks on its core, then the rest),
+    /// computes each straight into its own output and pushes it from there
+    /// into every other lent output, then computes
     /// into `out` any chunk nobody pushed there (one computed before `out`
     /// was lent: only a rank that reduces alone, as a reduce's root, or
     /// whose output was not lent at its call's entry, [`LazySum::single`],
@@ -242,7 +262,7 @@ impl LazySum {
     /// [`len`]: LazySum::len
     pub fn reduce_into<T: Pod>(
         &self,
-        me: Rank,
+        by: Reducer<'_>,
         out: &mut [T],
         op: &(impl Operation<T> + ?Sized),
         pool: &SegmentPool,
@@ -251,7 +271,7 @@ impl LazySum {
         let out: &mut [u8] = bytemuck::cast_slice_mut(out);
         debug_assert_eq!(out.len(), self.len);
         let lending = LendingOutput::new(out, chunk_bytes(size), pool);
-        self.reduce_lent::<T>(me, &lending, op)
+        self.reduce_lent::<T>(by, &lending, op)
     }
 
     /// [`LazySum::reduce_into`] into an output this rank lent already (at
@@ -261,7 +281,7 @@ impl LazySum {
     /// [`len`]: LazySum::len
     pub fn reduce_lent<T: Pod>(
         &self,
-        me: Rank,
+        by: Reducer<'_>,
         lending: &LendingOutput<'_>,
         op: &(impl Operation<T> + ?Sized),
     ) -> Result<(), (usize, usize)> {
@@ -293,8 +313,7 @@ impl LazySum {
         // too (its term's board has it already if it was lent at entry; a
         // rank not among the inputs gets no pushes and computes the chunks
         // itself).
-        let mine = self.terms.binary_search_by_key(&me, |t| t.rank).ok();
-        if let Some(i) = mine {
+        if let Ok(i) = self.terms.binary_search_by_key(&by.rank, |t| t.rank) {
             let _ = self.terms[i].board.output.set(Arc::clone(lending.lent()));
         }
         let own = lending.lent();
@@ -328,13 +347,25 @@ impl LazySum {
         // share, the same chunks at every call of a loop (its share of its
         // output then stays in its core's cache, where chunks dealt out by
         // arrival moved between cores at every call: 104 -> 85-93 us at 1
-        // MiB of two ranks, docs/benchmarks.md), then any others, from the
-        // next share on (the shares of ranks whose threads are not running).
-        let share = mine.map_or(0..0, |i| {
-            i * chunks / self.terms.len()..(i + 1) * chunks / self.terms.len()
-        });
-        let claim = |c: usize| !board.claimed[c].swap(true, Ordering::Relaxed);
-        for c in share.clone().chain(share.end..chunks).chain(0..share.start) {
+        // MiB of two ranks, docs/benchmarks.md); then the shares of the
+        // ranks on its core; then the rest, from the last chunk down. Where
+        // ranks share cores, the rank a core runs first computes all its
+        // core's shares, so each chunk of every output is written by the
+        // same core at every call, whichever of its ranks runs first (8
+        // ranks on 2 cores, 1 MiB: 0.6-0.75x the time of taking the next
+        // ranks' shares, docs/benchmarks.md), and a core that steals work
+        // takes the chunks the other would come to last.
+        let terms = self.terms.len();
+        let share = |rank: Rank| {
+            let i = self.terms.binary_search_by_key(&rank, |t| t.rank).ok()?;
+            Some(i * chunks / terms..(i + 1) * chunks / terms)
+        };
+        let claim = |c: usize| {
+            let claimed = &board.claimed[c];
+            !claimed.load(Ordering::Relaxed) && !claimed.swap(true, Ordering::Relaxed)
+        };
+        let ours = std::iter::once(by.rank).chain(by.mates.iter().copied());
+        for c in ours.filter_map(share).flatten().chain((0..chunks).rev()) {
             if claim(c) {
                 chunk(c);
             }
@@ -446,7 +477,10 @@ mod tests {
             std::thread::scope(|s| {
                 for (me, lending) in lendings.into_iter().enumerate() {
                     let (sum, op) = (&sum, counting(&folds));
-                    s.spawn(move || sum.reduce_lent(me as Rank, &lending, &op).unwrap());
+                    s.spawn(move || {
+                        sum.reduce_lent(Reducer::alone(me as Rank), &lending, &op)
+                            .unwrap()
+                    });
                 }
             });
             // Each chunk was computed once (three folds of each element,
@@ -457,7 +491,7 @@ mod tests {
             // Rank 3 lends its output only now, after every chunk was
             // computed: nobody pushed there, so it computes them itself.
             let mut late = vec![0u64; n];
-            sum.reduce_into(3, &mut late, &counting(&folds), &pool)
+            sum.reduce_into(Reducer::alone(3), &mut late, &counting(&folds), &pool)
                 .unwrap();
             assert_eq!(folds.load(Ordering::Relaxed), 2 * 3 * n);
             assert_eq!(late, want);
@@ -487,14 +521,14 @@ mod tests {
             let c = entry(&pool, n, 2, Some(cut_lent.lent()));
             let sum = LazySum::join(&LazySum::join(&a, &b, &pool), &c, &pool);
             let mut first = vec![0u64; n];
-            sum.reduce_into(0, &mut first, &counting(&folds), &pool)
+            sum.reduce_into(Reducer::alone(0), &mut first, &counting(&folds), &pool)
                 .unwrap();
             let chunks = n.div_ceil(CHUNK_BYTES / 8);
             assert!((0..chunks).all(|c| late_lent.lent().is_done(c)));
             assert!((0..chunks).all(|c| !cut_lent.lent().is_done(c)));
             assert_eq!(folds.load(Ordering::Relaxed), 2 * n);
             // The late rank's own reduction finds every chunk in place.
-            sum.reduce_lent::<u64>(1, &late_lent, &counting(&folds))
+            sum.reduce_lent::<u64>(Reducer::alone(1), &late_lent, &counting(&folds))
                 .unwrap();
             assert_eq!(
                 folds.load(Ordering::Relaxed),
@@ -537,19 +571,61 @@ mod tests {
         };
         let stopped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut out1 = vec![0u64; n];
-            let _ = sum.reduce_into(1, &mut out1, &one_chunk, &pool);
+            let _ = sum.reduce_into(Reducer::alone(1), &mut out1, &one_chunk, &pool);
         }));
         assert!(stopped.is_err());
         let done: Vec<bool> = (0..4).map(|c| lent0.lent().is_done(c)).collect();
         assert_eq!(done, [false, false, true, false]);
         // Rank 0 computes the rest, the chunk rank 1 gave back included.
-        sum.reduce_lent::<u64>(0, &lent0, &SystemOperation::sum())
+        sum.reduce_lent::<u64>(Reducer::alone(0), &lent0, &SystemOperation::sum())
             .unwrap();
         drop(lent0);
         assert!(out0
             .iter()
             .enumerate()
             .all(|(i, &x)| x == 2 * i as u64 * 1000 + 1));
+    }
+
+    /// After its own share a rank computes its core mates' shares, then
+    /// the rest from the last chunk down: four ranks, two per core, eight
+    /// chunks; rank 1, on the core of rank 0, reducing first.
+    #[test]
+    fn a_rank_computes_its_core_mates_shares_next_and_the_rest_from_the_end() {
+        let pool = SegmentPool::new();
+        let per_chunk = CHUNK_BYTES / 8;
+        let n = 8 * per_chunk;
+        // Which chunks rank 0's lent output has after rank 1 computed
+        // `chunks` of them (its operation panics in the next one).
+        let computed_by_rank_1 = |mates: &[Rank], chunks: usize| {
+            let mut out0 = vec![0u64; n];
+            let lent0 =
+                LendingOutput::new(bytemuck::cast_slice_mut(&mut out0), chunk_bytes(8), &pool);
+            let sum = LazySum::join(
+                &LazySum::join(
+                    &entry(&pool, n, 0, Some(lent0.lent())),
+                    &entry(&pool, n, 1, None),
+                    &pool,
+                ),
+                &LazySum::join(&entry(&pool, n, 2, None), &entry(&pool, n, 3, None), &pool),
+                &pool,
+            );
+            let folds = AtomicUsize::new(0);
+            let stopping = |a: &u64, b: &u64| {
+                assert!(folds.fetch_add(1, Ordering::Relaxed) < chunks * 3 * per_chunk);
+                a + b
+            };
+            let stopped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let mut out1 = vec![0u64; n];
+                let _ = sum.reduce_into(Reducer { rank: 1, mates }, &mut out1, &stopping, &pool);
+            }));
+            assert!(stopped.is_err());
+            (0..8)
+                .filter(|&c| lent0.lent().is_done(c))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(computed_by_rank_1(&[0], 4), [0, 1, 2, 3]);
+        assert_eq!(computed_by_rank_1(&[0], 5), [0, 1, 2, 3, 7]);
+        assert_eq!(computed_by_rank_1(&[], 4), [2, 3, 6, 7]);
     }
 
     #[test]
@@ -568,7 +644,7 @@ mod tests {
         });
         board.claimed[0].store(true, Ordering::Relaxed);
         let mut out = vec![0u64; n];
-        sum.reduce_into(0, &mut out, &SystemOperation::sum(), &pool)
+        sum.reduce_into(Reducer::alone(0), &mut out, &SystemOperation::sum(), &pool)
             .unwrap();
         assert_eq!(out, want);
         // A rank's computation of a chunk panicked (its user operation):
@@ -582,11 +658,11 @@ mod tests {
         };
         let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut out = vec![0u64; n];
-            let _ = sum.reduce_into(0, &mut out, &panicking, &pool);
+            let _ = sum.reduce_into(Reducer::alone(0), &mut out, &panicking, &pool);
         }));
         assert!(died.is_err());
         let mut out = vec![0u64; n];
-        sum.reduce_into(0, &mut out, &SystemOperation::sum(), &pool)
+        sum.reduce_into(Reducer::alone(0), &mut out, &SystemOperation::sum(), &pool)
             .unwrap();
         assert_eq!(out, want);
     }
@@ -598,15 +674,26 @@ mod tests {
         let n = 3 * 4096;
         let sum = LazySum::join(&entry(&pool, n, 1, None), &entry(&pool, n, 2, None), &pool);
         let mut words = vec![0u64; n];
-        sum.reduce_into(1, &mut words, &SystemOperation::sum(), &pool)
-            .unwrap();
+        sum.reduce_into(
+            Reducer::alone(1),
+            &mut words,
+            &SystemOperation::sum(),
+            &pool,
+        )
+        .unwrap();
         let mut triples = vec![[0u8; 3]; n * 8 / 3];
         let xor = |a: &[u8; 3], b: &[u8; 3]| [a[0] ^ b[0], a[1] ^ b[1], a[2] ^ b[2]];
-        assert_eq!(sum.reduce_into(2, &mut triples, &xor, &pool), Err((8, 8)));
+        assert_eq!(
+            sum.reduce_into(Reducer::alone(2), &mut triples, &xor, &pool),
+            Err((8, 8))
+        );
         // Same size, another alignment: an error too (a lent buffer of
         // the first type need not be aligned for the second).
         let mut pairs = vec![[0u32; 2]; n];
         let add = |a: &[u32; 2], b: &[u32; 2]| [a[0] + b[0], a[1] + b[1]];
-        assert_eq!(sum.reduce_into(2, &mut pairs, &add, &pool), Err((8, 8)));
+        assert_eq!(
+            sum.reduce_into(Reducer::alone(2), &mut pairs, &add, &pool),
+            Err((8, 8))
+        );
     }
 }
