@@ -20,13 +20,18 @@
 //! floor of an oversubscribed collective (docs/benchmarks.md).
 //! `... -- handoff-park N` the same with a directed hand-off: each thread
 //! parks, and the token's holder unparks the next one.
-//! `... -- halves ITERS` prints the bare minimum of a two-thread allreduce
-//! of 1 MiB of f64 by halves, outside the library (µs per call): each
-//! thread sums its half of the two inputs, 64 KiB at a time, into its own
-//! output and copies each piece into the other's, a barrier per call;
-//! `same` with the same half at every call, `swapped` with the halves
-//! swapped at every call, and `floor`, each thread copying its own input
-//! into its own output, as `cargo bench --bench data`'s allreduce floor.
+//! `... -- halves ITERS [RANKS]` prints the bare minimum of an allreduce
+//! of RANKS (default 2, even) inputs of 1 MiB of f64 by two threads, one
+//! per core, outside the library (µs per call): each thread sums its half
+//! of the chunks of all inputs, 64 KiB at a time, into the output of the
+//! first rank of its half and copies each chunk into every other output,
+//! a barrier per call, as the library does when one rank per core
+//! computes its core's chunks; `same` with the same half at every call,
+//! `swapped` with the halves swapped at every call, and `floor`, each
+//! thread copying the inputs of its half of the ranks into their outputs
+//! (at RANKS = 2, `cargo bench --bench data`'s allreduce floor; above, the
+//! same data as the allreduce moves, where the bench's floor has each of
+//! the RANKS threads copy its own input over and over in its time slice).
 //!
 //! For same-run comparisons of our own settings: `HELP=0` (or `1`) turns
 //! [helping](corrected::helping) off (on) instead of the default (on when
@@ -126,48 +131,69 @@ fn handoff(n: usize, park: bool) -> f64 {
     started.elapsed().as_nanos() as f64 / (rounds * n as u64) as f64
 }
 
-/// `halves`: µs per call of a two-thread allreduce by halves, or of the
-/// floor (see the module). Chunks are behind locks (never contended: one
-/// writer at a time, the barrier between calls), for safe sharing.
-fn halves(kind: &str, iters: usize) -> f64 {
+/// `halves`: µs per call of an allreduce of `ranks` inputs of 1 MiB of f64
+/// by two threads, one pinned to each of the first two cores (if there are
+/// two), each taking half the chunks, or of the floor (see the module).
+/// Chunks are behind locks (never contended: one writer at a time, the
+/// barrier between calls), for safe sharing.
+fn halves(kind: &str, ranks: usize, iters: usize) -> f64 {
     use std::sync::{Barrier, RwLock};
     const CHUNK: usize = 8192;
     const CHUNKS: usize = 16;
-    let inputs: Vec<Vec<f64>> = (0..2)
+    let inputs: Vec<Vec<f64>> = (0..ranks)
         .map(|r| vec![r as f64 + 1.0; CHUNK * CHUNKS])
         .collect();
-    let outputs: Vec<Vec<RwLock<Vec<f64>>>> = (0..2)
+    let outputs: Vec<Vec<RwLock<Vec<f64>>>> = (0..ranks)
         .map(|_| (0..CHUNKS).map(|_| RwLock::new(vec![0.0; CHUNK])).collect())
         .collect();
     let barrier = Barrier::new(2);
+    let cores = core_affinity::get_core_ids().unwrap_or_default();
     let warm = 100;
     let elapsed = std::thread::scope(|s| {
         let handles: Vec<_> = (0..2)
             .map(|me| {
                 let (inputs, outputs, barrier) = (&inputs, &outputs, &barrier);
+                let core = (cores.len() >= 2).then(|| cores[me]);
                 s.spawn(move || {
+                    if let Some(core) = core {
+                        core_affinity::set_for_current(core);
+                    }
+                    // The thread's ranks: the first half or the second.
+                    let own = me * ranks / 2..(me + 1) * ranks / 2;
                     let mut started = Instant::now();
                     for call in 0..warm + iters {
                         if call == warm {
                             barrier.wait();
                             started = Instant::now();
                         }
-                        for (c, mine) in outputs[me].iter().enumerate() {
+                        for c in 0..CHUNKS {
                             let range = c * CHUNK..(c + 1) * CHUNK;
-                            let mut out = mine.write().unwrap();
                             if kind == "floor" {
-                                out.copy_from_slice(&inputs[me][range]);
+                                for r in own.clone() {
+                                    let mut out = outputs[r][c].write().unwrap();
+                                    out.copy_from_slice(&inputs[r][range.clone()]);
+                                }
                                 continue;
                             }
                             let half = (c * 2 / CHUNKS + usize::from(kind == "swapped") * call) % 2;
                             if half != me {
                                 continue;
                             }
-                            let (a, b) = (&inputs[0][range.clone()], &inputs[1][range]);
+                            let mut out = outputs[own.start][c].write().unwrap();
+                            let (a, b) = (&inputs[0][range.clone()], &inputs[1][range.clone()]);
                             for ((o, a), b) in out.iter_mut().zip(a).zip(b) {
                                 *o = a + b;
                             }
-                            outputs[1 - me][c].write().unwrap().copy_from_slice(&out);
+                            for input in &inputs[2..] {
+                                for (o, x) in out.iter_mut().zip(&input[range.clone()]) {
+                                    *o += x;
+                                }
+                            }
+                            for (r, output) in outputs.iter().enumerate() {
+                                if r != own.start {
+                                    output[c].write().unwrap().copy_from_slice(&out);
+                                }
+                            }
                         }
                         barrier.wait();
                     }
@@ -181,15 +207,12 @@ fn halves(kind: &str, iters: usize) -> f64 {
             .max()
             .unwrap()
     });
-    let want = if kind == "floor" {
-        [1.0, 2.0]
-    } else {
-        [3.0, 3.0]
-    };
+    let sum = (ranks * (ranks + 1) / 2) as f64;
     for (r, out) in outputs.iter().enumerate() {
+        let want = if kind == "floor" { r as f64 + 1.0 } else { sum };
         assert!(out
             .iter()
-            .all(|c| c.read().unwrap().iter().all(|&x| x == want[r])));
+            .all(|c| c.read().unwrap().iter().all(|&x| x == want)));
     }
     elapsed.as_secs_f64() * 1e6 / iters as f64
 }
@@ -207,15 +230,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if args.first().map(String::as_str) == Some("halves") {
         let iters = args.get(1).map_or(Ok(2000), |n| n.parse())?;
+        let ranks: usize = args.get(2).map_or(Ok(2), |n| n.parse())?;
+        if ranks < 2 || ranks % 2 != 0 {
+            return Err("halves: RANKS must be even, at least 2".into());
+        }
         for kind in ["same", "swapped", "floor"] {
-            println!("{kind} {:.1}", halves(kind, iters));
+            println!("{kind} {:.1}", halves(kind, ranks, iters));
         }
         return Ok(());
     }
     let [op, ranks, f, mode, iters] = args.as_slice() else {
         return Err(
             "usage: timing OP RANKS F MODE ITERS | timing pingpong | timing handoff[-park] N \
-             | timing halves ITERS"
+             | timing halves ITERS [RANKS]"
                 .into(),
         );
     };
