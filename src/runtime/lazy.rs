@@ -21,6 +21,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use bytemuck::Pod;
 
@@ -40,6 +41,14 @@ pub const CHUNK_BYTES: usize = 64 << 10;
 /// measured faster up to 64 KiB (one chunk, whose ranks would mostly wait
 /// for each other) and slower from 1 MiB.
 pub const LAZY_MIN_BYTES: usize = 4 * CHUNK_BYTES;
+
+/// How long, at most, a rank with a core of its own waits in one reduction
+/// for the other ranks to compute their shares before it computes what
+/// they have not claimed and waits in the chunks' onces for the rest
+/// ([`LazySum::reduce_lent`]): where ranks have cores of their own the
+/// others finish a few microseconds after it, at most a chunk or two; a
+/// rank that failed in the middle of its share costs the others this once.
+const SHARE_WAIT: Duration = Duration::from_micros(100);
 
 /// Bytes per chunk of a lazy sum reduced as elements of `size` bytes: a
 /// whole number of elements, [`CHUNK_BYTES`] at least.
@@ -343,37 +352,69 @@ impl LazySum {
                 first.finish();
             })
         };
-        // Claim and compute until every chunk is claimed: first this rank's
-        // share, the same chunks at every call of a loop (its share of its
-        // output then stays in its core's cache, where chunks dealt out by
-        // arrival moved between cores at every call: 104 -> 85-93 us at 1
-        // MiB of two ranks, docs/benchmarks.md); then the shares of the
-        // ranks on its core; then the rest, from the last chunk down. Where
-        // ranks share cores, the rank a core runs first computes all its
-        // core's shares, so each chunk of every output is written by the
-        // same core at every call, whichever of its ranks runs first (8
-        // ranks on 2 cores, 1 MiB: 0.6-0.75x the time of taking the next
-        // ranks' shares, docs/benchmarks.md), and a core that steals work
-        // takes the chunks the other would come to last.
+        // Claim and compute: first this rank's share, the same chunks at
+        // every call of a loop (its share of its output then stays in its
+        // core's cache, where chunks dealt out by arrival moved between
+        // cores at every call: 104 -> 85-93 us at 1 MiB of two ranks,
+        // docs/benchmarks.md); then the shares of the ranks on its core;
+        // then the others' shares, from the last chunk down. Where ranks
+        // share cores, the rank a core runs first computes all its core's
+        // shares, so each chunk of every output is written by the same
+        // core at every call, whichever of its ranks runs first (8 ranks on
+        // 2 cores, 1 MiB: 0.6-0.75x the time of taking the next ranks'
+        // shares, docs/benchmarks.md), and a core that steals work takes
+        // the chunks the other would come to last. A rank with a core of
+        // its own takes nothing from a share its rank has begun: that rank
+        // is running, and a chunk taken from it would move between the
+        // cores from one call to the next (two ranks, 1 MiB: calls with
+        // 2.7 chunks taken per rank took 1.5x those with 0.2).
         let terms = self.terms.len();
-        let share = |rank: Rank| {
+        let share = |i: usize| i * chunks / terms..(i + 1) * chunks / terms;
+        let share_of = |rank: Rank| {
             let i = self.terms.binary_search_by_key(&rank, |t| t.rank).ok()?;
-            Some(i * chunks / terms..(i + 1) * chunks / terms)
+            Some(share(i))
         };
         let claim = |c: usize| {
             let claimed = &board.claimed[c];
             !claimed.load(Ordering::Relaxed) && !claimed.swap(true, Ordering::Relaxed)
         };
+        let alone = by.mates.is_empty();
         let ours = std::iter::once(by.rank).chain(by.mates.iter().copied());
-        for c in ours.filter_map(share).flatten().chain((0..chunks).rev()) {
+        for c in ours.filter_map(share_of).flatten() {
             if claim(c) {
                 chunk(c);
             }
         }
-        // Then wait for (or compute) the chunks claimed by others, and
-        // compute here any computed before this output was lent.
+        for theirs in (0..terms).rev().map(share) {
+            for c in theirs.clone().rev() {
+                let begun = || board.claimed[theirs.start].load(Ordering::Relaxed);
+                if alone && begun() {
+                    break;
+                }
+                if claim(c) {
+                    chunk(c);
+                }
+            }
+        }
+        // Then wait for (or compute) the chunks others claimed or will
+        // claim, and compute here any computed before this output was lent.
+        // A rank with a core of its own first gives the others a while to
+        // finish their shares, looking and yielding: the once's wait would
+        // park its thread, and the wake-up cost the computing rank a system
+        // call and this one a scheduling, at every call of two ranks.
+        let mut wait = alone.then(|| Instant::now() + SHARE_WAIT);
         for c in 0..chunks {
             if !own.is_done(c) {
+                while let Some(deadline) = wait {
+                    if own.is_done(c) || board.done[c].get().is_some() {
+                        break;
+                    }
+                    if Instant::now() >= deadline {
+                        wait = None;
+                    } else {
+                        std::thread::yield_now();
+                    }
+                }
                 chunk(c);
                 lending.complete(c, |out| self.compute(range(c), op, out));
             }
@@ -626,6 +667,51 @@ mod tests {
         assert_eq!(computed_by_rank_1(&[0], 4), [0, 1, 2, 3]);
         assert_eq!(computed_by_rank_1(&[0], 5), [0, 1, 2, 3, 7]);
         assert_eq!(computed_by_rank_1(&[], 4), [2, 3, 6, 7]);
+    }
+
+    /// A rank with a core of its own takes no chunk from a share its rank
+    /// has begun: it waits for it, and computes what is left only after
+    /// [`SHARE_WAIT`]. One that shares its core with that rank takes them.
+    #[test]
+    fn a_rank_with_a_core_of_its_own_leaves_a_begun_share_to_its_rank() {
+        let pool = SegmentPool::new();
+        let per_chunk = CHUNK_BYTES / 8;
+        let n = 4 * per_chunk;
+        // Rank 0 began its share (chunks 0 and 1) and computes no more;
+        // rank 1 reduces, its operation panicking in its fourth chunk.
+        let computed_by_rank_1 = |mates: &[Rank]| {
+            let mut out0 = vec![0u64; n];
+            let lent0 =
+                LendingOutput::new(bytemuck::cast_slice_mut(&mut out0), chunk_bytes(8), &pool);
+            let sum = LazySum::join(
+                &entry(&pool, n, 0, Some(lent0.lent())),
+                &entry(&pool, n, 1, None),
+                &pool,
+            );
+            sum.terms[0].board.claimed[0].store(true, Ordering::Relaxed);
+            let folds = AtomicUsize::new(0);
+            let stopping = |a: &u64, b: &u64| {
+                assert!(folds.fetch_add(1, Ordering::Relaxed) < 3 * per_chunk);
+                a + b
+            };
+            let started = Instant::now();
+            let stopped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let mut out1 = vec![0u64; n];
+                let _ = sum.reduce_into(Reducer { rank: 1, mates }, &mut out1, &stopping, &pool);
+            }));
+            assert!(stopped.is_err());
+            let done = (0..4)
+                .filter(|&c| lent0.lent().is_done(c))
+                .collect::<Vec<_>>();
+            (done, started.elapsed())
+        };
+        // Its own share, then, after waiting, the chunk rank 0 claimed
+        // (its first chunk to wait for), not chunk 1 first.
+        let (done, waited) = computed_by_rank_1(&[]);
+        assert_eq!(done, [0, 2, 3]);
+        assert!(waited >= SHARE_WAIT);
+        // A core mate of rank 0 takes the rest of rank 0's share at once.
+        assert_eq!(computed_by_rank_1(&[0]).0, [1, 2, 3]);
     }
 
     #[test]
