@@ -387,8 +387,7 @@ impl LazySum {
         }
         for theirs in (0..terms).rev().map(share) {
             for c in theirs.clone().rev() {
-                let begun = || board.claimed[theirs.start].load(Ordering::Relaxed);
-                if alone && begun() {
+                if alone && board.claimed[theirs.start].load(Ordering::Relaxed) {
                     break;
                 }
                 if claim(c) {
@@ -492,6 +491,30 @@ mod tests {
         let v: Vec<u64> = (0..n as u64).map(|i| i * 1000 + k).collect();
         let input = pool.fill(n * 8, |b| b.copy_from_slice(bytemuck::cast_slice(&v)));
         LazySum::single(k as Rank, Lent::from_segment(input), out, 4, pool)
+    }
+
+    /// The chunks `lent` holds after `by` reduced `sum` (of `u64`) with a
+    /// sum that panics once it has folded `folds` elements.
+    fn done_when_stopped(
+        sum: &LazySum,
+        by: Reducer<'_>,
+        folds: usize,
+        lent: &LendingOutput<'_>,
+        pool: &SegmentPool,
+    ) -> Vec<usize> {
+        let folded = AtomicUsize::new(0);
+        let stopping = |a: &u64, b: &u64| {
+            assert!(folded.fetch_add(1, Ordering::Relaxed) < folds);
+            a + b
+        };
+        let stopped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut out = vec![0u64; sum.len() / 8];
+            let _ = sum.reduce_into(by, &mut out, &stopping, pool);
+        }));
+        assert!(stopped.is_err());
+        (0..sum.len().div_ceil(CHUNK_BYTES))
+            .filter(|&c| lent.lent().is_done(c))
+            .collect()
     }
 
     #[test]
@@ -650,19 +673,8 @@ mod tests {
                 &LazySum::join(&entry(&pool, n, 2, None), &entry(&pool, n, 3, None), &pool),
                 &pool,
             );
-            let folds = AtomicUsize::new(0);
-            let stopping = |a: &u64, b: &u64| {
-                assert!(folds.fetch_add(1, Ordering::Relaxed) < chunks * 3 * per_chunk);
-                a + b
-            };
-            let stopped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let mut out1 = vec![0u64; n];
-                let _ = sum.reduce_into(Reducer { rank: 1, mates }, &mut out1, &stopping, &pool);
-            }));
-            assert!(stopped.is_err());
-            (0..8)
-                .filter(|&c| lent0.lent().is_done(c))
-                .collect::<Vec<_>>()
+            let by = Reducer { rank: 1, mates };
+            done_when_stopped(&sum, by, chunks * 3 * per_chunk, &lent0, &pool)
         };
         assert_eq!(computed_by_rank_1(&[0], 4), [0, 1, 2, 3]);
         assert_eq!(computed_by_rank_1(&[0], 5), [0, 1, 2, 3, 7]);
@@ -689,20 +701,9 @@ mod tests {
                 &pool,
             );
             sum.terms[0].board.claimed[0].store(true, Ordering::Relaxed);
-            let folds = AtomicUsize::new(0);
-            let stopping = |a: &u64, b: &u64| {
-                assert!(folds.fetch_add(1, Ordering::Relaxed) < 3 * per_chunk);
-                a + b
-            };
             let started = Instant::now();
-            let stopped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let mut out1 = vec![0u64; n];
-                let _ = sum.reduce_into(Reducer { rank: 1, mates }, &mut out1, &stopping, &pool);
-            }));
-            assert!(stopped.is_err());
-            let done = (0..4)
-                .filter(|&c| lent0.lent().is_done(c))
-                .collect::<Vec<_>>();
+            let by = Reducer { rank: 1, mates };
+            let done = done_when_stopped(&sum, by, 3 * per_chunk, &lent0, &pool);
             (done, started.elapsed())
         };
         // Its own share, then, after waiting, the chunk rank 0 claimed
