@@ -31,7 +31,11 @@
 //! thread copying the inputs of its half of the ranks into their outputs
 //! (at RANKS = 2, `cargo bench --bench data`'s allreduce floor; above, the
 //! same data as the allreduce moves, where the bench's floor has each of
-//! the RANKS threads copy its own input over and over in its time slice).
+//! the RANKS threads copy its own input over and over in its time slice),
+//! and `spread`, each thread copying rank 0's input into the outputs of
+//! its half of the other ranks: the data a broadcast of RANKS ranks moves
+//! (the bench's broadcast floor has each of its RANKS - 1 threads copy the
+//! root's value over and over in its time slice).
 //!
 //! For same-run comparisons of our own settings: `HELP=0` (or `1`) turns
 //! [helping](corrected::helping) off (on) instead of the default (on when
@@ -133,7 +137,8 @@ fn handoff(n: usize, park: bool) -> f64 {
 
 /// `halves`: µs per call of an allreduce of `ranks` inputs of 1 MiB of f64
 /// by two threads, one pinned to each of the first two cores (if there are
-/// two), each taking half the chunks, or of the floor (see the module).
+/// two), each taking half the chunks, or of the floors (`floor`, `spread`:
+/// see the module).
 /// Chunks are behind locks (never contended: one writer at a time, the
 /// barrier between calls), for safe sharing.
 fn halves(kind: &str, ranks: usize, iters: usize) -> f64 {
@@ -168,10 +173,13 @@ fn halves(kind: &str, ranks: usize, iters: usize) -> f64 {
                         }
                         for c in 0..CHUNKS {
                             let range = c * CHUNK..(c + 1) * CHUNK;
-                            if kind == "floor" {
-                                for r in own.clone() {
+                            if kind == "floor" || kind == "spread" {
+                                for r in own.clone().filter(|&r| kind == "floor" || r != 0) {
+                                    // `spread` copies rank 0's input (the
+                                    // root's value) into every other output.
+                                    let from = if kind == "floor" { r } else { 0 };
                                     let mut out = outputs[r][c].write().unwrap();
-                                    out.copy_from_slice(&inputs[r][range.clone()]);
+                                    out.copy_from_slice(&inputs[from][range.clone()]);
                                 }
                                 continue;
                             }
@@ -209,7 +217,12 @@ fn halves(kind: &str, ranks: usize, iters: usize) -> f64 {
     });
     let sum = (ranks * (ranks + 1) / 2) as f64;
     for (r, out) in outputs.iter().enumerate() {
-        let want = if kind == "floor" { r as f64 + 1.0 } else { sum };
+        let want = match kind {
+            "floor" => r as f64 + 1.0,
+            "spread" if r == 0 => 0.0,
+            "spread" => 1.0,
+            _ => sum,
+        };
         assert!(out
             .iter()
             .all(|c| c.read().unwrap().iter().all(|&x| x == want)));
@@ -234,7 +247,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if ranks < 2 || ranks % 2 != 0 {
             return Err("halves: RANKS must be even, at least 2".into());
         }
-        for kind in ["same", "swapped", "floor"] {
+        for kind in ["same", "swapped", "floor", "spread"] {
             println!("{kind} {:.1}", halves(kind, ranks, iters));
         }
         return Ok(());
