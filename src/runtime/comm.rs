@@ -44,12 +44,15 @@ const LENT_BCAST_WAIT: Duration = Duration::from_millis(10);
 /// How long a broadcast root waits for every receiver to begin copying its
 /// lent buffer before it copies the value into a segment for those that
 /// have not: a receiver that waits on a core of its own begins within a
-/// microsecond or two of the root's message; one that must wait for its
-/// core (ranks outnumber cores) or whose program is elsewhere may take a
-/// scheduling round or more, and the root is better off copying than
-/// waiting, so that consecutive broadcasts overlap (docs/benchmarks.md,
-/// *A root that waits only for copies under way*).
-const LENT_BCAST_GRACE: Duration = Duration::from_micros(20);
+/// microsecond or two of the root's message; where ranks outnumber cores
+/// the receivers of a core begin in turn, each after its core mates'
+/// copies (about 0.1 ms for three of them at 1 MiB), and a copy by the
+/// root for the last of them took more than waiting for it (8 ranks on 2
+/// cores, 1 MiB: 0.7-0.8x the time of a 20 µs grace, for a value that
+/// stays put and for a new one at every call; docs/benchmarks.md, *The
+/// root's grace, 1 ms*). A receiver whose program is elsewhere for longer
+/// gets the copy, so that the root does not wait out its absence.
+const LENT_BCAST_GRACE: Duration = Duration::from_millis(1);
 
 /// How far a rank that is not a reduce's root may run ahead of it: before a
 /// reduce, it waits (serving) while the root has not returned from the
