@@ -174,10 +174,12 @@ fn halves(kind: &str, ranks: usize, iters: usize) -> f64 {
                         for c in 0..CHUNKS {
                             let range = c * CHUNK..(c + 1) * CHUNK;
                             if kind == "floor" || kind == "spread" {
-                                for r in own.clone().filter(|&r| kind == "floor" || r != 0) {
-                                    // `spread` copies rank 0's input (the
-                                    // root's value) into every other output.
-                                    let from = if kind == "floor" { r } else { 0 };
+                                // `floor` copies each rank's own input,
+                                // `spread` rank 0's (the root's value) into
+                                // every other rank's output.
+                                let spread = kind == "spread";
+                                for r in own.clone().filter(|&r| !(spread && r == 0)) {
+                                    let from = if spread { 0 } else { r };
                                     let mut out = outputs[r][c].write().unwrap();
                                     out.copy_from_slice(&inputs[from][range.clone()]);
                                 }
