@@ -48,6 +48,12 @@ pub mod topology;
 pub mod trace;
 pub mod types;
 
+/// The README's Rust examples, compiled and run by `cargo test --doc`, so
+/// that what a newcomer copies first works.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub use buffer::{Buffer, BufferMut};
 pub use bytemuck;
 pub use collectives::Collectives;
