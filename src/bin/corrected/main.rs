@@ -55,9 +55,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Simulate corrected-tree broadcast in the LogP model (Monte Carlo over seeds).
+    /// Simulate a collective (broadcast, reduce, allreduce; corrected trees, gossip, FTCO) in the LogP/LogGP model, Monte Carlo over seeds.
     Sim(sim::SimArgs),
-    /// Run broadcasts on real threads, one per rank, with emulated faults.
+    /// Run a collective on threads, one pinned thread per rank, with emulated faults; every result checked.
     Run(run::RunArgs),
     /// A long random mix of collectives with random faults on threads, every result checked.
     Soak(soak::SoakArgs),
