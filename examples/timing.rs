@@ -39,7 +39,8 @@
 //!
 //! For same-run comparisons of our own settings: `HELP=0` (or `1`) turns
 //! [helping](corrected::helping) off (on) instead of the default (on when
-//! pinned ranks outnumber cores); `PIN=rr` pins round-robin instead of packed;
+//! pinned ranks outnumber cores); `PIN=rr` pins round-robin instead of packed,
+//! `PIN=none` leaves the threads to the OS (as Open MPI's `--bind-to none`);
 //! `TRACE=N` (with the library built `--features trace`) prints N records
 //! of the ranks' timeline from the middle of the run (all of it if N is
 //! larger) to stderr
@@ -293,8 +294,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some("1") => team = team.helping(true),
         _ => {}
     }
-    if std::env::var("PIN").ok().as_deref() == Some("rr") {
-        team = team.pinning(Pinning::RoundRobin);
+    match std::env::var("PIN").ok().as_deref() {
+        Some("rr") => team = team.pinning(Pinning::RoundRobin),
+        Some("none") => team = team.pinning(Pinning::None),
+        _ => {}
     }
     let team = team.build()?;
     let report = team.run(|comm| -> Result<Duration, corrected::Error> {
