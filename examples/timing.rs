@@ -8,6 +8,7 @@
 //! timing the whole loop) or `lone` (ITERS times a barrier then the call,
 //! minus ITERS barriers alone, each loop timed whole by each rank: the cost
 //! a call adds to a barrier-separated step, whatever the barrier's skew) or
+//! `step` (ITERS times a barrier then the call, the step timed whole) or
 //! `fenced` (as `lone`, with a fence outside the library instead of its
 //! barrier, the same code as Open MPI's side uses: `common/fence.rs`).
 //! `... -- pingpong` prints the raw

@@ -23,6 +23,10 @@
 #         barrier-separated step, whatever skew the barrier leaves (each
 #         side's own barrier: a faster barrier leaves less of the step for
 #         the call to hide in, docs/benchmarks.md);
+#   step: ITERS times a barrier then the call, the whole step timed (each
+#         side's own barrier, nothing subtracted): what a barrier-separated
+#         program sees per step, which a lone figure, the difference of two
+#         loops, can hide in either side's barrier;
 #   fenced: as lone, with the same fence on both sides instead of each
 #         library's barrier (a sense-reversing barrier waiting with
 #         sched_yield: scripts/mpi/timing.c in shared memory between
@@ -79,7 +83,7 @@ for round in $(seq "$rounds"); do
   echo "== round $round"
   floor start
   for p in $procs; do
-    for mode in b2b lone fenced; do
+    for mode in b2b lone step fenced; do
       for op in allreduce bcast; do
         run_ompi() { local v; v=$(ompi "$p" "$op" "$mode"); record "$op $mode $p ompi $v"; echo "   $op $mode P=$p open-mpi $v us"; }
         run_ours() {
@@ -117,7 +121,7 @@ def med(op, mode, p, who):
     v = [float(r[4]) for r in rows if r[:4] == [op, mode, p, who]]
     return statistics.median(v) if v else None
 for op in ("allreduce", "bcast"):
-    for mode in ("b2b", "lone", "fenced"):
+    for mode in ("b2b", "lone", "step", "fenced"):
         for p in procs:
             o = med(op, mode, p, "ompi")
             cells = []

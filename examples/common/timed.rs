@@ -21,15 +21,20 @@ pub enum Mode<'f> {
     /// Each call after a [`fence::Fence`] (the same code on both sides),
     /// minus as many fences alone.
     Fenced(&'f fence::Fence),
+    /// Each call after the library's own barrier, the whole step timed
+    /// (barrier and call): what a barrier-separated program sees per step,
+    /// with nothing subtracted.
+    Step,
 }
 
 impl<'f> Mode<'f> {
-    /// `b2b`, `lone` or `fenced` (the last with `fence`, if the engine has
-    /// one: threads of one process).
+    /// `b2b`, `lone`, `step` or `fenced` (the last with `fence`, if the
+    /// engine has one: threads of one process).
     pub fn parse(mode: &str, fence: Option<&'f fence::Fence>) -> Result<Self, String> {
         match (mode, fence) {
             ("b2b", _) => Ok(Mode::B2b),
             ("lone", _) => Ok(Mode::Lone),
+            ("step", _) => Ok(Mode::Step),
             ("fenced", Some(f)) => Ok(Mode::Fenced(f)),
             ("fenced", None) => Err("MODE fenced: threads of one process only".into()),
             (other, _) => Err(format!("unknown MODE {other}")),
@@ -42,8 +47,9 @@ impl<'f> Mode<'f> {
 /// each call after a barrier (the library's or the fence), minus `iters`
 /// barriers alone (the cost a call adds to a barrier-separated step,
 /// whatever skew the barrier leaves), the two loops timed in blocks taken
-/// in turn ([`LONE_BLOCKS`]); [`Mode::B2b`]: back to back after one
-/// barrier. Each rank times its own loops. `PARTS=1` prints rank 0's loops
+/// in turn ([`LONE_BLOCKS`]); [`Mode::Step`]: each call after a barrier,
+/// the step timed whole; [`Mode::B2b`]: back to back after one barrier.
+/// Each rank times its own loops. `PARTS=1` prints rank 0's loops
 /// to stderr.
 pub fn mean_per_call<C: Collectives>(
     comm: &mut C,
@@ -68,7 +74,8 @@ pub fn mean_per_call<C: Collectives>(
     let parts = std::env::var("PARTS").is_ok() && comm.rank() == 0;
     let switches = || if parts { switches() } else { 0 };
     if !matches!(mode, Mode::B2b) {
-        return lone(comm, iters, step, call, parts);
+        let subtract = !matches!(mode, Mode::Step);
+        return lone(comm, iters, step, call, parts, subtract);
     }
     step(comm)?;
     let switched = switches();
@@ -93,14 +100,16 @@ pub fn mean_per_call<C: Collectives>(
 /// one after the other would put that drift into their difference.
 pub const LONE_BLOCKS: u32 = 10;
 
-/// `iters` steps of `step` then `call`, minus `iters` steps alone, in
-/// [`LONE_BLOCKS`] blocks of each taken in turn; the mean per call.
+/// `iters` steps of `step` then `call`, minus `iters` steps alone (unless
+/// not `subtract`), in [`LONE_BLOCKS`] blocks of each taken in turn; the
+/// mean per call.
 fn lone<C: Collectives>(
     comm: &mut C,
     iters: u32,
     step: impl Fn(&mut C) -> Result<(), Error>,
     mut call: impl FnMut(&mut C) -> Result<(), Error>,
     parts: bool,
+    subtract: bool,
 ) -> Result<Duration, Error> {
     let switches = || if parts { switches() } else { 0 };
     // One block of `n` steps, each followed by the call if `with_call`:
@@ -125,11 +134,20 @@ fn lone<C: Collectives>(
         let (took, switched) = block(comm, n, true)?;
         with += took;
         switched_with += switched;
+        if !subtract {
+            continue;
+        }
         let (took, switched) = block(comm, n, false)?;
         alone += took;
         switched_alone += switched;
     }
-    if parts {
+    if parts && !subtract {
+        eprintln!(
+            "rank 0: barrier + call {:?}; context switches per step of the process: {:.2}",
+            with / iters,
+            switched_with as f64 / iters as f64,
+        );
+    } else if parts {
         let per = |n: u64| n as f64 / iters as f64;
         eprintln!(
             "rank 0: barrier + call {:?}, barrier alone {:?}; \
@@ -139,6 +157,9 @@ fn lone<C: Collectives>(
             per(switched_with),
             per(switched_alone),
         );
+    }
+    if !subtract {
+        return Ok(with / iters);
     }
     Ok(with.saturating_sub(alone) / iters)
 }

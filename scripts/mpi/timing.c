@@ -12,7 +12,8 @@
  * does) or fenced (as lone, with a fence of our own instead of MPI_Barrier:
  * the sense-reversing barrier in shared memory below, the same code as
  * examples/common/fence.rs, so that both sides' calls start from the same
- * skew; see scripts/vs-openmpi.sh). BYTES (default 8, a multiple of 8) makes the value that many
+ * skew; see scripts/vs-openmpi.sh) or step (ITERS times a barrier then the
+ * call, the whole step timed, nothing subtracted). BYTES (default 8, a multiple of 8) makes the value that many
  * bytes of doubles (scripts/vs-openmpi-mpi.sh). 100 warm-up calls first, as
  * on our side. */
 #include <mpi.h>
@@ -95,12 +96,13 @@ int main(int argc, char **argv) {
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (argc != 4 && argc != 5) {
-        if (rank == 0) fprintf(stderr, "usage: timing allreduce|bcast b2b|lone|fenced ITERS [BYTES]\n");
+        if (rank == 0) fprintf(stderr, "usage: timing allreduce|bcast b2b|lone|fenced|step ITERS [BYTES]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int bcast = strcmp(argv[1], "bcast") == 0;
     int fenced = strcmp(argv[2], "fenced") == 0;
-    int lone = fenced || strcmp(argv[2], "lone") == 0;
+    int step = strcmp(argv[2], "step") == 0;
+    int lone = fenced || step || strcmp(argv[2], "lone") == 0;
     MPI_Comm_size(MPI_COMM_WORLD, &procs);
     if (fenced) fence_open(rank);
     long iters = atol(argv[3]);
@@ -129,6 +131,7 @@ int main(int argc, char **argv) {
                 call(bcast, rank);
             }
             total += MPI_Wtime() - t;
+            if (step) continue;
             step_barrier(fenced);
             t = MPI_Wtime();
             for (long i = 0; i < n; i++) step_barrier(fenced);
@@ -137,7 +140,7 @@ int main(int argc, char **argv) {
         if (rank == 0 && getenv("PARTS"))
             fprintf(stderr, "rank 0: barrier + call %.3f us, barrier alone %.3f us\n",
                     total / iters * 1e6, alone / iters * 1e6);
-        total -= alone;
+        if (!step) total -= alone;
         if (total < 0) total = 0;
     }
     double mean = total / iters * 1e6, slowest = 0;
