@@ -75,7 +75,7 @@ pub fn mean_per_call<C: Collectives>(
     let switches = || if parts { switches() } else { 0 };
     if !matches!(mode, Mode::B2b) {
         let subtract = !matches!(mode, Mode::Step);
-        return lone(comm, iters, step, call, parts, subtract);
+        return barrier_separated(comm, iters, step, call, parts, subtract);
     }
     step(comm)?;
     let switched = switches();
@@ -103,7 +103,7 @@ pub const LONE_BLOCKS: u32 = 10;
 /// `iters` steps of `step` then `call`, minus `iters` steps alone (unless
 /// not `subtract`), in [`LONE_BLOCKS`] blocks of each taken in turn; the
 /// mean per call.
-fn lone<C: Collectives>(
+fn barrier_separated<C: Collectives>(
     comm: &mut C,
     iters: u32,
     step: impl Fn(&mut C) -> Result<(), Error>,
