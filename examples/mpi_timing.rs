@@ -6,7 +6,7 @@
 //! `mpirun -np P target/release/examples/mpi_timing OP MODE ITERS BYTES F [THREADS]`
 //! prints the slowest rank's mean time per call in microseconds. OP is
 //! `allreduce` (an f64 sum, element by element) or `bcast` (from rank 0);
-//! MODE `b2b` or `lone` (see `common/timed.rs`; its `fenced` is for
+//! MODE `b2b`, `lone` or `step` (see `common/timed.rs`; its `fenced` is for
 //! threads only); BYTES the value's size (a multiple of 8: f64 elements);
 //! F the fault budget between processes.
 //! THREADS (default 1): more than 1 runs a node team of that many threads
@@ -58,7 +58,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         [op, mode, iters, bytes, f] => (op, mode, iters, bytes, f, "1"),
         [op, mode, iters, bytes, f, threads] => (op, mode, iters, bytes, f, threads.as_str()),
         _ => {
-            return Err("usage: mpi_timing allreduce|bcast b2b|lone ITERS BYTES F [THREADS]".into())
+            return Err(
+                "usage: mpi_timing allreduce|bcast b2b|lone|step ITERS BYTES F [THREADS]".into(),
+            )
         }
     };
     if !matches!(op.as_str(), "allreduce" | "bcast") {
