@@ -21,6 +21,12 @@
 //! floor of an oversubscribed collective (docs/benchmarks.md).
 //! `... -- handoff-park N` the same with a directed hand-off: each thread
 //! parks, and the token's holder unparks the next one.
+//! `... -- yield PER_CORE [KIB]` prints the floor a yield sets: PER_CORE
+//! threads pinned to each core, each touching KIB KiB of its own memory
+//! (default 0) then yielding, 100 000 times; the ns per time slice of each
+//! core, the same work without the yields, and their difference, the cost
+//! of one switch (a collective in which every rank must run once per call
+//! costs at least PER_CORE - 1 of those per core and call, docs/benchmarks.md).
 //! `... -- halves ITERS [RANKS]` prints the bare minimum of an allreduce
 //! of RANKS (default 2, even) inputs of 1 MiB of f64 by two threads, one
 //! per core, outside the library (µs per call): each thread sums its half
@@ -137,6 +143,37 @@ fn handoff(n: usize, park: bool) -> f64 {
     started.elapsed().as_nanos() as f64 / (rounds * n as u64) as f64
 }
 
+/// `yield`: ns per time slice and core of `per_core` threads pinned to each
+/// core, each touching `kib` KiB of its own memory then yielding (or, with
+/// `yields` false, not yielding: the work alone).
+fn slices(per_core: usize, kib: usize, yields: bool) -> f64 {
+    const ROUNDS: usize = 100_000;
+    let cores = core_affinity::get_core_ids().unwrap_or_default();
+    let n = cores.len().max(1);
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for i in 0..per_core * n {
+            let core = cores.get(i % n).copied();
+            s.spawn(move || {
+                if let Some(core) = core {
+                    core_affinity::set_for_current(core);
+                }
+                let mut own = vec![0u8; kib * 1024];
+                for _ in 0..ROUNDS {
+                    for line in own.iter_mut().step_by(64) {
+                        *line = line.wrapping_add(1);
+                    }
+                    std::hint::black_box(&mut own);
+                    if yields {
+                        std::thread::yield_now();
+                    }
+                }
+            });
+        }
+    });
+    started.elapsed().as_nanos() as f64 / (ROUNDS * per_core) as f64
+}
+
 /// `halves`: µs per call of an allreduce of `ranks` inputs of 1 MiB of f64
 /// by two threads, one pinned to each of the first two cores (if there are
 /// two), each taking half the chunks, or of the floors (`floor`, `spread`:
@@ -245,6 +282,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{:.1}", handoff(n, kind == "handoff-park"));
         return Ok(());
     }
+    if args.first().map(String::as_str) == Some("yield") {
+        let per_core: usize = args.get(1).map_or(Ok(4), |n| n.parse())?;
+        let kib: usize = args.get(2).map_or(Ok(0), |n| n.parse())?;
+        if per_core == 0 {
+            return Err("yield: PER_CORE must be at least 1".into());
+        }
+        let (with, alone) = (slices(per_core, kib, true), slices(per_core, kib, false));
+        println!("slice {with:.1} work {alone:.1} switch {:.1}", with - alone);
+        return Ok(());
+    }
     if args.first().map(String::as_str) == Some("halves") {
         let iters = args.get(1).map_or(Ok(2000), |n| n.parse())?;
         let ranks: usize = args.get(2).map_or(Ok(2), |n| n.parse())?;
@@ -259,7 +306,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let [op, ranks, f, mode, iters] = args.as_slice() else {
         return Err(
             "usage: timing OP RANKS F MODE ITERS | timing pingpong | timing handoff[-park] N \
-             | timing halves ITERS [RANKS]"
+             | timing yield PER_CORE [KIB] | timing halves ITERS [RANKS]"
                 .into(),
         );
     };
