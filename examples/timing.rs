@@ -27,6 +27,14 @@
 //! core, the same work without the yields, and their difference, the cost
 //! of one switch (a collective in which every rank must run once per call
 //! costs at least PER_CORE - 1 of those per core and call, docs/benchmarks.md).
+//! `... -- bare RANKS ITERS` prints what an 8-byte allreduce with
+//! blocking calls costs here with next to no work (µs per call): RANKS
+//! threads pinned as the team pins them (packed), each call a store of the
+//! rank's value into its own line and an increment of one shared counter;
+//! the last to arrive sums the values and publishes the result, the others
+//! yield until it is there. No fault tolerance, no protocol, no helping
+//! (its waiting threads yield blindly, so it switches more often than the
+//! library: docs/benchmarks.md).
 //! `... -- halves ITERS [RANKS]` prints the bare minimum of an allreduce
 //! of RANKS (default 2, even) inputs of 1 MiB of f64 by two threads, one
 //! per core, outside the library (µs per call): each thread sums its half
@@ -174,6 +182,66 @@ fn slices(per_core: usize, kib: usize, yields: bool) -> f64 {
     started.elapsed().as_nanos() as f64 / (ROUNDS * per_core) as f64
 }
 
+/// `bare`: µs per call of the bare allreduce of `ranks` threads (see the
+/// module), the slowest thread's mean.
+fn bare(ranks: usize, iters: u64) -> f64 {
+    let cores = core_affinity::get_core_ids().unwrap_or_default();
+    let values: Vec<CachePadded<AtomicU64>> = (0..ranks)
+        .map(|_| CachePadded::new(AtomicU64::new(0)))
+        .collect();
+    let arrived = CachePadded::new(AtomicU64::new(0));
+    let done = CachePadded::new(AtomicU64::new(0));
+    let result = CachePadded::new(AtomicU64::new(0));
+    let warm = 100;
+    let want = (0..ranks).map(|r| r as f64).sum::<f64>();
+    let slowest = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..ranks)
+            .map(|r| {
+                let (values, arrived, done, result) = (&values, &arrived, &done, &result);
+                // Packed, as `Pinning::Packed`: consecutive ranks share a core.
+                let core = (!cores.is_empty()).then(|| cores[r * cores.len() / ranks]);
+                s.spawn(move || {
+                    if let Some(core) = core {
+                        core_affinity::set_for_current(core);
+                    }
+                    let mut started = Instant::now();
+                    for call in 0..warm + iters {
+                        if call == warm {
+                            started = Instant::now();
+                        }
+                        values[r].store((r as f64).to_bits(), Ordering::Relaxed);
+                        // AcqRel: the last to arrive sees every value stored
+                        // before an increment.
+                        if arrived.fetch_add(1, Ordering::AcqRel) % ranks as u64 == ranks as u64 - 1
+                        {
+                            let sum: f64 = values
+                                .iter()
+                                .map(|v| f64::from_bits(v.load(Ordering::Relaxed)))
+                                .sum();
+                            result.store(sum.to_bits(), Ordering::Relaxed);
+                            done.store(call + 1, Ordering::Release);
+                        } else {
+                            while done.load(Ordering::Acquire) != call + 1 {
+                                std::thread::yield_now();
+                            }
+                        }
+                        // Not overwritten before every rank has read it:
+                        // the next result needs every rank's next arrival.
+                        assert_eq!(f64::from_bits(result.load(Ordering::Relaxed)), want);
+                    }
+                    started.elapsed()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .max()
+            .unwrap()
+    });
+    slowest.as_secs_f64() * 1e6 / iters as f64
+}
+
 /// `halves`: µs per call of an allreduce of `ranks` inputs of 1 MiB of f64
 /// by two threads, one pinned to each of the first two cores (if there are
 /// two), each taking half the chunks, or of the floors (`floor`, `spread`:
@@ -292,6 +360,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("slice {with:.1} work {alone:.1} switch {:.1}", with - alone);
         return Ok(());
     }
+    if args.first().map(String::as_str) == Some("bare") {
+        let ranks: usize = args.get(1).map_or(Ok(8), |n| n.parse())?;
+        let iters: u64 = args.get(2).map_or(Ok(100_000), |n| n.parse())?;
+        if ranks < 2 {
+            return Err("bare: RANKS must be at least 2".into());
+        }
+        println!("{:.3}", bare(ranks, iters));
+        return Ok(());
+    }
     if args.first().map(String::as_str) == Some("halves") {
         let iters = args.get(1).map_or(Ok(2000), |n| n.parse())?;
         let ranks: usize = args.get(2).map_or(Ok(2), |n| n.parse())?;
@@ -306,7 +383,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let [op, ranks, f, mode, iters] = args.as_slice() else {
         return Err(
             "usage: timing OP RANKS F MODE ITERS | timing pingpong | timing handoff[-park] N \
-             | timing yield PER_CORE [KIB] | timing halves ITERS [RANKS]"
+             | timing yield PER_CORE [KIB] | timing bare RANKS ITERS \
+             | timing halves ITERS [RANKS]"
                 .into(),
         );
     };
