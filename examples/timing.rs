@@ -182,6 +182,15 @@ fn slices(per_core: usize, kib: usize, yields: bool) -> f64 {
     started.elapsed().as_nanos() as f64 / (ROUNDS * per_core) as f64
 }
 
+/// The longest time any of the threads `handles` timed.
+fn slowest_of(handles: Vec<std::thread::ScopedJoinHandle<'_, Duration>>) -> Duration {
+    handles
+        .into_iter()
+        .map(|h| h.join().unwrap())
+        .max()
+        .unwrap_or_default()
+}
+
 /// `bare`: µs per call of the bare allreduce of `ranks` threads (see the
 /// module), the slowest thread's mean.
 fn bare(ranks: usize, iters: u64) -> f64 {
@@ -233,11 +242,7 @@ fn bare(ranks: usize, iters: u64) -> f64 {
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap())
-            .max()
-            .unwrap()
+        slowest_of(handles)
     });
     slowest.as_secs_f64() * 1e6 / iters as f64
 }
@@ -318,11 +323,7 @@ fn halves(kind: &str, ranks: usize, iters: usize) -> f64 {
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap())
-            .max()
-            .unwrap()
+        slowest_of(handles)
     });
     let sum = (ranks * (ranks + 1) / 2) as f64;
     for (r, out) in outputs.iter().enumerate() {
