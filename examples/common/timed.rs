@@ -158,9 +158,7 @@ fn barrier_separated<C: Collectives>(
             per(switched_alone),
         );
     }
-    if !subtract {
-        return Ok(with / iters);
-    }
+    // Without `subtract`, `alone` stayed zero: the whole step.
     Ok(with.saturating_sub(alone) / iters)
 }
 
