@@ -163,7 +163,7 @@ struct ReduceHandoff {
     reduced: AtomicU64,
 }
 
-/// Elements per chunk of `allreduce/handoff` (64 KiB, as `runtime::lazy`).
+/// Elements per chunk of `allreduce/handoff` (64 KiB, as `value::lazy`).
 const HANDOFF_CHUNK: usize = 8192;
 
 impl ReduceHandoff {

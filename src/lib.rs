@@ -25,6 +25,7 @@
 //! collective call returns; it wraps a [`ConfigError`] too).
 
 pub mod buffer;
+pub mod call;
 pub mod check;
 pub mod collectives;
 pub mod driver;
@@ -47,6 +48,7 @@ pub(crate) mod sync;
 pub mod topology;
 pub mod trace;
 pub mod types;
+pub mod value;
 
 /// The README's Rust examples, compiled and run by `cargo test --doc`, so
 /// that what a newcomer copies first works.

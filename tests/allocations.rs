@@ -127,7 +127,7 @@ fn a_steady_loop_of_collectives_allocates_nothing_per_call() {
 
     // Large values (1 MiB): the segments, and the objects each large
     // operation is made of (its ranks' loans, lazy sums, chunk boards and
-    // lent outputs), are all reused once free (`runtime::recycle`): no
+    // lent outputs), are all reused once free (`value::recycle`): no
     // allocation per call. What remains is a pool growing when more
     // operations' objects are held at once than ever before (ranks running
     // ahead of a reduce's root, cores lingering, a reduce's loans copied

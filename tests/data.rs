@@ -618,7 +618,7 @@ fn a_loop_of_large_allreduces_reuses_its_segments() {
 /// whole, and the run allocates at most that one segment. Whether all
 /// eight receivers (on 2 cores) begin within the grace is the scheduler's
 /// affair, so without a stall the run has no segment or one (the root
-/// settling without a copy is `runtime::lent`'s unit test). A receiver
+/// settling without a copy is `value::lent`'s unit test). A receiver
 /// asleep for 300 ms as it enters has not begun: then the root always
 /// copies, and that receiver reads the copy.
 #[test]

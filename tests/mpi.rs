@@ -357,6 +357,84 @@ fn allreduce_goes_on_after_a_sigkilled_process_is_detected() {
     }
 }
 
+/// Shrink between processes (agreement on the failed ranks, then the
+/// survivors renumbered): a process dead before the shrink and one dying
+/// inside the agreement (after each of its first sends in turn) are left
+/// out by every survivor alike, and nobody else is; each allreduce after it
+/// counts exactly the live members; a shrink to two processes clamps f = 2
+/// to 1.
+#[test]
+fn shrink_between_processes_leaves_out_the_failed_alike() {
+    for sends in ["1", "2", "4"] {
+        let dying = format!("1:20:{sends}");
+        let args = [
+            "--op",
+            "shrink",
+            "--iters",
+            "30",
+            "--f",
+            "2",
+            "--die-at",
+            "2:10",
+            "--die-after-sends",
+            &dying,
+        ];
+        let outcomes = mpirun(4, &args);
+        let survivors: Vec<&Value> = outcomes
+            .iter()
+            .filter(|o| matches!(o["rank"].as_u64(), Some(0 | 3)))
+            .collect();
+        assert_eq!(survivors.len(), 2, "{outcomes:?}");
+        for o in &survivors {
+            assert_eq!(
+                (field(o, "ok"), field(o, "wrong"), errors(o)),
+                (30, 0, 0),
+                "{o}"
+            );
+            assert_eq!(
+                field(o, "fault_budget"),
+                1,
+                "f clamped to the survivors: {o}"
+            );
+            let sizes = o["firsts"].as_array().expect("sizes");
+            assert_eq!(sizes[9], 4, "{o}");
+            assert_eq!(sizes[10], 3, "rank 2 left out at once: {o}");
+            assert_eq!(sizes[29], 2, "{o}");
+        }
+        assert_same_results(&survivors.into_iter().cloned().collect::<Vec<_>>(), &dying);
+    }
+}
+
+/// Shrink between processes survives a SIGKILLed process (nobody is told):
+/// the survivors find it by the timeout detector, agree on it alike, and
+/// go on without it.
+#[test]
+fn shrink_between_processes_survives_a_sigkilled_process() {
+    for channel in CHANNELS {
+        let args = [
+            "--op",
+            "shrink",
+            "--iters",
+            "40",
+            "--sigkill",
+            "3:20",
+            "--timeout",
+            "5",
+        ];
+        let outcomes = mpirun(5, &with(&args, channel));
+        assert_eq!(outcomes.len(), 4, "{channel:?}: {outcomes:?}");
+        for o in &outcomes {
+            assert_eq!(field(o, "wrong"), 0, "{o}");
+            assert!(errors(o) <= 1, "at most the call of the death: {o}");
+            assert_eq!(field(o, "ok") + errors(o), 40, "{o}");
+            let sizes = o["firsts"].as_array().expect("sizes");
+            assert_eq!(sizes[19], 5, "{o}");
+            assert_eq!(sizes[39], 4, "{o}");
+        }
+        assert_same_results(&outcomes, &format!("{channel:?}"));
+    }
+}
+
 /// An emulated, announced failure within the budget: no operation fails.
 #[test]
 fn allreduce_survives_an_announced_failure_within_the_budget() {
@@ -925,10 +1003,10 @@ mod wire {
     use corrected::protocol::gossip::{FcgPayload, Known, Stamped, KNOWN_CAPACITY};
     use corrected::protocol::reduce::{Contribution, FailureInfo, FailureScheme};
     use corrected::protocol::{Msg, Tag};
-    use corrected::runtime::data::Data;
-    use corrected::runtime::segment::SegmentPool;
-    use corrected::runtime::Packet;
     use corrected::types::Collective;
+    use corrected::value::data::Data;
+    use corrected::value::segment::SegmentPool;
+    use corrected::value::Packet;
 
     fn round_trip(frame: Frame) {
         let pool = SegmentPool::new();

@@ -1,4 +1,4 @@
-//! Loom models of a lent allreduce input (`corrected::runtime::lent`): the
+//! Loom models of a lent allreduce input (`corrected::value::lent`): the
 //! owner lends its buffer for its call, readers lease it, and the owner's
 //! guard revokes the loan on its way out of the call. Run (a few seconds):
 //!
@@ -15,8 +15,8 @@
 //! reports the two accesses as concurrent.
 #![cfg(loom)]
 
-use corrected::runtime::lent::{Lending, LendingOutput};
-use corrected::runtime::segment::SegmentPool;
+use corrected::value::lent::{Lending, LendingOutput};
+use corrected::value::segment::SegmentPool;
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
@@ -258,8 +258,8 @@ fn a_chunk_given_back_as_the_owner_leaves_takes_no_later_write() {
 /// check), a settled loan is never read again (that read would panic), and
 /// a reader that comes after the end reads the copy.
 ///
-/// [`Lent::copy_to`]: corrected::runtime::lent::Lent::copy_to
-/// [`Lent::read`]: corrected::runtime::lent::Lent::read
+/// [`Lent::copy_to`]: corrected::value::lent::Lent::copy_to
+/// [`Lent::read`]: corrected::value::lent::Lent::read
 fn broadcast(readers: usize, expected: usize, grace_over: bool) {
     let pool = SegmentPool::new();
     let buffer = BYTES;

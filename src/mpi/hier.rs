@@ -119,10 +119,10 @@ impl NodeTeam {
             });
         }
         let ftco_level = match &processes {
-            ProcessLevel::Corrected(p) => p.reduce_algorithm() != ReduceAlgorithm::UpCorrection,
+            ProcessLevel::Corrected(p) => p.as_ref().reduce != ReduceAlgorithm::UpCorrection,
             _ => false,
         };
-        if ftco_level || threads.reduce_algorithm() != ReduceAlgorithm::UpCorrection {
+        if ftco_level || threads.as_ref().reduce != ReduceAlgorithm::UpCorrection {
             return Err(ConfigError::Unsupported {
                 what: "FTCO reduce and allreduce in a node team",
                 why: "the hierarchy composes up-correction's guarantees level by level;                       FTCO runs on a Team of threads or an MpiComm alone",
@@ -131,11 +131,12 @@ impl NodeTeam {
         // A thread waits on its proxy for a whole step of the process
         // level (which can last an operation timeout and a failure timeout
         // there when a process died): only longer is the proxy late.
-        let (local_op, local_failure) = threads.timeouts();
+        let local = threads.as_ref();
+        let (local_op, local_failure) = (local.op_timeout, local.failure_timeout);
         let upper_wait = match &processes {
             ProcessLevel::Corrected(p) => {
-                let (op, failure) = p.timeouts();
-                op + failure
+                let upper = p.as_ref();
+                upper.op_timeout + upper.failure_timeout
             }
             ProcessLevel::Native => std::time::Duration::ZERO,
         };
@@ -153,8 +154,8 @@ impl NodeTeam {
             .op_timeout(local_op + upper_wait)
             .failure_timeout(local_failure + upper_wait)
             .root_wait(local_failure);
-        if let (Pinning::Packed, Some(share)) = (threads.pinning_policy(), own_cores(&world)) {
-            let ranks = threads.ranks_set();
+        if let (Pinning::Packed, Some(share)) = (&threads.pinning, own_cores(&world)) {
+            let ranks = threads.ranks;
             let cpus = (0..ranks)
                 .filter_map(|t| Pinning::Packed.core_for(t, ranks, &share))
                 .map(|c| c.id)

@@ -27,14 +27,17 @@
 //! ```
 
 mod comm;
+mod engine;
 pub mod hier;
+mod large;
 mod native;
 mod node;
 pub mod shm;
 pub mod transport;
 pub mod wire;
 
-pub use comm::{BroadcastCounts, MpiComm, SHARED_MIN_BYTES};
+pub use comm::{MpiComm, SHARED_MIN_BYTES};
+pub use engine::BroadcastCounts;
 pub use hier::{NodeComm, NodeTeam, ProcessLevel};
 pub use transport::MpiTransport;
 

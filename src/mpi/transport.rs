@@ -51,10 +51,10 @@ use crate::mailbox::frames::{FrameReader, FrameWriter};
 use crate::mpi::shm::NodeRings;
 use crate::mpi::wire::{self, Decoded, Frame};
 use crate::protocol::Msg;
-use crate::runtime::data::{Data, INLINE_BYTES};
-use crate::runtime::segment::SegmentPool;
-use crate::runtime::Packet;
 use crate::types::{OpId, Rank, Tick};
+use crate::value::data::{Data, INLINE_BYTES};
+use crate::value::segment::SegmentPool;
+use crate::value::Packet;
 
 /// The MPI tag of every frame.
 const TAG: i32 = 0x636f;

@@ -24,10 +24,10 @@ use crate::protocol::ftco::FtcoData;
 use crate::protocol::gossip::{FcgPayload, Known, Stamped, KNOWN_CAPACITY};
 use crate::protocol::reduce::{Contribution, FailureInfo};
 use crate::protocol::{Msg, Tag};
-use crate::runtime::data::Data;
-use crate::runtime::segment::SegmentPool;
-use crate::runtime::Packet;
 use crate::types::{Collective, OpId, Rank};
+use crate::value::data::Data;
+use crate::value::segment::SegmentPool;
+use crate::value::Packet;
 
 /// One frame: what travels in one MPI message.
 #[derive(Clone, Debug, PartialEq)]

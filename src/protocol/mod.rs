@@ -134,7 +134,7 @@ impl Leave {
 pub trait Protocol {
     /// What a message carries besides its header (e.g. the broadcast value).
     /// `Clone`, not `Copy`: on threads a large value is a reference-counted
-    /// segment ([`crate::runtime::data::Data`]); a core clones it for each
+    /// segment ([`crate::value::data::Data`]); a core clones it for each
     /// message it sends, which is a copy for small payloads.
     type Payload: Clone + Send + 'static;
     /// What the caller gets: the delivered value, the reduced value, ...

@@ -4,7 +4,7 @@
 //! where the inputs are not in shared memory).
 //!
 //! The thread runtime reduces a large vector by chunks only after the ranks
-//! agree on the inputs (`runtime::lazy`), because every input stays readable
+//! agree on the inputs (`value::lazy`), because every input stays readable
 //! in shared memory. Between processes an input is readable only where it
 //! was sent, and a process that dies leaves its input at the owners it
 //! reached and nowhere else. So this core does the reverse: it computes

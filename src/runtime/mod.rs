@@ -24,49 +24,38 @@
 //!   [`crate::buffer`]): what a collective reads and writes, one plain-data
 //!   value or a slice of any length;
 //! * [`FaultSchedule`]: fail-stop fault emulation (dead, dies after n sends, hangs);
-//! * [`Packet`]: what a mailbox slot carries; [`data::Data`]: a value of
-//!   any length in it, inline or in a shared [`segment::Segment`].
+//! * [`Config`] (from [`crate::call`]): the collectives' settings, which
+//!   [`TeamBuilder`] forwards; values travel as [`crate::value`] says.
 //!
-//! The drive loop itself is engine-neutral and lives in [`crate::driver`];
-//! this module supplies its mailbox transport and the public API.
+//! The drive loop ([`crate::driver`]) and the per-call sequence
+//! ([`crate::call`]) are engine-neutral; this module supplies the threads,
+//! their pinning, the mailbox transport and the public API.
 
-pub(crate) mod broadcast;
+mod builder;
 mod comm;
-pub mod data;
-mod faults;
-mod ftco_reduction;
-pub mod lazy;
-pub mod lent;
+mod engine;
 mod liveness;
 pub(crate) mod one_line;
-mod packet;
 pub mod pin;
-pub(crate) mod recycle;
-pub mod segment;
+mod report;
+mod shared;
 mod team;
 mod transport;
 
 pub use crate::buffer::{Buffer, BufferMut};
+pub use crate::call::config::{
+    BroadcastAlgorithm, Config, ReduceAlgorithm, DEFAULT_FTCO_TIMEOUT, DEFAULT_TREE, FTCO_LOGP,
+    MAX_FTCO_TIMEOUT,
+};
+pub use crate::call::faults::{Fault, FaultSchedule};
+pub use crate::call::{reduces_ahead, FTCO_ALLREDUCE_ROOT, REDUCES_AHEAD_BYTES, REDUCES_AHEAD_MAX};
 pub use crate::op::{Operation, Reducible, SystemOperation};
 pub use crate::protocol::allreduce::AllreduceAlgorithm;
-#[cfg(feature = "mpi")]
-pub(crate) use comm::data_op;
-pub use comm::{reduces_ahead, Comm, REDUCES_AHEAD_BYTES, REDUCES_AHEAD_MAX};
-pub use faults::{Fault, FaultSchedule};
-pub use ftco_reduction::FTCO_ALLREDUCE_ROOT;
-#[cfg(feature = "mpi")]
-pub(crate) use ftco_reduction::{
-    allreduce_kind as ftco_allreduce_kind, allreduce_result as ftco_allreduce_result,
-    drive_ftco_reduction, reduce_result_into as ftco_reduce_result_into,
-};
-pub use packet::Packet;
+pub use builder::{TeamBuilder, MAX_RANKS};
+pub use comm::Comm;
 pub use pin::Pinning;
-#[cfg(feature = "mpi")]
-pub(crate) use team::Plans;
-pub use team::{
-    BroadcastAlgorithm, OpStats, RankOutcome, ReduceAlgorithm, Team, TeamBuilder, TeamReport,
-    DEFAULT_FTCO_TIMEOUT, DEFAULT_TREE, FTCO_LOGP, MAX_FTCO_TIMEOUT, MAX_RANKS,
-};
+pub use report::{OpStats, RankOutcome, TeamReport};
+pub use team::Team;
 
 /// Operation fencing, which the loom models in `loom-tests/` check:
 /// public only in a loom build (`RUSTFLAGS="--cfg loom"`).

@@ -13,9 +13,9 @@ use crate::mailbox::Compact;
 use crate::protocol::gossip::Stamped;
 use crate::protocol::reduce::{Contribution, FailureInfo};
 use crate::protocol::{Msg, Tag};
-use crate::runtime::data::{Data, SHORT_BYTES};
-use crate::runtime::packet::Packet;
 use crate::types::{Collective, OpId, Rank};
+use crate::value::data::{Data, SHORT_BYTES};
+use crate::value::Packet;
 
 /// The codec of the runtime's mailboxes: one-line forms as the module doc
 /// says, so that `expand(compact(m)) == m` for every message it takes.
@@ -130,7 +130,7 @@ impl Compact<Msg<Packet>> for OneLine {
 mod tests {
     use super::*;
     use crate::protocol::reduce::FailureScheme;
-    use crate::runtime::segment::SegmentPool;
+    use crate::value::segment::SegmentPool;
     use proptest::prelude::*;
 
     fn msg(payload: Packet) -> Msg<Packet> {

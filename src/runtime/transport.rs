@@ -8,11 +8,11 @@ use crate::driver::{PeerView, Progress, Transport};
 use crate::mailbox::Endpoint;
 use crate::protocol::Msg;
 use crate::runtime::one_line::OneLine;
-use crate::runtime::packet::Packet;
-use crate::runtime::team::Shared;
+use crate::runtime::shared::Shared;
 use crate::sync::{thread, Ordering};
 use crate::trace::{self, Event};
 use crate::types::{OpId, Rank, Tick};
+use crate::value::Packet;
 
 /// Rounds of lending and yielding in which nothing moved before a waiting
 /// rank parks (see [`MailboxTransport::block_call`]).
@@ -72,7 +72,7 @@ impl<'t> MailboxTransport<'t> {
         trace::record(self.rank, Event::Unpark);
     }
 
-    fn counters(&self) -> &crate::runtime::team::Counters {
+    fn counters(&self) -> &crate::runtime::shared::Counters {
         &self.shared.counters[self.rank as usize]
     }
 

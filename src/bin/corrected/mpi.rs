@@ -20,9 +20,11 @@ use crate::op::Op;
 /// Options of `corrected mpi`.
 #[derive(Args, Debug)]
 pub struct MpiArgs {
-    /// The collective: bcast (from rank 0), allreduce (u64 sum), or reduce
+    /// The collective: bcast (from rank 0), allreduce (u64 sum), reduce
     /// (u64 sum to a root that rotates over the ranks; the others' output
-    /// must stay untouched).
+    /// must stay untouched), or shrink (every iteration a shrink, which
+    /// agrees on the failed ranks, then an allreduce of 1 over the
+    /// survivors, which must sum to their number; one rank per process).
     #[arg(long, default_value = "bcast")]
     op: String,
     /// Operations to run.
@@ -134,6 +136,9 @@ struct Outcome {
     /// The cpus this rank's thread may run on at the end of its loop (a
     /// node team's thread: the one it is pinned to).
     cpus: Vec<usize>,
+    /// The fault budget f at the end of the loop (after `--op shrink`'s
+    /// shrinks: the configured f, at most the survivors less one).
+    fault_budget: u32,
 }
 
 /// Parses `RANK:ITER:SENDS`.
@@ -160,13 +165,27 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
             hint: "pass --timeout 10".into(),
         });
     }
-    let op = Op::parse(
-        &args.op,
-        &[Op::Bcast, Op::Reduce, Op::Allreduce],
-        "bcast, reduce or allreduce",
-    )?;
+    let shrink = args.op == "shrink";
+    let op = match shrink {
+        // A shrink's agreement and allreduce run with the allreduce's
+        // settings.
+        true => Op::Allreduce,
+        false => Op::parse(
+            &args.op,
+            &[Op::Bcast, Op::Reduce, Op::Allreduce],
+            "bcast, reduce, allreduce or shrink",
+        )?,
+    };
     // The loop below tells collectives apart by their `--op` name.
-    args.op = op.name().to_string();
+    args.op = if shrink { "shrink" } else { op.name() }.to_string();
+    if shrink && args.threads > 1 {
+        return Err(CliError::OutOfRange {
+            option: "--threads",
+            value: args.threads.to_string(),
+            why: "--op shrink runs one rank per process".into(),
+            hint: "drop --threads".into(),
+        });
+    }
     let chosen = args.bcast.choose(op, args.timeout)?;
     if args.threads == 0 || args.threads > 64 {
         return Err(CliError::OutOfRange {
@@ -197,16 +216,20 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
     ))?;
     let timeout = Duration::from_secs_f64(args.timeout);
     let outcomes = if args.threads == 1 {
+        // Faults between processes are numbered by call: a shrink
+        // iteration makes two (the shrink, the allreduce).
+        let per_iter: OpId = if shrink { 2 } else { 1 };
+        let call = |iter: u32| iter as OpId * per_iter;
         let mut faults = FaultSchedule::none();
         for &(rank, iter) in &args.die_at {
-            faults = faults.kill(rank, iter as OpId);
+            faults = faults.kill(rank, call(iter));
         }
         for &(rank, iter, sends) in &args.die_after_sends {
-            faults = faults.at(rank, iter as OpId, Fault::DieAfterSends(sends));
+            faults = faults.at(rank, call(iter), Fault::DieAfterSends(sends));
         }
         for &(rank, iter, ms) in &args.stall_at {
             let pause = Duration::from_millis(u64::from(ms));
-            faults = faults.at(rank, iter as OpId, Fault::Stall(pause));
+            faults = faults.at(rank, call(iter), Fault::Stall(pause));
         }
         let mut builder = chosen
             .apply(Team::builder())
@@ -217,7 +240,11 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
             builder = builder.fault_budget(f);
         }
         let mut comm = MpiComm::new(&universe.world(), &builder).map_err(Error::from)?;
-        let mut outcome = checked_loop(&mut comm, &args);
+        let mut outcome = if shrink {
+            shrink_loop(&mut comm, &args)
+        } else {
+            checked_loop(&mut comm, &args)
+        };
         outcome.bad_frames = comm.bad_frames();
         outcome.fallbacks = comm.fallbacks();
         outcome.shared_memory = comm.shares_memory();
@@ -290,11 +317,9 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
     Ok(ExitCode::from(code as u8))
 }
 
-/// The loop of `args.op` on one rank of any engine, every result checked.
-fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
-    let (me, size) = (comm.rank(), comm.size());
-    let threads = u32::from(args.threads);
-    let mut outcome = Outcome {
+/// An outcome of `args.op` on rank `me` of `size`, nothing counted yet.
+fn new_outcome(me: Rank, size: u32, args: &MpiArgs) -> Outcome {
+    Outcome {
         rank: me,
         size,
         op: args.op.clone(),
@@ -315,7 +340,80 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
         gossip_colored: 0,
         ftco_timeouts: 0,
         cpus: Vec::new(),
-    };
+        fault_budget: 0,
+    }
+}
+
+/// `--op shrink` on one rank of any engine: every iteration a shrink
+/// (agreement on the failed ranks, the survivors renumbered), then an
+/// allreduce of 1 over the survivors. Right when every rank the shrink
+/// leaves out is one that failed (`--sigkill`, `--die-at`) and the sum is
+/// the number of live members; `firsts` holds the size after each shrink, which every
+/// survivor must see alike.
+fn shrink_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
+    let mut outcome = new_outcome(comm.rank(), comm.size(), args);
+    let me = comm.rank();
+    // The original ranks of the communicator's members, in its order.
+    let mut members: Vec<Rank> = (0..comm.size()).collect();
+    let started = Instant::now();
+    for iter in 0..args.iters {
+        if args.sigkill == Some((me, iter)) {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &std::process::id().to_string()])
+                .status();
+        }
+        let failed_by = |r: Rank| {
+            args.die_at.iter().any(|&(d, at)| d == r && at <= iter)
+                || args
+                    .die_after_sends
+                    .iter()
+                    .any(|&(d, at, _)| d == r && at <= iter)
+                || args.sigkill.is_some_and(|(d, at)| d == r && at <= iter)
+        };
+        let result = comm.shrink().and_then(|left_out| {
+            let gone: Vec<Rank> = left_out.iter().map(|&r| members[r as usize]).collect();
+            members.retain(|r| !gone.contains(r));
+            let mut sum = 0u64;
+            comm.all_reduce_into(&1u64, &mut sum, SystemOperation::sum())?;
+            // A rank that died unannounced may be in the communicator
+            // still (the detector had not found it): it adds nothing.
+            let live = members.iter().filter(|&&r| !failed_by(r)).count() as u64;
+            Ok(gone.iter().all(|&r| failed_by(r)) && sum == live)
+        });
+        if iter < 100 {
+            outcome.firsts.push(match result {
+                Ok(_) => u64::from(comm.size()),
+                Err(_) => 0,
+            });
+        }
+        match result {
+            Ok(true) => outcome.ok += 1,
+            Ok(false) => {
+                outcome.wrong += 1;
+                outcome
+                    .first_wrong
+                    .get_or_insert_with(|| format!("operation {iter}: members {members:?}"));
+            }
+            Err(Error::Failed(_)) if failed_by(me) => break,
+            Err(e) => {
+                let kind = format!("{e:?}");
+                let kind = kind.split([' ', '(', '{']).next().unwrap_or("").to_string();
+                *outcome.errors.entry(kind).or_default() += 1;
+                outcome.first_error.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
+    let ops = (outcome.ok + outcome.wrong + outcome.errors.values().sum::<u32>()).max(1);
+    outcome.mean_us = started.elapsed().as_secs_f64() * 1e6 / f64::from(ops);
+    outcome.fault_budget = comm.fault_budget();
+    outcome
+}
+
+/// The loop of `args.op` on one rank of any engine, every result checked.
+fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
+    let (me, size) = (comm.rank(), comm.size());
+    let threads = u32::from(args.threads);
+    let mut outcome = new_outcome(me, size, args);
     // The ranks failed by `iter`: --die-at's, and every thread of the
     // process --sigkill names.
     let dead = |iter: u32| -> Vec<Rank> {

@@ -15,10 +15,10 @@ use bytemuck::Pod;
 
 use crate::error::Error;
 use crate::op::Operation;
-use crate::runtime::lazy::{LazySum, Reducer};
-use crate::runtime::lent::{LendingOutput, Lent, LentOutput};
-use crate::runtime::segment::{Segment, SegmentPool};
 use crate::types::{OpId, Rank};
+use crate::value::lazy::{LazySum, Reducer};
+use crate::value::lent::{LendingOutput, Lent, LentOutput};
+use crate::value::segment::{Segment, SegmentPool};
 use std::sync::Arc;
 
 /// Bytes a value may have and still travel inline: six `f64` and then some.
@@ -125,10 +125,10 @@ pub enum Shared {
     /// Its bytes, in a shared segment.
     Bytes(Segment),
     /// A large allreduce's inputs, reduced by every rank together once
-    /// they agree on them ([`crate::runtime::lazy`]).
+    /// they agree on them ([`crate::value::lazy`]).
     Lazy(Arc<LazySum>),
     /// A large broadcast's value: the root's own buffer, lent for its call
-    /// ([`crate::runtime::lent`]); each receiver copies it from there once.
+    /// ([`crate::value::lent`]); each receiver copies it from there once.
     Lent(Arc<Lent>),
 }
 

@@ -11,7 +11,7 @@
 //! by the protocol (reduce paper Sections 4 and 5: every live rank's input
 //! once, a failed rank's everywhere or nowhere), before any element is
 //! computed, so every element is the reduction over that one set. Inputs
-//! are read where their ranks lent them ([`crate::runtime::lent`]), and from
+//! are read where their ranks lent them ([`crate::value::lent`]), and from
 //! a copy once a rank left its call without completing the reduction, so
 //! they outlive a rank that fails after contributing. No rank waits on
 //! another's chunk for good: a chunk claimed but not being computed is
@@ -26,10 +26,10 @@ use std::time::{Duration, Instant};
 use bytemuck::Pod;
 
 use crate::op::Operation;
-use crate::runtime::lent::{LendingOutput, Lent, LentOutput};
-use crate::runtime::recycle::{Recycle, Taken};
-use crate::runtime::segment::SegmentPool;
 use crate::types::Rank;
+use crate::value::lent::{LendingOutput, Lent, LentOutput};
+use crate::value::recycle::{Recycle, Taken};
+use crate::value::segment::SegmentPool;
 
 /// Bytes per chunk of a lazy reduction, at least: large enough that a
 /// chunk's work dwarfs claiming and publishing it, small enough that the

@@ -1,7 +1,7 @@
 //! Reuse of shared, reference-counted objects: a [`Recycler`] keeps every
 //! object it made, and one whose only holder is the recycler is free for the
 //! next [`Recycler::take`]. A team's segments are reused so
-//! ([`crate::runtime::segment`]), and so are the small objects a large
+//! ([`crate::value::segment`]), and so are the small objects a large
 //! operation is made of (a lent buffer's shared half, a lazy sum, its chunk
 //! board, a lent output's chunk states), so that a loop of large
 //! collectives allocates nothing once warm (issue 14; `tests/allocations.rs`).

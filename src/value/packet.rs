@@ -6,7 +6,7 @@ use crate::protocol::ftco::FtcoData;
 use crate::protocol::gossip::{FcgPayload, Stamped};
 use crate::protocol::reduce::Contribution;
 use crate::protocol::Msg;
-use crate::runtime::data::Data;
+use crate::value::data::Data;
 
 /// The thread runtime's wire payload. A broadcast carries its value alone;
 /// reduce, allreduce and barrier carry a partial result with the reduce's

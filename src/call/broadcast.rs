@@ -1,14 +1,14 @@
 //! One broadcast call's protocol part, for every engine: which core the
-//! team's [`BroadcastAlgorithm`](crate::runtime::BroadcastAlgorithm) names
+//! team's [`BroadcastAlgorithm`](crate::call::BroadcastAlgorithm) names
 //! (a corrected tree, corrected gossip with or without a correction, FCG,
 //! BIG, FTCO, the ack tree), built from the shared [`Plans`], wrapped in
 //! the clock it needs ([`SlotClock`] for gossip, [`OpClock`] for FTCO) and
 //! driven by the [`Driver`] over any transport whose wire type carries
-//! every broadcast payload. The thread runtime's [`Comm`](super::Comm) and
-//! the MPI engine's `MpiComm` both call [`drive_broadcast`]; each keeps
-//! what is its own (the thread runtime's lent buffers and team counters,
-//! the MPI engine's framing of values as bytes).
+//! every broadcast payload. The call layer's [`super::Caller::broadcast`]
+//! and its agreement call it for every engine; what an engine counts of a
+//! broadcast reaches it through [`BcastObserver`].
 
+use crate::call::plans::{BroadcastPlan, Plans};
 use crate::driver::{Carries, Driver, Transport};
 use crate::error::Error;
 use crate::protocol::ack_tree::AckTree;
@@ -18,9 +18,8 @@ use crate::protocol::gossip::{Big, Fcg, FcgPayload, Gossip, GossipCorrection, Sl
 use crate::protocol::op_clock::OpClock;
 use crate::protocol::random::RandomStream;
 use crate::protocol::Protocol;
-use crate::runtime::data::Data;
-use crate::runtime::team::Plans;
 use crate::types::{OpId, Rank, Tick};
+use crate::value::data::Data;
 
 /// What an engine learns from a broadcast besides its value (counters for
 /// its report). Every method defaults to nothing.
@@ -76,58 +75,64 @@ where
         driver.returned(op);
         e
     };
-    let got = if let Some((plan, seed)) = &plans.gossip {
-        let rng = RandomStream::for_rank(*seed, me, op);
-        if let GossipCorrection::FailureProof { .. } = plan.correction() {
-            // A c-node's SOS timeout, in real time: a quarter of the
-            // failure timeout. A rank that nothing reaches gives up a whole
-            // failure timeout after it learns the root failed
-            // (`Error::RootFailed`), so the SOS of a rank the root colored
-            // before it died reaches it first unless that rank is
-            // descheduled for three quarters of the failure timeout: then
-            // all live ranks or none deliver, as the paper's (IV) says
-            // (docs/algorithms.md).
-            let core = Fcg::new(plan, root, me, op, value, rng);
-            let core = core.map_err(|e| abandon(driver, e))?;
-            let timeout = driver.config().failure_timeout / 4;
-            let mut core = SlotClock::new(core, plan.logp()).with_real_timeouts(timeout);
+    let got = match &plans.broadcast {
+        BroadcastPlan::Gossip(plan, seed) => {
+            let rng = RandomStream::for_rank(*seed, me, op);
+            if let GossipCorrection::FailureProof { .. } = plan.correction() {
+                // A c-node's SOS timeout, in real time: a quarter of the
+                // failure timeout. A rank that nothing reaches gives up a
+                // whole failure timeout after it learns the root failed
+                // (`Error::RootFailed`), so the SOS of a rank the root
+                // colored before it died reaches it first unless that rank
+                // is descheduled for three quarters of the failure timeout:
+                // then all live ranks or none deliver, as the paper's (IV)
+                // says (docs/algorithms.md).
+                let core = Fcg::new(plan, root, me, op, value, rng);
+                let core = core.map_err(|e| abandon(driver, e))?;
+                let timeout = driver.config().failure_timeout / 4;
+                let mut core = SlotClock::new(core, plan.logp()).with_real_timeouts(timeout);
+                let got = driver.drive(op, started, &mut core);
+                observer.gossip_ended(driver, core.core().is_g_node());
+                got
+            } else {
+                let core = Gossip::new(plan, root, me, op, value, rng);
+                let core = core.map_err(|e| abandon(driver, e))?;
+                let mut core = SlotClock::new(core, plan.logp());
+                let got = driver.drive(op, started, &mut core);
+                observer.gossip_ended(driver, core.core().is_g_node());
+                got
+            }
+        }
+        BroadcastPlan::Big(plan) => {
+            let core = Big::new(plan, root, me, op, value);
+            let mut core = core.map_err(|e| abandon(driver, e))?;
+            driver.drive(op, started, &mut core)
+        }
+        BroadcastPlan::Ftco(plan) => {
+            let core = Ftco::new(plan, root, me, op, value);
+            let mut core = OpClock::new(core.map_err(|e| abandon(driver, e))?);
             let got = driver.drive(op, started, &mut core);
-            observer.gossip_ended(driver, core.core().is_g_node());
+            observer.ftco_ended(driver, op, &core);
+            if got.is_ok() {
+                // A rank with the value answers KEEPALIVEs after its call.
+                driver.keep(core);
+            }
             got
-        } else {
-            let core = Gossip::new(plan, root, me, op, value, rng);
-            let core = core.map_err(|e| abandon(driver, e))?;
-            let mut core = SlotClock::new(core, plan.logp());
+        }
+        BroadcastPlan::AckTree(plan) => {
+            let core = AckTree::new(plan, root, me, op, value);
+            let mut core = core.map_err(|e| abandon(driver, e))?;
+            driver.drive(op, started, &mut core)
+        }
+        BroadcastPlan::Tree(plan) => {
+            let core = Bcast::new(plan, root, me, op, value);
+            let mut core = core.map_err(|e| abandon(driver, e))?;
             let got = driver.drive(op, started, &mut core);
-            observer.gossip_ended(driver, core.core().is_g_node());
+            if got.is_ok() {
+                driver.keep(core);
+            }
             got
         }
-    } else if let Some(plan) = &plans.big {
-        let core = Big::new(plan, root, me, op, value);
-        let mut core = core.map_err(|e| abandon(driver, e))?;
-        driver.drive(op, started, &mut core)
-    } else if let Some(plan) = &plans.ftco {
-        let core = Ftco::new(plan, root, me, op, value);
-        let mut core = OpClock::new(core.map_err(|e| abandon(driver, e))?);
-        let got = driver.drive(op, started, &mut core);
-        observer.ftco_ended(driver, op, &core);
-        if got.is_ok() {
-            // A rank with the value answers KEEPALIVEs after its call.
-            driver.keep(core);
-        }
-        got
-    } else if let Some(plan) = &plans.ack_tree {
-        let core = AckTree::new(plan, root, me, op, value);
-        let mut core = core.map_err(|e| abandon(driver, e))?;
-        driver.drive(op, started, &mut core)
-    } else {
-        let core = Bcast::new(&plans.bcast, root, me, op, value);
-        let mut core = core.map_err(|e| abandon(driver, e))?;
-        let got = driver.drive(op, started, &mut core);
-        if got.is_ok() {
-            driver.keep(core);
-        }
-        got
     };
     got.map_err(|e| root_failed(driver, e, op, root))
 }

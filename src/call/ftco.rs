@@ -12,13 +12,13 @@
 //! timeout. An allreduce and a barrier are rooted at rank 0 (on a
 //! multi-root tree, at its roots).
 
+use crate::call::broadcast::{root_failed, BcastObserver};
 use crate::driver::{Carries, Driver, Transport};
 use crate::error::Error;
 use crate::protocol::ftco::{FtcoCollective, FtcoData, FtcoOutput, FtcoPlan, FtcoReduce};
 use crate::protocol::op_clock::OpClock;
-use crate::runtime::broadcast::{root_failed, BcastObserver};
-use crate::runtime::data::Data;
 use crate::types::{Collective, OpId, Rank, Tick};
+use crate::value::data::Data;
 
 /// The root of an FTCO allreduce or barrier (Section 2's immune root).
 pub const FTCO_ALLREDUCE_ROOT: Rank = 0;
@@ -88,17 +88,11 @@ pub(crate) fn allreduce_kind(kind: Collective) -> FtcoCollective {
     }
 }
 
-/// A reduce's output into `recv`: the result at the root (checked against
-/// this rank's input of `mine` elements), nothing elsewhere.
-pub(crate) fn reduce_result_into<T: bytemuck::Pod>(
-    output: FtcoOutput<Data>,
-    recv: &mut [T],
-    op: OpId,
-    mine: usize,
-) -> Result<(), Error> {
+/// A reduce's output: the result at the root, nothing elsewhere.
+pub(crate) fn reduce_value(output: FtcoOutput<Data>) -> Option<Data> {
     match output {
-        FtcoOutput::Value(value) => value.decode_into(recv, op, Some(mine)),
-        FtcoOutput::Contributed => Ok(()),
+        FtcoOutput::Value(value) => Some(value),
+        FtcoOutput::Contributed => None,
     }
 }
 

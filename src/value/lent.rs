@@ -1,6 +1,6 @@
 //! Large buffers, used in place. A large allreduce's: a rank lends its
 //! input for the length of its call, and the ranks that compute chunks of
-//! the reduction ([`crate::runtime::lazy`]) read it there instead of a copy
+//! the reduction ([`crate::value::lazy`]) read it there instead of a copy
 //! in a segment ([`Lent`], [`Lending`]); and it lends its output while it
 //! reduces, so that whoever computes a chunk writes the result straight
 //! into it ([`LentOutput`], [`LendingOutput`]). Together they cut a 16 MiB
@@ -47,9 +47,9 @@
 use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
-use crate::runtime::recycle::Recycle;
-use crate::runtime::segment::{Segment, SegmentPool};
 use crate::sync::{spin_loop, thread, AtomicU8, AtomicUsize, Ordering};
+use crate::value::recycle::Recycle;
+use crate::value::segment::{Segment, SegmentPool};
 
 /// The state's top bit: revoked (no new lease); the rest: leases in flight.
 const REVOKED: usize = 1 << (usize::BITS - 1);

@@ -8,7 +8,7 @@
 //! fails, hangs or panics, and its bytes never change once it is shared:
 //! a writer fills it while it is the only holder. A rank's own buffers are
 //! shared only under a loan that its call ends before it returns
-//! ([`crate::runtime::lent`]; a copy into a segment stands in for what
+//! ([`crate::value::lent`]; a copy into a segment stands in for what
 //! others may still read), so a rank leaving its call (returning, dying,
 //! unwinding) leaves nothing others read.
 //!
@@ -22,9 +22,9 @@
 
 use std::sync::Arc;
 
-use crate::runtime::lazy::{Board, LazySum};
-use crate::runtime::lent::{Lent, LentOutput};
-use crate::runtime::recycle::{Recycle, Recycler};
+use crate::value::lazy::{Board, LazySum};
+use crate::value::lent::{Lent, LentOutput};
+use crate::value::recycle::{Recycle, Recycler};
 
 /// One cache line: the unit of a segment's storage, so that every segment
 /// starts on a line (and suits any element alignment up to 64).
@@ -76,11 +76,11 @@ impl PartialEq for Segment {
 #[derive(Default)]
 pub struct SegmentPool {
     blocks: Recycler<Vec<Line>>,
-    /// The shared halves of lent buffers ([`crate::runtime::lent::Lent`]).
+    /// The shared halves of lent buffers ([`crate::value::lent::Lent`]).
     pub(crate) lents: Recycler<Lent>,
-    /// Lent outputs ([`crate::runtime::lent::LentOutput`]).
+    /// Lent outputs ([`crate::value::lent::LentOutput`]).
     pub(crate) outputs: Recycler<LentOutput>,
-    /// Lazy sums ([`crate::runtime::lazy::LazySum`]).
+    /// Lazy sums ([`crate::value::lazy::LazySum`]).
     pub(crate) sums: Recycler<LazySum>,
     /// The chunk boards of lazy sums.
     pub(crate) boards: Recycler<Board>,

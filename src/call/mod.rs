@@ -1,0 +1,412 @@
+//! The call layer: the per-call sequence of every collective, written once
+//! for every engine. A call checks its arguments, numbers its operation and
+//! applies the rank's emulated fault ([`Caller::begin`]), builds the core
+//! the team's [plans](plans::Plans) name, hands it to the
+//! [driver](crate::driver), maps the core's output to a value or a typed
+//! error, and keeps the core if it must serve after the call. Agreement on
+//! the failed ranks and the shrink that follows it live here too
+//! ([`Caller::agree_failed`], [`Caller::shrink`]).
+//!
+//! Engines are thin: the thread runtime's [`Comm`](crate::runtime::Comm)
+//! and the MPI engine's communicators hold a [`Caller`] over their own
+//! [`Engine`] (transport, value store, fault lookup, counters) and add
+//! only what is theirs (lending large buffers between threads; the node's
+//! shared memory between processes).
+//!
+//! * [`config`]: the engine-neutral configuration, [`Config`];
+//! * [`plans`]: what a team of a given size runs, built from it;
+//! * [`faults`]: emulated fail-stop faults, [`FaultSchedule`];
+//! * [`broadcast`], [`ftco`]: a broadcast's and an FTCO reduction's
+//!   protocol part;
+//! * `agree`: agreement on the failed ranks, and shrink;
+//! * `pace`: flow control of reduces to a slower root.
+
+mod agree;
+pub(crate) mod broadcast;
+pub mod config;
+mod engine;
+pub mod faults;
+pub(crate) mod ftco;
+mod pace;
+pub(crate) mod plans;
+
+pub use config::{
+    BroadcastAlgorithm, Config, ReduceAlgorithm, DEFAULT_FTCO_TIMEOUT, DEFAULT_PACE, DEFAULT_TREE,
+    FTCO_LOGP, MAX_FTCO_TIMEOUT,
+};
+pub(crate) use engine::Engine;
+pub use faults::{Fault, FaultSchedule};
+pub use ftco::FTCO_ALLREDUCE_ROOT;
+pub use pace::{reduces_ahead, REDUCES_AHEAD_BYTES, REDUCES_AHEAD_MAX};
+
+use crate::driver::{Driver, DriverConfig, Transport};
+use crate::error::Error;
+use crate::protocol::allreduce::{Allreduce, AllreduceOutput};
+use crate::protocol::ftco::FtcoCollective;
+use crate::protocol::pair::PairAllreduce;
+use crate::protocol::reduce::{Contribution, Reduce, ReduceLists, ReduceOutput};
+use crate::types::{Collective, OpId, Rank, Tick};
+use crate::value::data::Data;
+use plans::{Plans, ReductionPlan};
+
+/// The reduction function of a core kept after its call: a decided
+/// allreduce never combines again, so it is never called.
+type Absorb = fn(&mut Data, &Data);
+
+/// A reduction function that is never called (a barrier's, a kept core's).
+pub(crate) fn never_combines(_: &mut Data, _: &Data) {}
+
+/// A combining function lent for one call.
+pub(crate) type Combine<'a> = &'a (dyn Fn(&mut Data, &Data) + Sync);
+
+/// The result of a call's protocol part: its operation, what it delivered
+/// here, and when the call started (with operation records on), for the
+/// engine to record the latency of the whole call once it is done.
+pub(crate) struct Delivered<T> {
+    pub(crate) op: OpId,
+    pub(crate) value: T,
+    pub(crate) started: Option<Tick>,
+}
+
+/// One rank's call layer over engine `E`: its driver, its engine, the plans
+/// of its communicator (the team's, or a shrunk one's) and what a loop of
+/// calls reuses.
+pub(crate) struct Caller<'t, E: Engine<'t>> {
+    pub(crate) driver: Driver<'t, E::Transport>,
+    pub(crate) engine: E,
+    plans: &'t Plans,
+    config: &'t Config,
+    /// Calls made so far: what emulated faults may be numbered by.
+    calls: OpId,
+    /// The reduce lists of the last reduce or allreduce core done with, for
+    /// the next ([`ReduceLists`]): a loop allocates them once.
+    reduce_lists: ReduceLists<Data>,
+    /// Flow control of reduces ([`pace`]).
+    pace: pace::Pace,
+}
+
+impl<'t, E: Engine<'t>> Caller<'t, E> {
+    /// The call layer of one rank over `transport`, running `plans` as
+    /// `config` says.
+    pub(crate) fn new(
+        transport: E::Transport,
+        engine: E,
+        plans: &'t Plans,
+        config: &'t Config,
+    ) -> Self {
+        let driver = Driver::new(
+            transport,
+            DriverConfig {
+                op_timeout: crate::driver::nanos(config.op_timeout),
+                failure_timeout: crate::driver::nanos(config.failure_timeout),
+                root_wait: crate::driver::nanos(config.root_wait_or_default()),
+                op_records: config.op_records,
+                ..DriverConfig::default()
+            },
+        );
+        Caller {
+            driver,
+            engine,
+            plans,
+            config,
+            calls: 0,
+            reduce_lists: ReduceLists::default(),
+            pace: pace::Pace::default(),
+        }
+    }
+
+    /// The plans of this communicator.
+    pub(crate) fn plans(&self) -> &'t Plans {
+        self.plans
+    }
+
+    /// The configuration.
+    pub(crate) fn config(&self) -> &'t Config {
+        self.config
+    }
+
+    /// This rank (after a shrink, its number among the survivors).
+    pub(crate) fn rank(&self) -> Rank {
+        self.driver.rank()
+    }
+
+    /// The number of ranks (after a shrink, of survivors).
+    pub(crate) fn size(&self) -> u32 {
+        self.driver.size()
+    }
+
+    /// The fault budget f of reduce, allreduce and barrier of this
+    /// communicator.
+    pub(crate) fn fault_budget(&self) -> u32 {
+        self.plans.f
+    }
+
+    /// Ranks of this communicator known to have failed, as this rank knows
+    /// them now.
+    pub(crate) fn failed_ranks(&self) -> Vec<Rank> {
+        self.driver.failed_members()
+    }
+
+    /// Numbers the next operation (the first of a call) and applies this
+    /// rank's planned fault. A rank dead at a call fails before it enters
+    /// it (its peers can tell it never took part); a hung one hangs inside
+    /// it.
+    pub(crate) fn begin(&mut self) -> Result<OpId, Error> {
+        self.calls += 1;
+        self.begin_op(Some(self.calls - 1))
+    }
+
+    /// Numbers a later operation of the call in progress (an agreement's
+    /// next round) and applies the fault planned for it.
+    pub(crate) fn begin_within(&mut self) -> Result<OpId, Error> {
+        self.begin_op(None)
+    }
+
+    /// [`Caller::begin`] of the `call`-th call, or (`None`) a later
+    /// operation of the call in progress.
+    fn begin_op(&mut self, call: Option<OpId>) -> Result<OpId, Error> {
+        self.driver.check_alive()?;
+        let me = self.driver.transport().rank();
+        let fault = self.engine.fault(me, self.driver.next_op(), call);
+        if let Some(faults::Fault::Dead | faults::Fault::DieAfterSends(0)) = fault {
+            self.driver.die();
+            return Err(Error::Failed(self.rank()));
+        }
+        let op = self.driver.enter()?;
+        match fault {
+            Some(faults::Fault::Hang) => {
+                self.driver.hang();
+                self.engine.hang(&mut self.driver);
+                Err(Error::Hung(self.rank()))
+            }
+            Some(faults::Fault::DieAfterSends(n)) => {
+                self.driver.die_after_sends(n);
+                Ok(op)
+            }
+            Some(faults::Fault::Stall(pause)) => {
+                std::thread::sleep(pause);
+                Ok(op)
+            }
+            _ => Ok(op),
+        }
+    }
+
+    /// A call that ends before its core is driven still returns: peers
+    /// must not take this rank for hung inside it.
+    pub(crate) fn abandon(&mut self, op: OpId, e: Error) -> Error {
+        self.driver.returned(op);
+        e
+    }
+
+    /// More than this communicator's f ranks failed in `op`.
+    pub(crate) fn too_many_failures(&self, op: OpId) -> Error {
+        Error::TooManyFailures {
+            op,
+            f: self.plans.f,
+            failed: self.failed_ranks(),
+        }
+    }
+
+    /// `root` is a rank of this communicator.
+    pub(crate) fn check_root(&self, root: Rank) -> Result<(), Error> {
+        let procs = self.size();
+        if root >= procs {
+            return Err(Error::RankOutOfRange { rank: root, procs });
+        }
+        Ok(())
+    }
+
+    /// Serves the cores this rank kept from operations it returned from;
+    /// never waits.
+    pub(crate) fn progress(&mut self) -> Result<(), Error> {
+        self.driver.progress()
+    }
+
+    /// A broadcast from `root` (checked) with the team's algorithm, this
+    /// rank holding `value` if it is the root: what it delivered.
+    pub(crate) fn broadcast(
+        &mut self,
+        root: Rank,
+        value: Option<Data>,
+    ) -> Result<Delivered<Data>, Error> {
+        self.check_root(root)?;
+        let op = self.begin()?;
+        self.broadcast_entered(op, root, value)
+    }
+
+    /// [`Caller::broadcast`] of operation `op`, entered already.
+    pub(crate) fn broadcast_entered(
+        &mut self,
+        op: OpId,
+        root: Rank,
+        value: Option<Data>,
+    ) -> Result<Delivered<Data>, Error> {
+        let started = self.driver.call_started();
+        let plans = self.plans;
+        let value = broadcast::drive_broadcast(
+            &mut self.driver,
+            plans,
+            root,
+            op,
+            started,
+            value,
+            &mut self.engine,
+        )?;
+        Ok(Delivered { op, value, started })
+    }
+
+    /// A reduce of `input` to `root` (checked) with `combine`: the result
+    /// at the root, `None` elsewhere (up-correction reduce, reduce paper
+    /// Section 4; or FTCO's). More than f failures:
+    /// [`Error::TooManyFailures`] at the root; a timeout while the root is
+    /// known failed: [`Error::RootFailed`].
+    pub(crate) fn reduce(
+        &mut self,
+        root: Rank,
+        input: Data,
+        combine: Combine<'_>,
+    ) -> Result<Delivered<Option<Data>>, Error> {
+        if let ReductionPlan::Ftco(plan) = &self.plans.reduction {
+            let (op, kind) = (self.begin()?, FtcoCollective::Reduce);
+            let started = self.driver.call_started();
+            let output = ftco::drive_ftco_reduction(
+                &mut self.driver,
+                plan,
+                root,
+                op,
+                started,
+                kind,
+                input,
+                combine,
+                &mut self.engine,
+            )?;
+            let value = ftco::reduce_value(output);
+            return Ok(Delivered { op, value, started });
+        }
+        let ReductionPlan::UpCorrection { reduce, .. } = &self.plans.reduction else {
+            unreachable!("FTCO returned above")
+        };
+        let input = Contribution::input(input);
+        let op = self.begin()?;
+        let started = self.driver.call_started();
+        let lists = std::mem::take(&mut self.reduce_lists);
+        let me = self.rank();
+        let kind = Collective::Reduce;
+        let core = Reduce::new_in(reduce, root, me, op, kind, input, combine, lists);
+        let mut core = core.map_err(|e| self.abandon(op, e))?;
+        let driven = self.driver.drive(op, started, &mut core);
+        // Done with once the call returns (nothing to keep): its lists serve
+        // the next reduce or allreduce.
+        self.reduce_lists = core.retire();
+        let value = match driven {
+            Ok(ReduceOutput::Sent) => None,
+            Ok(ReduceOutput::Root { value, .. }) => Some(value),
+            Ok(ReduceOutput::TooManyFailures { .. }) => return Err(self.too_many_failures(op)),
+            Err(e) => return Err(broadcast::root_failed(&self.driver, e, op, root)),
+        };
+        Ok(Delivered { op, value, started })
+    }
+
+    /// An allreduce (or, `kind` [`Collective::Barrier`], a barrier) of
+    /// `input` with `combine`: the value every live rank delivers
+    /// (up-correction reduce and corrected broadcast with root retry, reduce
+    /// paper Section 5; the pair exchange for two ranks; or FTCO's).
+    #[inline]
+    pub(crate) fn allreduce(
+        &mut self,
+        kind: Collective,
+        input: Data,
+        combine: Combine<'_>,
+    ) -> Result<Delivered<Data>, Error> {
+        if let ReductionPlan::Ftco(plan) = &self.plans.reduction {
+            let op = self.begin()?;
+            let started = self.driver.call_started();
+            let (root, kind) = (FTCO_ALLREDUCE_ROOT, ftco::allreduce_kind(kind));
+            let output = ftco::drive_ftco_reduction(
+                &mut self.driver,
+                plan,
+                root,
+                op,
+                started,
+                kind,
+                input,
+                combine,
+                &mut self.engine,
+            )?;
+            let value = ftco::allreduce_result(output);
+            return Ok(Delivered { op, value, started });
+        }
+        let op = self.begin()?;
+        self.allreduce_entered(op, kind, input, combine)
+    }
+
+    /// The up-correction allreduce of operation `op`, entered already (an
+    /// engine's allreduce that takes several operations: the MPI engine's
+    /// by blocks).
+    #[inline]
+    pub(crate) fn allreduce_entered(
+        &mut self,
+        op: OpId,
+        kind: Collective,
+        input: Data,
+        combine: Combine<'_>,
+    ) -> Result<Delivered<Data>, Error> {
+        let started = self.driver.call_started();
+        let me = self.rank();
+        let ReductionPlan::UpCorrection {
+            allreduce: plan, ..
+        } = &self.plans.reduction
+        else {
+            let e = Error::Config(crate::error::ConfigError::Unsupported {
+                what: "an up-correction allreduce step",
+                why: "the team reduces with FTCO",
+            });
+            return Err(self.abandon(op, e));
+        };
+        // Each core type driven as itself, not as an `AllreduceCore`: that
+        // enum has the rooted core's size (832 bytes), and its moves were a
+        // memcpy of that much in every call, also for a pair, whose whole
+        // call is a few hundred nanoseconds (callgrind: 2196 -> 1882
+        // instructions per rank and call, docs/benchmarks.md).
+        let output = if plan.is_pair() {
+            let mut core = PairAllreduce::new(me, op, kind, input, combine);
+            // A pair exchange is over once delivered: nothing to keep.
+            self.driver.drive(op, started, &mut core)?
+        } else {
+            let lists = std::mem::take(&mut self.reduce_lists);
+            let core = Allreduce::new_in(plan, me, op, kind, input, combine, lists);
+            let mut core = core.map_err(|e| self.abandon(op, e))?;
+            let output = self.driver.drive(op, started, &mut core)?;
+            if let Some(lists) = core.take_reduce_lists() {
+                self.reduce_lists = lists;
+            }
+            if let AllreduceOutput::Value { .. } = output {
+                // A rooted core may have to join a later round. Kept, it
+                // gets a function of its own: the one lent by this call
+                // ends with it (and a decided core never combines).
+                self.driver.keep(core.with_op(never_combines as Absorb));
+            }
+            output
+        };
+        match output {
+            AllreduceOutput::Value { value, .. } => Ok(Delivered { op, value, started }),
+            AllreduceOutput::TooManyFailures { .. } => Err(self.too_many_failures(op)),
+        }
+    }
+
+    /// Returns once every live rank has entered the barrier (an allreduce
+    /// of nothing, with its fault tolerance).
+    pub(crate) fn barrier(&mut self) -> Result<Delivered<()>, Error> {
+        let got = self.allreduce(Collective::Barrier, Data::EMPTY, &never_combines)?;
+        Ok(Delivered {
+            op: got.op,
+            value: (),
+            started: got.started,
+        })
+    }
+
+    /// Records the latency of a whole call that started at `started`.
+    pub(crate) fn record_latency(&mut self, started: Option<Tick>) {
+        self.driver.record_latency(started);
+    }
+}

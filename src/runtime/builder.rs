@@ -1,0 +1,170 @@
+//! [`TeamBuilder`]: a thread team's settings, the engine-neutral
+//! [`Config`] and the thread runtime's own (ranks, pinning, helping,
+//! lanes).
+
+use std::time::Duration;
+
+use crate::call::config::Config;
+use crate::call::config::{BroadcastAlgorithm, ReduceAlgorithm};
+use crate::call::faults::FaultSchedule;
+use crate::call::plans::Plans;
+use crate::error::ConfigError;
+use crate::protocol::allreduce::AllreduceAlgorithm;
+use crate::protocol::bcast::Correction;
+use crate::protocol::reduce::FailureScheme;
+use crate::runtime::pin::{self, Pinning};
+use crate::runtime::team::Team;
+use crate::topology::{TreeSpec, MAX_PROCS};
+
+/// The largest team [`Team`] runs (lanes are made lazily, so memory stays
+/// bounded by the pairs that talk).
+pub const MAX_RANKS: u32 = 4096;
+
+/// Builds a [`Team`]. Every setting has a sane default: all cores' worth of
+/// ranks, packed pinning, and [`Config`]'s defaults for the collectives
+/// (binomial tree, flat for the broadcast where ranks outnumber cores, with
+/// checked correction, fault budget f = 1, a 1 s failure timeout and a 10 s
+/// operation timeout). The collectives' settings are [`Config`]'s, each
+/// forwarded here under its name; [`TeamBuilder::config`] sets them all at
+/// once.
+#[derive(Clone, Debug)]
+pub struct TeamBuilder {
+    pub(crate) config: Config,
+    pub(crate) ranks: u32,
+    pub(crate) pinning: Pinning,
+    pub(crate) lane_capacity: usize,
+    pub(crate) helping: Option<bool>,
+}
+
+impl Default for TeamBuilder {
+    fn default() -> Self {
+        TeamBuilder {
+            config: Config::default(),
+            ranks: pin::available_cores().len().max(1) as u32,
+            pinning: Pinning::Packed,
+            lane_capacity: 64,
+            helping: None,
+        }
+    }
+}
+
+impl AsRef<Config> for TeamBuilder {
+    fn as_ref(&self) -> &Config {
+        &self.config
+    }
+}
+
+/// Setters of [`TeamBuilder`] that set the [`Config`] setting of the same
+/// name (documented there).
+macro_rules! config_setters {
+    ($($name:ident($arg:ident: $ty:ty);)*) => {$(
+        #[doc = concat!("Sets [`Config::", stringify!($name), "`] (see there).")]
+        pub fn $name(mut self, $arg: $ty) -> Self {
+            self.config = self.config.$name($arg);
+            self
+        }
+    )*};
+}
+
+impl TeamBuilder {
+    /// Number of ranks (threads).
+    pub fn ranks(mut self, ranks: u32) -> Self {
+        self.ranks = ranks;
+        self
+    }
+
+    /// Where threads run.
+    pub fn pinning(mut self, pinning: Pinning) -> Self {
+        self.pinning = pinning;
+        self
+    }
+
+    /// Whether a waiting rank lends its call to, and advances the calls of,
+    /// other waiting ranks ([`crate::helping`]). Default: on when threads
+    /// are pinned and ranks outnumber the available cores (there a rank's
+    /// message may wait a whole scheduling round for its thread; ranks help
+    /// those pinned to their core), off otherwise (a rank alone on its core
+    /// spins; unpinned, every rank would help every other across cores,
+    /// which cost more in cache misses than it saved: 24-36 µs against 16 µs
+    /// per 8-rank allreduce on 2 cores, `docs/benchmarks.md`).
+    pub fn helping(mut self, on: bool) -> Self {
+        self.helping = Some(on);
+        self
+    }
+
+    /// Messages a lane holds before a sender keeps the rest in its outbox.
+    pub fn lane_capacity(mut self, capacity: usize) -> Self {
+        self.lane_capacity = capacity.max(2);
+        self
+    }
+
+    /// Every collective's setting at once (replacing those set before).
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    config_setters! {
+        tree(tree: TreeSpec);
+        correction(correction: Correction);
+        fault_budget(f: u32);
+        failure_scheme(scheme: FailureScheme);
+        failure_timeout(timeout: Duration);
+        faults(faults: FaultSchedule);
+        op_timeout(timeout: Duration);
+        correction_pace(pace: Duration);
+        op_records(on: bool);
+        allreduce(algorithm: AllreduceAlgorithm);
+        broadcast(algorithm: BroadcastAlgorithm);
+        reduce(algorithm: ReduceAlgorithm);
+        seed(seed: u64);
+    }
+
+    /// Sets `Config::root_wait` (a node team's threads).
+    #[cfg(feature = "mpi")]
+    pub(crate) fn root_wait(mut self, wait: Duration) -> Self {
+        self.config = self.config.root_wait(wait);
+        self
+    }
+
+    /// Sets [`Config::mpi_shared_memory`] (see there).
+    #[cfg(feature = "mpi")]
+    pub fn mpi_shared_memory(mut self, bytes: usize) -> Self {
+        self.config = self.config.mpi_shared_memory(bytes);
+        self
+    }
+
+    /// Checks the settings and builds the team. Errors (never panics) on no
+    /// ranks or too many, a placement of another size, faults naming a rank
+    /// outside the team, a bad tree, or a fault budget that leaves no rank
+    /// to survive.
+    pub fn build(self) -> Result<Team, ConfigError> {
+        if self.ranks == 0 {
+            return Err(ConfigError::ZeroRanks);
+        }
+        if self.ranks > MAX_RANKS.min(MAX_PROCS) {
+            return Err(ConfigError::TooManyRanks {
+                procs: self.ranks as u64,
+                max: MAX_RANKS as u64,
+            });
+        }
+        self.pinning.check(self.ranks)?;
+        for r in self.config.faults.ranks() {
+            if r >= self.ranks {
+                return Err(ConfigError::FaultRank {
+                    rank: r,
+                    procs: self.ranks,
+                });
+            }
+        }
+        let f = self.config.budget_for(self.ranks);
+        let crowded = crowded(self.ranks);
+        let plans = Plans::build(&self.config, self.ranks, f, crowded)?;
+        Ok(Team::new(self, plans))
+    }
+}
+
+/// Whether a thread team of `ranks` outnumbers this process's cores.
+pub(crate) fn crowded(ranks: u32) -> bool {
+    ranks as usize > pin::available_cores().len()
+}
