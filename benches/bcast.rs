@@ -20,6 +20,7 @@
 
 #[path = "common/lineup.rs"]
 mod lineup;
+use corrected::Collectives;
 use lineup::YieldBarrier;
 
 use std::time::Duration;

@@ -90,6 +90,7 @@
 
 #[path = "common/lineup.rs"]
 mod lineup;
+use corrected::Collectives;
 use lineup::YieldBarrier;
 
 use std::fmt::Write as _;

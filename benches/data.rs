@@ -66,6 +66,7 @@
 
 #[path = "common/lineup.rs"]
 mod lineup;
+use corrected::Collectives;
 use lineup::YieldBarrier;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -4,6 +4,7 @@
 //! once warm (1000 calls after 500), and the segments the pool allocated
 //! in the allreduce's run (all while it warms up).
 
+use corrected::Collectives;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use corrected::runtime::{Comm, SystemOperation, Team};

@@ -7,6 +7,7 @@
 //! `cargo run --release --example allreduce`
 
 use corrected::runtime::{Fault, FaultSchedule, SystemOperation, Team};
+use corrected::Collectives;
 
 fn main() -> Result<(), corrected::Error> {
     let team = Team::builder()

@@ -3,6 +3,7 @@
 //! `cargo run --release --example broadcast`
 
 use corrected::runtime::Team;
+use corrected::Collectives;
 
 fn main() -> Result<(), corrected::Error> {
     // Records give the report's per-operation message counts.

@@ -6,6 +6,7 @@
 //! `cargo run --release --example kill_ranks`
 
 use corrected::runtime::{FaultSchedule, RankOutcome, Team};
+use corrected::Collectives;
 
 fn main() -> Result<(), corrected::Error> {
     let dead = [1, 2, 9];

@@ -7,6 +7,7 @@
 //! `cargo run --release --example shrink`
 
 use corrected::runtime::{Fault, FaultSchedule, SystemOperation, Team};
+use corrected::Collectives;
 use corrected::Error;
 
 fn main() -> Result<(), corrected::Error> {

@@ -70,6 +70,7 @@
 //! correction pace (`TeamBuilder::correction_pace`); `ALLREDUCE=tree` (or `star`) for that
 //! allreduce and barrier algorithm instead of the team's default (`auto`).
 
+use corrected::Collectives;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 

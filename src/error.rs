@@ -275,7 +275,7 @@ pub enum Error {
     /// root it tries lives, see
     /// [`AllreduceAlgorithm`](crate::runtime::AllreduceAlgorithm)); the
     /// caller may go on among the survivors with a fresh budget
-    /// ([`Comm::shrink`](crate::runtime::Comm::shrink)), or build the team
+    /// ([`Collectives::shrink`](crate::Collectives::shrink)), or build the team
     /// with a larger fault budget
     /// ([`TeamBuilder::fault_budget`](crate::runtime::TeamBuilder::fault_budget)).
     #[error(

@@ -1,5 +1,5 @@
-//! Reduction operations for [`Comm::reduce_into`](crate::runtime::Comm::reduce_into)
-//! and [`Comm::all_reduce_into`](crate::runtime::Comm::all_reduce_into), named
+//! Reduction operations for [`Collectives::reduce_into`](crate::Collectives::reduce_into)
+//! and [`Collectives::all_reduce_into`](crate::Collectives::all_reduce_into), named
 //! as in rsmpi: [`SystemOperation::sum`], `product`, `min`, `max`,
 //! `bitwise_and`, `bitwise_or`, `bitwise_xor`, and any closure
 //! `Fn(&T, &T) -> T`.

@@ -2,6 +2,7 @@
 //! allocator (one test in this binary, so nothing else allocates while it
 //! counts). docs/architecture.md, *Memory*, says what still allocates.
 
+use corrected::Collectives;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use corrected::runtime::{AllreduceAlgorithm, Comm, SystemOperation, Team};

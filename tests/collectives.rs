@@ -4,6 +4,7 @@
 //! operations, mismatches and bad input. Every test runs more ranks than
 //! this machine's cores.
 
+use corrected::Collectives;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;

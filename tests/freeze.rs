@@ -41,6 +41,7 @@
 
 #![cfg(all(feature = "fault-points", not(loom)))]
 
+use corrected::Collectives;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

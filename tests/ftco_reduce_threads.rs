@@ -11,6 +11,7 @@
 
 mod common;
 
+use corrected::Collectives;
 use std::time::{Duration, Instant};
 
 use common::serial;

@@ -8,6 +8,7 @@
 
 mod common;
 
+use corrected::Collectives;
 use std::time::{Duration, Instant};
 
 use common::{broadcast_team, serial, value};

@@ -6,6 +6,7 @@
 //! helper applied surfacing on the rank it belongs to, and nothing left
 //! hanging.
 
+use corrected::Collectives;
 use std::time::Duration;
 
 use corrected::check::input_of;

@@ -12,6 +12,7 @@
 //! waits longer than the failure timeout plus slack (the operation timeout
 //! is set far above it, so a call that waited it out fails the test).
 
+use corrected::Collectives;
 use std::time::{Duration, Instant};
 
 use corrected::protocol::allreduce::AllreduceAlgorithm;

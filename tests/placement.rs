@@ -2,6 +2,7 @@
 //! the gap bound after domain kills, simulated correction after a domain
 //! kill, and delivery on threads after a domain kill.
 
+use corrected::Collectives;
 use std::collections::BTreeSet;
 use std::time::Duration;
 

@@ -1,6 +1,7 @@
 //! The broadcast cores on threads: delivery, faults, fencing, and agreement
 //! with the simulator. Every test runs more ranks than this machine's cores.
 
+use corrected::Collectives;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 

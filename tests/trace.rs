@@ -8,6 +8,7 @@ use corrected::runtime::{SystemOperation, Team};
 use corrected::trace;
 #[cfg(all(feature = "trace", not(loom)))]
 use corrected::trace::{Call, Event};
+use corrected::Collectives;
 
 const CALLS: u64 = 40;
 

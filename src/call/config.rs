@@ -4,7 +4,7 @@
 //! [`TeamBuilder`](crate::runtime::TeamBuilder) holds one beside its
 //! thread settings (ranks, pinning, helping, lanes) and forwards these
 //! setters; the MPI engine takes one as it is
-//! (`MpiComm::new`). [`super::plans`] turns it into the
+//! (`MpiComm::new`). `plans` turns it into the
 //! plans of a team of a given size.
 
 use std::time::Duration;

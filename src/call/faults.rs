@@ -1,6 +1,6 @@
 //! Fault emulation (fail-stop) for every engine: a plan of what goes wrong,
 //! for which rank, at which operation. The call layer applies it as each
-//! call begins ([`super::Caller`]), the same way on threads and between
+//! call begins (`Caller::begin`), the same way on threads and between
 //! MPI processes.
 
 use crate::types::{OpId, Rank};

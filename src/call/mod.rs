@@ -1,22 +1,22 @@
 //! The call layer: the per-call sequence of every collective, written once
 //! for every engine. A call checks its arguments, numbers its operation and
-//! applies the rank's emulated fault ([`Caller::begin`]), builds the core
-//! the team's [plans](plans::Plans) name, hands it to the
+//! applies the rank's emulated fault (`Caller::begin`), builds the core
+//! the team's plans (`plans::Plans`) name, hands it to the
 //! [driver](crate::driver), maps the core's output to a value or a typed
 //! error, and keeps the core if it must serve after the call. Agreement on
 //! the failed ranks and the shrink that follows it live here too
-//! ([`Caller::agree_failed`], [`Caller::shrink`]).
+//! (`Caller::agree_failed`, `Caller::shrink`).
 //!
 //! Engines are thin: the thread runtime's [`Comm`](crate::runtime::Comm)
-//! and the MPI engine's communicators hold a [`Caller`] over their own
-//! [`Engine`] (transport, value store, fault lookup, counters) and add
+//! and the MPI engine's communicators hold a `Caller` over their own
+//! `Engine` (transport, value store, fault lookup, counters) and add
 //! only what is theirs (lending large buffers between threads; the node's
 //! shared memory between processes).
 //!
 //! * [`config`]: the engine-neutral configuration, [`Config`];
-//! * [`plans`]: what a team of a given size runs, built from it;
+//! * `plans`: what a team of a given size runs, built from it;
 //! * [`faults`]: emulated fail-stop faults, [`FaultSchedule`];
-//! * [`broadcast`], [`ftco`]: a broadcast's and an FTCO reduction's
+//! * `broadcast`, `ftco`: a broadcast's and an FTCO reduction's
 //!   protocol part;
 //! * `agree`: agreement on the failed ranks, and shrink;
 //! * `pace`: flow control of reduces to a slower root.

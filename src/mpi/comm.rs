@@ -191,7 +191,7 @@ impl Collectives for MpiComm {
     /// the root lives). Each algorithm keeps the guarantees it has on
     /// threads ([`BroadcastAlgorithm`](crate::runtime::BroadcastAlgorithm); docs/mpi.md says which hold against
     /// a process that dies unannounced). Errors as
-    /// [`crate::runtime::Comm::broadcast_into`]'s; a root that died
+    /// [`crate::Collectives::broadcast_into`]'s; a root that died
     /// unannounced is a [`Error::Timeout`].
     fn broadcast_into<B: BufferMut + ?Sized>(
         &mut self,
@@ -213,7 +213,7 @@ impl Collectives for MpiComm {
 
     /// Reduces every rank's `send` with `op` to `root` (up-correction
     /// reduce). Guarantees and errors as
-    /// [`crate::runtime::Comm::reduce_into`]'s, for failures this process
+    /// [`crate::Collectives::reduce_into`]'s, for failures this process
     /// learns of (see the type's doc).
     fn reduce_into<S, R>(
         &mut self,
@@ -247,7 +247,7 @@ impl Collectives for MpiComm {
     /// Reduces every rank's `send` with `op` and gives every rank the
     /// result (up-correction reduce, then corrected broadcast, retried on
     /// the next root if the root fails). Guarantees and errors as
-    /// [`crate::runtime::Comm::all_reduce_into`]'s, for failures this
+    /// [`crate::Collectives::all_reduce_into`]'s, for failures this
     /// process learns of (see the type's doc).
     fn all_reduce_into<S, R>(
         &mut self,
@@ -314,7 +314,7 @@ impl Collectives for MpiComm {
     }
 
     /// Gives every live process the same list of failed processes (the
-    /// rotating coordinator of [`crate::runtime::Comm::agree_failed`], run
+    /// rotating coordinator of [`crate::Collectives::agree_failed`], run
     /// by the call layer). A process that died unannounced (SIGKILL) is
     /// found by the timeout detector while the others wait on it in a
     /// round (its heartbeat stands still for the failure timeout), and
@@ -327,7 +327,7 @@ impl Collectives for MpiComm {
     }
 
     /// Goes on with the survivors of [`MpiComm::agree_failed`]'s list,
-    /// renumbered densely (as [`crate::runtime::Comm::shrink`]); this
+    /// renumbered densely (as [`crate::Collectives::shrink`]); this
     /// communicator becomes theirs. Allreduces by blocks and through the
     /// node's shared memory go on over the survivors.
     fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
@@ -340,7 +340,7 @@ impl Collectives for MpiComm {
 }
 
 /// Allreduces of values from this size (up to a slot,
-/// [`TeamBuilder::mpi_shared_memory`]) go through the node's shared memory,
+/// [`Config::mpi_shared_memory`]) go through the node's shared memory,
 /// where every process runs on one node ([`crate::mpi::shm`]).
 pub const SHARED_MIN_BYTES: usize = 64 << 10;
 

@@ -53,8 +53,8 @@ impl Engine<'static> for MpiEngine {
     }
 }
 
-/// What an [`MpiComm`]'s broadcasts counted, for a report
-/// ([`MpiComm::broadcast_counts`]).
+/// What an [`MpiComm`](crate::mpi::MpiComm)'s broadcasts counted, for a report
+/// ([`MpiComm::broadcast_counts`](crate::mpi::MpiComm::broadcast_counts)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BroadcastCounts {
     /// Gossip broadcasts ([`BroadcastAlgorithm::Gossip`](crate::runtime::BroadcastAlgorithm::Gossip)) in which this

@@ -60,23 +60,6 @@ impl<'t> Comm<'t> {
         }
     }
 
-    /// This rank (after a [shrink](Comm::shrink), its number among the
-    /// survivors).
-    pub fn rank(&self) -> Rank {
-        self.caller.rank()
-    }
-
-    /// The number of ranks (after a [shrink](Comm::shrink), of survivors).
-    pub fn size(&self) -> u32 {
-        self.caller.size()
-    }
-
-    /// The fault budget f of reduce, allreduce and barrier: the team's, or
-    /// after a shrink the team's clamped to leave one rank alive.
-    pub fn fault_budget(&self) -> u32 {
-        self.caller.fault_budget()
-    }
-
     /// The number of this rank's last operation (0 before any): what an
     /// engine built on this communicator names in its own errors (the MPI
     /// hierarchy's).
@@ -104,111 +87,6 @@ impl<'t> Comm<'t> {
         self.caller.driver.is_alive()
     }
 
-    /// Ranks of this communicator known to have failed so far, as this
-    /// rank knows them now. Another rank may know more or fewer at the same
-    /// moment; [`Comm::agree_failed`] gives every live rank the same list.
-    pub fn failed_ranks(&self) -> Vec<Rank> {
-        self.caller.failed_ranks()
-    }
-
-    /// Gives every live rank the same list of failed ranks: a collective
-    /// (every live rank calls it), after which the lists agree, whatever
-    /// the number of failures before or during it. Each listed rank has
-    /// failed (it is in the failure registry: killed, panicked, or declared
-    /// failed by the timeout detector); a rank that fails late in the call
-    /// may be left out, and is then found failed by later operations.
-    ///
-    /// The algorithm is the rotating coordinator of consensus with a
-    /// perfect failure detector (Chandra and Toueg, 1996): for each rank c
-    /// in turn, c broadcasts its current list and every rank that receives
-    /// it adopts it. A broadcast from a live root reaches every live rank
-    /// (checked correction, any number of failures), so after the first
-    /// round whose coordinator does not fail all lists are equal and stay
-    /// so; a round whose coordinator is dead ends in
-    /// [`Error::RootFailed`] at once, one whose coordinator dies during it
-    /// within the failure timeout. Cost: one broadcast per rank (of
-    /// a bitmap of one bit per rank each).
-    ///
-    /// Errors: this rank failed or hung, ranks disagree on the operation
-    /// ([`Error::Mismatch`]), or a broadcast timed out.
-    pub fn agree_failed(&mut self) -> Result<Vec<Rank>, Error> {
-        self.caller.agree_failed()
-    }
-
-    /// Goes on with the survivors: agrees on the failed ranks
-    /// ([`Comm::agree_failed`]), then renumbers the others densely, in
-    /// their order, with a fresh fault budget (the team's f, at most the
-    /// new size minus one) and new plans for the new size. Returns the
-    /// ranks left out, in the numbering before the shrink. As ULFM's
-    /// `MPIX_Comm_shrink`, after failures beyond the budget
-    /// ([`Error::TooManyFailures`]) a long-running program can go on.
-    ///
-    /// Unlike `MPIX_Comm_shrink`, this communicator itself becomes the
-    /// survivors' ([`Comm::rank`] and [`Comm::size`] change), rather than a
-    /// new one next to it: a rank's thread owns one mailbox endpoint, so it
-    /// holds one communicator at a time. Operations go on being numbered
-    /// after the old ones, so late messages of the old team are told apart
-    /// and dropped.
-    ///
-    /// Errors: those of [`Comm::agree_failed`]; [`Error::Failed`] if this
-    /// rank is among the failed.
-    pub fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
-        self.caller.shrink()
-    }
-
-    /// Broadcasts `buf` from `root` (corrected-tree broadcast with the
-    /// team's tree and correction): on return, every rank's `buf` holds the
-    /// root's. `buf` is one plain-data value or a slice of any length
-    /// ([`crate::buffer`]): up to 55 bytes travel in the messages, more in a
-    /// shared segment the messages refer to. Survives any number of ranks
-    /// dead before the call (with checked or delayed correction), as long
-    /// as the root lives.
-    ///
-    /// Errors: `root` out of range, this rank failed or hung, the ranks
-    /// disagree on the operation ([`Error::Mismatch`], on every rank that
-    /// has not finished it: the rank that meets the mismatch aborts the
-    /// operation for the team), the root failed ([`Error::RootFailed`]: at
-    /// once if it failed before the operation, within the failure timeout
-    /// if during it and the value does not come), no value within the
-    /// team's timeout ([`Error::Timeout`]), or `buf`'s length is not the
-    /// root's ([`Error::LengthMismatch`], on that rank only, after it has
-    /// passed the value on; `buf` is untouched).
-    pub fn broadcast_into<B: BufferMut + ?Sized>(
-        &mut self,
-        root: Rank,
-        buf: &mut B,
-    ) -> Result<(), Error> {
-        let me = self.rank();
-        let _span = trace::Span::enter(me, TraceCall::Broadcast, self.caller.driver.next_op());
-        self.caller.check_root(root)?;
-        let pool = &self.caller.engine.shared.segments;
-        // From `LENT_BCAST_MIN_BYTES` the root lends its buffer for the
-        // call and each receiver copies the value from there, instead of
-        // the root copying it into a segment first ([`crate::value::lent`]).
-        let bytes: &[u8] = bytemuck::cast_slice(buf.items());
-        let mut lending =
-            (root == me && bytes.len() >= LENT_BCAST_MIN_BYTES).then(|| Lending::new(bytes, pool));
-        let value = (root == me).then(|| match &lending {
-            Some(lending) => Data::lent(lending.lent()),
-            None => Data::encode(buf.items(), pool),
-        });
-        let Delivered { op, value, started } = self.caller.broadcast(root, value)?;
-        if let Some(lending) = &mut lending {
-            self.end_loan(lending, bytes.len());
-        }
-        // The loan ends here, on the way out (or, unsettled, copies first).
-        drop(lending);
-        // The root's buffer holds the value already.
-        let result = if root == me {
-            Ok(())
-        } else {
-            value.decode_into(buf.items_mut(), op, None)
-        };
-        // The whole call, the receiver's copy included.
-        self.caller.record_latency(started);
-        result
-    }
-
     /// A broadcast root's loan ends once every other rank has copied the
     /// value, or every one still missing is known failed, or, from
     /// [`LENT_BCAST_GRACE`] on, as soon as one has not begun its copy (its
@@ -229,180 +107,12 @@ impl<'t> Comm<'t> {
         );
     }
 
-    /// Reduces every rank's `send` with `op` to `root`, element by element
-    /// (up-correction reduce with the team's fault budget f): on return at
-    /// the root, `recv` holds the reduction of the inputs of every live
-    /// rank, and of each rank that failed during the call either its input
-    /// or nothing (never part of it; for a slice, the same ranks in every
-    /// element). `recv` is untouched elsewhere. `op` must be associative
-    /// and commutative; if it panics, this rank fails.
-    ///
-    /// Ranks other than the root return once they sent, and wait (serving)
-    /// before they start a reduce while the root has not returned from the
-    /// operation [`reduces_ahead`] before this one. From 256 KiB the root reduces the
-    /// inputs by chunks once the protocol agreed on them
-    /// (`docs/algorithms.md`).
-    ///
-    /// Errors: `root` out of range, an operation that does not apply to
-    /// the element type, this rank failed or hung, ranks disagree on the
-    /// operation ([`Error::Mismatch`]), more than f ranks failed
-    /// ([`Error::TooManyFailures`], at the root), no result within the
-    /// team's timeout ([`Error::Timeout`]; [`Error::RootFailed`] if the
-    /// root failed: then nobody gets a result, as the paper says), or
-    /// lengths that differ ([`Error::LengthMismatch`] at the root: between
-    /// two ranks' `send`, or between its `send` and `recv`).
-    pub fn reduce_into<S, R>(
-        &mut self,
-        root: Rank,
-        send: &S,
-        recv: &mut R,
-        op: impl Operation<S::Item>,
-    ) -> Result<(), Error>
-    where
-        S: Buffer + ?Sized,
-        R: BufferMut<Item = S::Item> + ?Sized,
-    {
-        self.caller.check_root(root)?;
-        op.check()?;
-        let shared = self.caller.engine.shared;
-        let pool = &shared.segments;
-        let combine = data_op(&op, pool);
-        // From `LAZY_MIN_BYTES`, as an allreduce's: the protocol agrees on
-        // the inputs, lent in place, and the root reduces them chunk by
-        // chunk once it has the sum (`crate::value::lazy`), where
-        // reducing as the values travel would write a new segment at every
-        // step of the tree. The other ranks' calls end after their sends:
-        // the loan's drop copies their input out for the root to read.
-        // FTCO reduces values as they travel, whatever their size.
-        let lazy = !self.ftco_reduces();
-        if lazy {
-            let bytes = std::mem::size_of_val(send.items());
-            self.caller.pace_reduce(root, reduces_ahead(bytes));
-        }
-        let (mut lending, input) = self.reduction_input(send.items(), lazy, None);
-        let Delivered {
-            op: id,
-            value,
-            started,
-        } = self.caller.reduce(root, input, &combine)?;
-        let result = match value {
-            Some(value) => self.reduction_output(&value, &mut lending, send, recv, id, &op),
-            None => Ok(()),
-        };
-        // The whole call, the root's reduction by chunks included.
-        self.caller.record_latency(started);
-        result
-    }
-
-    /// Reduces every rank's `send` with `op`, element by element, and
-    /// gives the result to every rank in `recv` (up-correction reduce to a
-    /// root, corrected broadcast from it, retried on the next root if that
-    /// root fails). Every live rank gets the same value, holding every live
-    /// rank's input and each failed rank's either everywhere or nowhere
-    /// (for a slice: in every element or in none), as long as at most f
-    /// ranks fail. `op` must be associative and commutative; if it panics,
-    /// this rank fails.
-    ///
-    /// Errors: an operation that does not apply to the element type, this
-    /// rank failed or hung, ranks disagree on the operation
-    /// ([`Error::Mismatch`]), more than f ranks failed
-    /// ([`Error::TooManyFailures`]), no result within the team's timeout,
-    /// or lengths that differ ([`Error::LengthMismatch`]: every rank if two
-    /// ranks' `send` differ; only this rank, after taking part in full, if
-    /// its `recv` differs from the result). After another error, `recv` of
-    /// a large value may hold some chunks of the team's result (it is lent
-    /// from the call's entry, docs/architecture.md).
-    pub fn all_reduce_into<S, R>(
-        &mut self,
-        send: &S,
-        recv: &mut R,
-        op: impl Operation<S::Item>,
-    ) -> Result<(), Error>
-    where
-        S: Buffer + ?Sized,
-        R: BufferMut<Item = S::Item> + ?Sized,
-    {
-        let next = self.caller.driver.next_op();
-        let _span = trace::Span::enter(self.rank(), TraceCall::Allreduce, next);
-        op.check()?;
-        let shared = self.caller.engine.shared;
-        let pool = &shared.segments;
-        // From `LAZY_MIN_BYTES` the protocol agrees on the inputs, and then
-        // every rank reduces its share of the chunks
-        // ([`crate::value::lazy`]), reading the input where it is, lent
-        // for this call ([`crate::value::lent`]): the loan's drop, on
-        // every way out of the call, revokes it (copying the input first,
-        // unless this rank completed the reduction).
-        // FTCO reduces values as they travel, whatever their size.
-        // The output is lent for the whole call too, if it has the
-        // input's length: whoever computes a chunk writes it there, also
-        // before this rank's thread gets its turn to reduce (where ranks
-        // share cores, most get theirs after every chunk is computed, and
-        // copied each chunk out of shared memory themselves).
-        let lazy = !self.ftco_reduces();
-        let (mine, out) = (send.items(), recv.items_mut());
-        let size = std::mem::size_of::<S::Item>();
-        let at_entry =
-            lazy && std::mem::size_of_val(mine) >= LAZY_MIN_BYTES && out.len() == mine.len();
-        let entry_output = at_entry
-            .then(|| LendingOutput::new(bytemuck::cast_slice_mut(out), chunk_bytes(size), pool));
-        let output = entry_output.as_ref().map(LendingOutput::lent);
-        let (mut lending, input) = self.reduction_input(mine, lazy, output);
-        let combine = data_op(&op, pool);
-        let kind = Collective::Allreduce;
-        let Delivered {
-            op: id,
-            value,
-            started,
-        } = self.caller.allreduce(kind, input, &combine)?;
-        let by = Reducer {
-            rank: self.rank(),
-            mates: &shared.core_mates[self.caller.driver.transport().rank() as usize],
-        };
-        let reduced = entry_output
-            .as_ref()
-            .and_then(|entry| value.reduce_lent(by, entry, mine.len(), id, &op));
-        let result = match reduced {
-            Some(result) => result,
-            None => {
-                drop(entry_output);
-                value.reduce_into(by, out, id, mine.len(), &op, pool)
-            }
-        };
-        Self::settle_input(&value, &mut lending, &result);
-        // The whole call, the reduction by chunks included.
-        self.caller.record_latency(started);
-        result
-    }
-
-    /// Returns once every live rank has entered the barrier (an allreduce of
-    /// nothing, with its fault tolerance: up to f ranks may fail in it).
-    ///
-    /// Errors: this rank failed or hung, ranks disagree on the operation,
-    /// more than f failures, or the team's timeout.
-    pub fn barrier(&mut self) -> Result<(), Error> {
-        let next = self.caller.driver.next_op();
-        let _span = trace::Span::enter(self.rank(), TraceCall::Barrier, next);
-        let Delivered { started, .. } = self.caller.barrier()?;
-        self.caller.record_latency(started);
-        Ok(())
-    }
-
     /// True if the team reduces with FTCO (values travel whole).
     fn ftco_reduces(&self) -> bool {
         matches!(
             self.caller.plans().reduction,
             crate::call::plans::ReductionPlan::Ftco(_)
         )
-    }
-
-    /// Makes progress outside any collective ([`Collectives::progress`]):
-    /// serves the cores this rank kept from operations it returned from,
-    /// never waits. Call it while waiting outside the library, e.g. at an
-    /// application's own barrier between FTCO calls (docs/algorithms.md,
-    /// *A rank must keep calling*). Errors: this rank failed or hung.
-    pub fn progress(&mut self) -> Result<(), Error> {
-        self.caller.progress()
     }
 
     /// A reduction's input as a value: from [`LAZY_MIN_BYTES`] (if `lazy`
@@ -484,23 +194,151 @@ impl<'t> Comm<'t> {
     }
 }
 
-impl Collectives for Comm<'_> {
+impl<'t> Collectives for Comm<'t> {
+    /// This rank (after a [shrink](Comm::shrink), its number among the
+    /// survivors).
     fn rank(&self) -> Rank {
-        Comm::rank(self)
+        self.caller.rank()
     }
 
+    /// The number of ranks (after a [shrink](Comm::shrink), of survivors).
     fn size(&self) -> u32 {
-        Comm::size(self)
+        self.caller.size()
     }
 
+    /// The fault budget f of reduce, allreduce and barrier: the team's, or
+    /// after a shrink the team's clamped to leave one rank alive.
+    fn fault_budget(&self) -> u32 {
+        self.caller.fault_budget()
+    }
+
+    /// Ranks of this communicator known to have failed so far, as this
+    /// rank knows them now. Another rank may know more or fewer at the same
+    /// moment; [`Comm::agree_failed`] gives every live rank the same list.
+    fn failed_ranks(&self) -> Vec<Rank> {
+        self.caller.failed_ranks()
+    }
+
+    /// Gives every live rank the same list of failed ranks: a collective
+    /// (every live rank calls it), after which the lists agree, whatever
+    /// the number of failures before or during it. Each listed rank has
+    /// failed (it is in the failure registry: killed, panicked, or declared
+    /// failed by the timeout detector); a rank that fails late in the call
+    /// may be left out, and is then found failed by later operations.
+    ///
+    /// The algorithm is the rotating coordinator of consensus with a
+    /// perfect failure detector (Chandra and Toueg, 1996): for each rank c
+    /// in turn, c broadcasts its current list and every rank that receives
+    /// it adopts it. A broadcast from a live root reaches every live rank
+    /// (checked correction, any number of failures), so after the first
+    /// round whose coordinator does not fail all lists are equal and stay
+    /// so; a round whose coordinator is dead ends in
+    /// [`Error::RootFailed`] at once, one whose coordinator dies during it
+    /// within the failure timeout. Cost: one broadcast per rank (of
+    /// a bitmap of one bit per rank each).
+    ///
+    /// Errors: this rank failed or hung, ranks disagree on the operation
+    /// ([`Error::Mismatch`]), or a broadcast timed out.
+    fn agree_failed(&mut self) -> Result<Vec<Rank>, Error> {
+        self.caller.agree_failed()
+    }
+
+    /// Goes on with the survivors: agrees on the failed ranks
+    /// ([`Comm::agree_failed`]), then renumbers the others densely, in
+    /// their order, with a fresh fault budget (the team's f, at most the
+    /// new size minus one) and new plans for the new size. Returns the
+    /// ranks left out, in the numbering before the shrink. As ULFM's
+    /// `MPIX_Comm_shrink`, after failures beyond the budget
+    /// ([`Error::TooManyFailures`]) a long-running program can go on.
+    ///
+    /// Unlike `MPIX_Comm_shrink`, this communicator itself becomes the
+    /// survivors' ([`Comm::rank`] and [`Comm::size`] change), rather than a
+    /// new one next to it: a rank's thread owns one mailbox endpoint, so it
+    /// holds one communicator at a time. Operations go on being numbered
+    /// after the old ones, so late messages of the old team are told apart
+    /// and dropped.
+    ///
+    /// Errors: those of [`Comm::agree_failed`]; [`Error::Failed`] if this
+    /// rank is among the failed.
+    fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
+        self.caller.shrink()
+    }
+
+    /// Broadcasts `buf` from `root` (corrected-tree broadcast with the
+    /// team's tree and correction): on return, every rank's `buf` holds the
+    /// root's. `buf` is one plain-data value or a slice of any length
+    /// ([`crate::buffer`]): up to 55 bytes travel in the messages, more in a
+    /// shared segment the messages refer to. Survives any number of ranks
+    /// dead before the call (with checked or delayed correction), as long
+    /// as the root lives.
+    ///
+    /// Errors: `root` out of range, this rank failed or hung, the ranks
+    /// disagree on the operation ([`Error::Mismatch`], on every rank that
+    /// has not finished it: the rank that meets the mismatch aborts the
+    /// operation for the team), the root failed ([`Error::RootFailed`]: at
+    /// once if it failed before the operation, within the failure timeout
+    /// if during it and the value does not come), no value within the
+    /// team's timeout ([`Error::Timeout`]), or `buf`'s length is not the
+    /// root's ([`Error::LengthMismatch`], on that rank only, after it has
+    /// passed the value on; `buf` is untouched).
     fn broadcast_into<B: BufferMut + ?Sized>(
         &mut self,
         root: Rank,
         buf: &mut B,
     ) -> Result<(), Error> {
-        Comm::broadcast_into(self, root, buf)
+        let me = self.rank();
+        let _span = trace::Span::enter(me, TraceCall::Broadcast, self.caller.driver.next_op());
+        self.caller.check_root(root)?;
+        let pool = &self.caller.engine.shared.segments;
+        // From `LENT_BCAST_MIN_BYTES` the root lends its buffer for the
+        // call and each receiver copies the value from there, instead of
+        // the root copying it into a segment first ([`crate::value::lent`]).
+        let bytes: &[u8] = bytemuck::cast_slice(buf.items());
+        let mut lending =
+            (root == me && bytes.len() >= LENT_BCAST_MIN_BYTES).then(|| Lending::new(bytes, pool));
+        let value = (root == me).then(|| match &lending {
+            Some(lending) => Data::lent(lending.lent()),
+            None => Data::encode(buf.items(), pool),
+        });
+        let Delivered { op, value, started } = self.caller.broadcast(root, value)?;
+        if let Some(lending) = &mut lending {
+            self.end_loan(lending, bytes.len());
+        }
+        // The loan ends here, on the way out (or, unsettled, copies first).
+        drop(lending);
+        // The root's buffer holds the value already.
+        let result = if root == me {
+            Ok(())
+        } else {
+            value.decode_into(buf.items_mut(), op, None)
+        };
+        // The whole call, the receiver's copy included.
+        self.caller.record_latency(started);
+        result
     }
 
+    /// Reduces every rank's `send` with `op` to `root`, element by element
+    /// (up-correction reduce with the team's fault budget f): on return at
+    /// the root, `recv` holds the reduction of the inputs of every live
+    /// rank, and of each rank that failed during the call either its input
+    /// or nothing (never part of it; for a slice, the same ranks in every
+    /// element). `recv` is untouched elsewhere. `op` must be associative
+    /// and commutative; if it panics, this rank fails.
+    ///
+    /// Ranks other than the root return once they sent, and wait (serving)
+    /// before they start a reduce while the root has not returned from the
+    /// operation [`reduces_ahead`] before this one. From 256 KiB the root reduces the
+    /// inputs by chunks once the protocol agreed on them
+    /// (`docs/algorithms.md`).
+    ///
+    /// Errors: `root` out of range, an operation that does not apply to
+    /// the element type, this rank failed or hung, ranks disagree on the
+    /// operation ([`Error::Mismatch`]), more than f ranks failed
+    /// ([`Error::TooManyFailures`], at the root), no result within the
+    /// team's timeout ([`Error::Timeout`]; [`Error::RootFailed`] if the
+    /// root failed: then nobody gets a result, as the paper says), or
+    /// lengths that differ ([`Error::LengthMismatch`] at the root: between
+    /// two ranks' `send`, or between its `send` and `recv`).
     fn reduce_into<S, R>(
         &mut self,
         root: Rank,
@@ -512,9 +350,56 @@ impl Collectives for Comm<'_> {
         S: Buffer + ?Sized,
         R: BufferMut<Item = S::Item> + ?Sized,
     {
-        Comm::reduce_into(self, root, send, recv, op)
+        self.caller.check_root(root)?;
+        op.check()?;
+        let shared = self.caller.engine.shared;
+        let pool = &shared.segments;
+        let combine = data_op(&op, pool);
+        // From `LAZY_MIN_BYTES`, as an allreduce's: the protocol agrees on
+        // the inputs, lent in place, and the root reduces them chunk by
+        // chunk once it has the sum (`crate::value::lazy`), where
+        // reducing as the values travel would write a new segment at every
+        // step of the tree. The other ranks' calls end after their sends:
+        // the loan's drop copies their input out for the root to read.
+        // FTCO reduces values as they travel, whatever their size.
+        let lazy = !self.ftco_reduces();
+        if lazy {
+            let bytes = std::mem::size_of_val(send.items());
+            self.caller.pace_reduce(root, reduces_ahead(bytes));
+        }
+        let (mut lending, input) = self.reduction_input(send.items(), lazy, None);
+        let Delivered {
+            op: id,
+            value,
+            started,
+        } = self.caller.reduce(root, input, &combine)?;
+        let result = match value {
+            Some(value) => self.reduction_output(&value, &mut lending, send, recv, id, &op),
+            None => Ok(()),
+        };
+        // The whole call, the root's reduction by chunks included.
+        self.caller.record_latency(started);
+        result
     }
 
+    /// Reduces every rank's `send` with `op`, element by element, and
+    /// gives the result to every rank in `recv` (up-correction reduce to a
+    /// root, corrected broadcast from it, retried on the next root if that
+    /// root fails). Every live rank gets the same value, holding every live
+    /// rank's input and each failed rank's either everywhere or nowhere
+    /// (for a slice: in every element or in none), as long as at most f
+    /// ranks fail. `op` must be associative and commutative; if it panics,
+    /// this rank fails.
+    ///
+    /// Errors: an operation that does not apply to the element type, this
+    /// rank failed or hung, ranks disagree on the operation
+    /// ([`Error::Mismatch`]), more than f ranks failed
+    /// ([`Error::TooManyFailures`]), no result within the team's timeout,
+    /// or lengths that differ ([`Error::LengthMismatch`]: every rank if two
+    /// ranks' `send` differ; only this rank, after taking part in full, if
+    /// its `recv` differs from the result). After another error, `recv` of
+    /// a large value may hold some chunks of the team's result (it is lent
+    /// from the call's entry, docs/architecture.md).
     fn all_reduce_into<S, R>(
         &mut self,
         send: &S,
@@ -525,30 +410,78 @@ impl Collectives for Comm<'_> {
         S: Buffer + ?Sized,
         R: BufferMut<Item = S::Item> + ?Sized,
     {
-        Comm::all_reduce_into(self, send, recv, op)
+        let next = self.caller.driver.next_op();
+        let _span = trace::Span::enter(self.rank(), TraceCall::Allreduce, next);
+        op.check()?;
+        let shared = self.caller.engine.shared;
+        let pool = &shared.segments;
+        // From `LAZY_MIN_BYTES` the protocol agrees on the inputs, and then
+        // every rank reduces its share of the chunks
+        // ([`crate::value::lazy`]), reading the input where it is, lent
+        // for this call ([`crate::value::lent`]): the loan's drop, on
+        // every way out of the call, revokes it (copying the input first,
+        // unless this rank completed the reduction).
+        // FTCO reduces values as they travel, whatever their size.
+        // The output is lent for the whole call too, if it has the
+        // input's length: whoever computes a chunk writes it there, also
+        // before this rank's thread gets its turn to reduce (where ranks
+        // share cores, most get theirs after every chunk is computed, and
+        // copied each chunk out of shared memory themselves).
+        let lazy = !self.ftco_reduces();
+        let (mine, out) = (send.items(), recv.items_mut());
+        let size = std::mem::size_of::<S::Item>();
+        let at_entry =
+            lazy && std::mem::size_of_val(mine) >= LAZY_MIN_BYTES && out.len() == mine.len();
+        let entry_output = at_entry
+            .then(|| LendingOutput::new(bytemuck::cast_slice_mut(out), chunk_bytes(size), pool));
+        let output = entry_output.as_ref().map(LendingOutput::lent);
+        let (mut lending, input) = self.reduction_input(mine, lazy, output);
+        let combine = data_op(&op, pool);
+        let kind = Collective::Allreduce;
+        let Delivered {
+            op: id,
+            value,
+            started,
+        } = self.caller.allreduce(kind, input, &combine)?;
+        let by = Reducer {
+            rank: self.rank(),
+            mates: &shared.core_mates[self.caller.driver.transport().rank() as usize],
+        };
+        let reduced = entry_output
+            .as_ref()
+            .and_then(|entry| value.reduce_lent(by, entry, mine.len(), id, &op));
+        let result = match reduced {
+            Some(result) => result,
+            None => {
+                drop(entry_output);
+                value.reduce_into(by, out, id, mine.len(), &op, pool)
+            }
+        };
+        Self::settle_input(&value, &mut lending, &result);
+        // The whole call, the reduction by chunks included.
+        self.caller.record_latency(started);
+        result
     }
 
+    /// Returns once every live rank has entered the barrier (an allreduce of
+    /// nothing, with its fault tolerance: up to f ranks may fail in it).
+    ///
+    /// Errors: this rank failed or hung, ranks disagree on the operation,
+    /// more than f failures, or the team's timeout.
     fn barrier(&mut self) -> Result<(), Error> {
-        Comm::barrier(self)
+        let next = self.caller.driver.next_op();
+        let _span = trace::Span::enter(self.rank(), TraceCall::Barrier, next);
+        let Delivered { started, .. } = self.caller.barrier()?;
+        self.caller.record_latency(started);
+        Ok(())
     }
 
-    fn fault_budget(&self) -> u32 {
-        Comm::fault_budget(self)
-    }
-
+    /// Makes progress outside any collective ([`Collectives::progress`]):
+    /// serves the cores this rank kept from operations it returned from,
+    /// never waits. Call it while waiting outside the library, e.g. at an
+    /// application's own barrier between FTCO calls (docs/algorithms.md,
+    /// *A rank must keep calling*). Errors: this rank failed or hung.
     fn progress(&mut self) -> Result<(), Error> {
-        Comm::progress(self)
-    }
-
-    fn failed_ranks(&self) -> Vec<Rank> {
-        Comm::failed_ranks(self)
-    }
-
-    fn agree_failed(&mut self) -> Result<Vec<Rank>, Error> {
-        Comm::agree_failed(self)
-    }
-
-    fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
-        Comm::shrink(self)
+        self.caller.progress()
     }
 }

@@ -37,7 +37,7 @@ pub struct OpStats {
     pub latency_ns: Vec<u64>,
 }
 
-/// What happened in one [`Team::run`].
+/// What happened in one [`Team::run`](crate::runtime::Team::run).
 #[derive(Debug)]
 pub struct TeamReport<R> {
     /// Each rank's outcome, by rank.

@@ -5,6 +5,7 @@
 // Each test file uses its own share of these.
 #![allow(dead_code)]
 
+use corrected::Collectives;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 

@@ -1,5 +1,6 @@
 //! `corrected run`: collectives on real threads, with fault emulation.
 
+use corrected::Collectives;
 use std::collections::{BTreeMap, HashMap};
 use std::mem::size_of;
 use std::process::ExitCode;

@@ -25,6 +25,7 @@
 //! All of these must be 0; the command exits 1 otherwise. Expected losses
 //! (a broadcast or reduce whose root failed) are counted apart.
 
+use corrected::Collectives;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
