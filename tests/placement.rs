@@ -10,10 +10,11 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use corrected::placement::{
-    from_sysfs, from_sysfs_root, gap_lower_bound, kill_domain, predict, synthetic, DomainRef,
-    Level, Machine, Placement, Policy,
+    from_sysfs, from_sysfs_root, gap_lower_bound, kill_domain, synthetic, DomainRef, Level,
+    Machine, Placement, Policy,
 };
-use corrected::runtime::{RankOutcome, Team};
+use corrected::runtime::{Pinning, RankOutcome, Team};
+use corrected::sim::domain::predict;
 use corrected::types::LogP;
 use corrected::{ConfigError, Error};
 
@@ -211,7 +212,7 @@ fn threads_deliver_after_a_domain_kill() {
         let root = (0..16).find(|r| !dead.contains(r)).unwrap();
         let team = Team::builder()
             .ranks(16)
-            .pinning(placement.pinning())
+            .pinning(Pinning::from(&placement))
             .correction("checked".parse().unwrap())
             .faults(kill_domain(&placement, d, 0).unwrap())
             .op_timeout(Duration::from_secs(20))
@@ -242,7 +243,7 @@ fn threads_deliver_after_a_domain_kill() {
     // A placement for another team size is refused at build time.
     let err = Team::builder()
         .ranks(8)
-        .pinning(placement.pinning())
+        .pinning(Pinning::from(&placement))
         .build()
         .unwrap_err();
     assert!(matches!(

@@ -6,12 +6,10 @@
 //! apart cpus; nothing else in the runtime or the simulator changes.
 
 use std::ops::Range;
-use std::sync::Arc;
 
 use crate::error::ConfigError;
 use crate::placement::machine::{DomainRef, Machine};
 use crate::placement::policy::Policy;
-use crate::runtime::Pinning;
 use crate::topology::ring;
 use crate::types::Rank;
 
@@ -87,17 +85,6 @@ impl Placement {
         Ok(ring::max_gap(self.ranks(), |r| {
             !span.contains(&self.leaves[r as usize])
         }))
-    }
-
-    /// The pinning that puts rank r on cpu `cpus()[r]`, for
-    /// [`crate::runtime::TeamBuilder::pinning`].
-    pub fn pinning(&self) -> Pinning {
-        Pinning::Placed(
-            self.cpus
-                .iter()
-                .map(|&c| c as usize)
-                .collect::<Arc<[usize]>>(),
-        )
     }
 }
 

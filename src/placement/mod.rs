@@ -8,7 +8,8 @@
 //!   `hwloc` (cargo feature `hwloc`): from hwloc through `hwlocality`.
 //! * [`policy`]: compact, scatter and separated layouts; [`layout`]: the
 //!   resulting [`Placement`], rank r on cpu `cpus()[r]`, and its gaps.
-//! * [`faults`]: kill a domain on threads, or predict its cost in the simulator.
+//! * [`faults`]: kill a domain (its cost in the simulator:
+//!   `crate::sim::domain::predict`).
 //!
 //! ```
 //! use corrected::placement::{synthetic, Policy};
@@ -31,7 +32,7 @@ pub mod policy;
 pub mod synthetic;
 pub mod sysfs;
 
-pub use faults::{kill_domain, predict, DomainPrediction};
+pub use faults::kill_domain;
 pub use layout::{gap_lower_bound, Placement};
 pub use machine::{DomainRef, Level, Machine};
 pub use policy::Policy;

@@ -30,6 +30,20 @@ pub enum Pinning {
     Placed(Arc<[usize]>),
 }
 
+impl From<&crate::placement::Placement> for Pinning {
+    /// The pinning that puts rank r on cpu `placement.cpus()[r]`, for
+    /// [`crate::runtime::TeamBuilder::pinning`].
+    fn from(placement: &crate::placement::Placement) -> Pinning {
+        Pinning::Placed(
+            placement
+                .cpus()
+                .iter()
+                .map(|&c| c as usize)
+                .collect::<Arc<[usize]>>(),
+        )
+    }
+}
+
 impl Pinning {
     /// Checks the pinning fits a team of `ranks`: a placed pinning needs
     /// exactly one cpu per rank.

@@ -26,6 +26,7 @@ pub mod allreduce;
 pub mod bcast;
 pub mod big;
 pub mod blocks;
+pub mod domain;
 pub mod engine;
 pub mod faults;
 pub mod ftco;

@@ -6,10 +6,10 @@ use std::process::ExitCode;
 use clap::Args;
 
 use corrected::placement::{
-    from_sysfs, from_sysfs_root, gap_lower_bound, predict, synthetic, DomainPrediction, DomainRef,
-    Machine, Placement, Policy,
+    from_sysfs, from_sysfs_root, gap_lower_bound, synthetic, DomainRef, Machine, Placement, Policy,
 };
 use corrected::protocol::bcast::Correction;
+use corrected::sim::domain::{predict, DomainPrediction};
 use corrected::topology::TreeSpec;
 use corrected::types::LogP;
 use corrected::ConfigError;

@@ -1,0 +1,229 @@
+//! The collectives of a [`NodeComm`]: each a composition of a step on the
+//! process's threads, a step among the processes' proxies, and a step back
+//! on the threads (the module doc of [`super`] says which).
+
+use bytemuck::Zeroable;
+
+use crate::buffer::{Buffer, BufferMut};
+use crate::collectives::Collectives;
+use crate::error::Error;
+use crate::mpi::comm::no_perfect_detector;
+use crate::op::{Operation, SystemOperation};
+use crate::types::Rank;
+
+use super::*;
+
+impl Collectives for NodeComm<'_, '_> {
+    /// `process × threads + thread`.
+    fn rank(&self) -> Rank {
+        self.proc_rank * self.locals + self.local.rank()
+    }
+
+    fn size(&self) -> u32 {
+        self.procs * self.locals
+    }
+
+    fn broadcast_into<B: BufferMut + ?Sized>(
+        &mut self,
+        root: Rank,
+        buf: &mut B,
+    ) -> Result<(), Error> {
+        let (rp, rl) = self.split(root)?;
+        self.node_op(|node| {
+            let mut local = Ok(());
+            if node.proc_rank == rp && rl != node.proxy {
+                local = node.local.broadcast_into(rl, buf);
+            }
+            let upper = node.upper_step(local, buf.items_mut(), |level, buf| match level {
+                Level::Ours(up) => up.broadcast_into(rp, buf),
+                Level::Native(native) => {
+                    native.broadcast(rp, buf);
+                    Ok(())
+                }
+            });
+            node.spread_from_proxy(upper, buf)
+        })
+    }
+
+    fn reduce_into<S, R>(
+        &mut self,
+        root: Rank,
+        send: &S,
+        recv: &mut R,
+        op: impl Operation<S::Item>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized,
+    {
+        let (rp, rl) = self.split(root)?;
+        op.check()?;
+        let op = &op;
+        // The operation whole, not a closure over `apply`: its slice loops
+        // (vectorized for the system operations) serve both levels.
+        let apply = || OpRef(op);
+        // The proxy's local result, and the process level's: a scratch
+        // buffer, so that `recv` stays untouched everywhere but at the root
+        // thread. Only the threads that use them have them.
+        let (mut partial, mut scratch) = (Vec::new(), Vec::new());
+        let n = send.items().len();
+        self.node_op(|node| {
+            let is_proxy = node.is_proxy();
+            if is_proxy {
+                partial.resize(n, Zeroable::zeroed());
+            }
+            if is_proxy || node.proc_rank == rp {
+                scratch.resize(n, Zeroable::zeroed());
+            }
+            let local = node
+                .local
+                .reduce_into(node.proxy, send, &mut partial[..], apply());
+            let upper = node.upper_step(local, &mut scratch[..], |level, scratch| match level {
+                Level::Ours(up) => up.reduce_into(rp, &partial[..], scratch, apply()),
+                Level::Native(native) => native.reduce(Some(rp), &partial, scratch, &apply()),
+            });
+            if node.proc_rank != rp {
+                // Threads of other processes have nothing to receive, but
+                // hear the proxy's outcome.
+                let mut nothing: [S::Item; 0] = [];
+                return node.spread_from_proxy(upper, &mut nothing[..]);
+            }
+            // Every thread of the root's process hears the result; the
+            // root thread keeps it.
+            node.spread_from_proxy(upper, &mut scratch[..])
+        })?;
+        if self.proc_rank != rp || self.local.rank() != rl {
+            return Ok(());
+        }
+        let out = recv.items_mut();
+        if out.len() != scratch.len() {
+            return Err(Error::LengthMismatch {
+                op: self.local.last_op(),
+                mine: out.len(),
+                theirs: scratch.len(),
+            });
+        }
+        out.copy_from_slice(&scratch);
+        Ok(())
+    }
+
+    fn all_reduce_into<S, R>(
+        &mut self,
+        send: &S,
+        recv: &mut R,
+        op: impl Operation<S::Item>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized,
+    {
+        op.check()?;
+        let op = &op;
+        let apply = || OpRef(op);
+        // The proxy's local result (only the proxy has one).
+        let mut partial = Vec::new();
+        let n = send.items().len();
+        let result = recv.items_mut();
+        self.node_op(|node| {
+            if node.is_proxy() {
+                partial.resize(n, Zeroable::zeroed());
+            }
+            let local = node
+                .local
+                .reduce_into(node.proxy, send, &mut partial[..], apply());
+            let upper = node.upper_step(local, &mut *result, |level, result| match level {
+                Level::Ours(up) => up.all_reduce_into(&partial[..], result, apply()),
+                Level::Native(native) => native.reduce(None, &partial, result, &apply()),
+            });
+            node.spread_from_proxy(upper, &mut *result)
+        })
+    }
+
+    fn barrier(&mut self) -> Result<(), Error> {
+        self.node_op(|node| {
+            let local = node.local.barrier();
+            let mut nothing: [u8; 0] = [];
+            let upper = node.upper_step(local, &mut nothing[..], |level, _| match level {
+                Level::Ours(up) => up.barrier(),
+                Level::Native(native) => {
+                    native.barrier();
+                    Ok(())
+                }
+            });
+            node.spread_from_proxy(upper, &mut nothing[..])
+        })
+    }
+
+    /// The process level's budget (failures of whole processes); each
+    /// process's threads have their own ([`Comm::fault_budget`]).
+    fn fault_budget(&self) -> u32 {
+        match &self.level().0 {
+            State::Ours(up) => up.fault_budget(),
+            _ => 0,
+        }
+    }
+
+    /// Threads of this process known failed (local ranks made global).
+    fn failed_ranks(&self) -> Vec<Rank> {
+        let base = self.proc_rank * self.locals;
+        self.local
+            .failed_ranks()
+            .into_iter()
+            .map(|r| base + r)
+            .collect()
+    }
+
+    /// Progress on the thread level, and on the process level if no thread
+    /// of this process is in a step of it (then that thread makes it).
+    fn progress(&mut self) -> Result<(), Error> {
+        self.local.progress()?;
+        let level = self.upper.level.try_lock();
+        if let Ok(mut level) = level {
+            if let State::Ours(up) = &mut level.0 {
+                // The process level's own failure is its steps' business.
+                let _ = up.progress();
+            }
+        }
+        Ok(())
+    }
+
+    /// Not across processes, for the reason of
+    /// [`MpiComm`]'s `agree_failed`.
+    fn agree_failed(&mut self) -> Result<Vec<Rank>, Error> {
+        Err(no_perfect_detector(
+            "agreement on failed ranks across processes",
+        ))
+    }
+
+    /// Not across processes, as `agree_failed`.
+    fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
+        Err(no_perfect_detector("shrinking across processes"))
+    }
+}
+
+/// A borrowed operation, passed on whole (its slice loops, and its
+/// [`Operation::system`], which the native level needs), where the blanket
+/// impl for closures rules out an impl for references.
+struct OpRef<'a, O: ?Sized>(&'a O);
+
+impl<T, O: Operation<T> + ?Sized> Operation<T> for OpRef<'_, O> {
+    fn apply(&self, a: &T, b: &T) -> T {
+        self.0.apply(a, b)
+    }
+
+    fn apply_slices(&self, a: &[T], b: &[T], out: &mut [T]) {
+        self.0.apply_slices(a, b, out);
+    }
+
+    fn accumulate(&self, acc: &mut [T], b: &[T]) {
+        self.0.accumulate(acc, b);
+    }
+
+    fn check(&self) -> Result<(), Error> {
+        self.0.check()
+    }
+
+    fn system(&self) -> Option<SystemOperation> {
+        self.0.system()
+    }
+}

@@ -1,0 +1,255 @@
+//! What the MPI transport has in flight: sends pending per peer with the
+//! memory they read, receives in progress with where they land, and the
+//! frames queued for the node's frame rings.
+
+use std::collections::VecDeque;
+
+use mpi::point_to_point::Destination;
+use mpi::request::{Request, StaticScope};
+use mpi::topology::{Communicator, SimpleCommunicator};
+
+use crate::mailbox::frames::{FrameReader, FrameWriter};
+use crate::mpi::wire::{self, Frame};
+use crate::types::{Rank, Tick};
+use crate::value::data::Data;
+
+use super::*;
+
+/// One pending send and what it reads.
+pub(super) struct InFlight {
+    pub(super) request: Request<'static, [u8], StaticScope>,
+    pub(super) reads: Reads,
+}
+
+/// The memory a pending send reads, kept from reuse until it completes.
+pub(super) enum Reads {
+    /// A frame: its buffer's parts (a `Vec` taken apart), lent to MPI.
+    Frame {
+        ptr: *mut u8,
+        len: usize,
+        cap: usize,
+    },
+    /// A detached value (`wire::encode_parts`): its segment, held (never
+    /// read: holding it keeps the pool from writing it).
+    Value { _held: Data },
+}
+
+/// A receive in progress: `MPI_Imrecv` of a probed message, tested until
+/// it completes. A message above MPI's eager size completes only with its
+/// sender's help (a rendezvous), so a blocking `MPI_Mrecv` would wait on a
+/// peer that may be dead; this one is abandoned once the peer is failed.
+pub(super) struct Receiving {
+    pub(super) request: Request<'static, [u8], StaticScope>,
+    pub(super) into: Landing,
+}
+
+/// Where a receive lands.
+pub(super) enum Landing {
+    /// A frame: a receive buffer's parts (a `Vec` taken apart), lent to MPI.
+    Frame {
+        ptr: *mut u8,
+        len: usize,
+        cap: usize,
+    },
+    /// A detached value: a segment nobody else holds until it is whole,
+    /// and the frame that awaits it.
+    Value { value: Data, header: Vec<u8> },
+}
+
+/// The frame ring to a process of this node, and the frames not yet wholly
+/// written into it (each with how many of its slots are), oldest first.
+pub(super) struct RingOut {
+    pub(super) writer: FrameWriter,
+    pub(super) queue: VecDeque<(Vec<u8>, usize)>,
+}
+
+/// The frame ring from a process of this node, and the frame being read.
+pub(super) struct RingIn {
+    pub(super) reader: FrameReader,
+    pub(super) frame: Vec<u8>,
+}
+
+/// Sends in progress and spare buffers.
+pub(super) struct Outgoing {
+    /// Per peer, oldest first.
+    pub(super) pending: Vec<VecDeque<InFlight>>,
+    /// Per peer on this node: its frame ring (every frame to it goes
+    /// there, none through MPI, so they stay in one order).
+    pub(super) rings: Vec<Option<RingOut>>,
+    /// Frames queued for rings, over all peers.
+    pub(super) queued: usize,
+    /// MPI sends pending, over all peers: while there are, waits call MPI
+    /// (its progress engine moves them) even if every peer has a ring.
+    pub(super) in_mpi: usize,
+    /// Sends to failed peers: never completed by us, never dropped.
+    pub(super) abandoned: Vec<InFlight>,
+    pub(super) spare: Vec<Vec<u8>>,
+    /// Per peer: since when its sends have been at [`MAX_IN_FLIGHT`].
+    pub(super) full_since: Vec<Option<Tick>>,
+    /// Frames that could not be written (a value of this process's memory).
+    pub(super) unframeable: u64,
+}
+
+impl Outgoing {
+    /// Writes what fits of the frames queued for `to`'s ring, and
+    /// reclaims the buffers of `to`'s completed MPI sends, oldest first.
+    pub(super) fn reap(&mut self, to: usize) {
+        self.write_ring(to);
+        while let Some(front) = self.pending[to].pop_front() {
+            match front.request.test() {
+                Ok(_) => {
+                    self.in_mpi -= 1;
+                    // A detached value's segment is let go: MPI no longer
+                    // reads it.
+                    if let Reads::Frame { ptr, len, cap } = front.reads {
+                        // SAFETY: the parts of the `Vec` taken apart in
+                        // `start`, whose request a successful test consumed:
+                        // MPI no longer reads them.
+                        let buffer = unsafe { Vec::from_raw_parts(ptr, len, cap) };
+                        self.spare.push(buffer);
+                    }
+                }
+                Err(request) => {
+                    self.pending[to].push_front(InFlight { request, ..front });
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Writes what fits of the frames queued for `to`'s ring, oldest first
+    /// (a frame larger than the ring streams through it as the reader
+    /// frees slots).
+    pub(super) fn write_ring(&mut self, to: usize) {
+        let Some(ring) = self.rings[to].as_mut() else {
+            return;
+        };
+        while let Some((frame, done)) = ring.queue.front_mut() {
+            *done = ring.writer.write(frame, *done);
+            if *done < FrameWriter::slots_for(frame.len()) {
+                return;
+            }
+            let (frame, _) = ring.queue.pop_front().expect("a front");
+            self.spare.push(frame);
+            self.queued -= 1;
+        }
+    }
+
+    /// [`Outgoing::write_ring`] for every peer with frames queued.
+    #[inline]
+    pub(super) fn flush_rings(&mut self) {
+        if self.queued == 0 {
+            return;
+        }
+        for to in 0..self.rings.len() {
+            self.write_ring(to);
+        }
+    }
+
+    /// Reclaims the completed MPI sends to every peer (for a transport that
+    /// otherwise calls MPI only while some are pending).
+    pub(super) fn reap_mpi(&mut self) {
+        for to in 0..self.pending.len() {
+            if !self.pending[to].is_empty() {
+                self.reap(to);
+            }
+        }
+    }
+
+    /// Writes `frame` into `to`'s ring, or what fits of it behind the
+    /// frames queued there, and queues the rest.
+    pub(super) fn queue_for_ring(&mut self, to: usize, frame: Vec<u8>) {
+        let ring = self.rings[to].as_mut().expect("a peer with a ring");
+        let mut done = 0;
+        if ring.queue.is_empty() {
+            done = ring.writer.write(&frame, 0);
+            if done == FrameWriter::slots_for(frame.len()) {
+                self.spare.push(frame);
+                return;
+            }
+        }
+        ring.queue.push_back((frame, done));
+        self.queued += 1;
+    }
+
+    /// Sends to `to` not yet complete: through MPI, and for a peer on this
+    /// node frames not yet wholly written into its ring.
+    pub(super) fn in_flight(&self, to: usize) -> usize {
+        let ring = self.rings[to].as_ref().map_or(0, |r| r.queue.len());
+        ring + self.pending[to].len()
+    }
+
+    /// Gives up the sends to `to`, a peer found failed: its ring's queue is
+    /// dropped (nobody else reads those buffers); its MPI sends are kept,
+    /// never completed by us, never dropped.
+    pub(super) fn abandon(&mut self, to: usize) {
+        if let Some(ring) = self.rings[to].as_mut() {
+            self.queued -= ring.queue.len();
+            ring.queue.clear();
+        }
+        let dropped: Vec<InFlight> = self.pending[to].drain(..).collect();
+        self.in_mpi -= dropped.len();
+        self.abandoned.extend(dropped);
+    }
+
+    /// Starts sending `frame` to `to` (no capacity check): through its
+    /// ring, whole, if it is on this node; else through MPI, the frame,
+    /// then its detached value if it has one (MPI keeps the two in order).
+    pub(super) fn start(&mut self, comm: &SimpleCommunicator, to: Rank, frame: &Frame) -> bool {
+        let mut bytes = self.spare.pop().unwrap_or_default();
+        let detached = match wire::encode_parts(frame, &mut bytes, wire::DETACH_MIN_BYTES) {
+            Ok(detached) => detached,
+            Err(_) => {
+                self.unframeable += 1;
+                self.spare.push(bytes);
+                return false;
+            }
+        };
+        if self.rings[to as usize].is_some() {
+            if detached.is_none() && bytes.len() <= RING_FRAME_MAX {
+                self.queue_for_ring(to as usize, bytes);
+                return true;
+            }
+            // Too large for the ring: MPI carries it, and the ring says so
+            // where it stands in the order.
+            let mut marker = self.spare.pop().unwrap_or_default();
+            wire::encode_parts(&Frame::ViaMpi, &mut marker, usize::MAX)
+                .expect("a notice always frames");
+            self.queue_for_ring(to as usize, marker);
+        }
+        let mut bytes = std::mem::ManuallyDrop::new(bytes);
+        let (ptr, len, cap) = (bytes.as_mut_ptr(), bytes.len(), bytes.capacity());
+        // SAFETY: the buffer was taken apart just now and is put together
+        // again only in `reap`, after the request completed (or never, if
+        // abandoned): MPI alone reads its `len` initialized bytes meanwhile.
+        let slice: &'static [u8] = unsafe { std::slice::from_raw_parts(ptr, len) };
+        let dest = comm.process_at_rank(to as i32);
+        let request = dest.immediate_send_with_tag(StaticScope, slice, TAG);
+        self.pending[to as usize].push_back(InFlight {
+            request,
+            reads: Reads::Frame { ptr, len, cap },
+        });
+        self.in_mpi += 1;
+        // `encode_parts` detaches only values of bytes.
+        if let Some((value, Some(Ok(bytes)))) = detached.as_ref().map(|v| (v, v.to_wire())) {
+            // SAFETY: the bytes are a segment's storage, on the heap behind
+            // the segment's `Arc`: moving the value into the `InFlight`
+            // below does not move them, and the `InFlight` holds it until
+            // the request tested complete (or forever, if abandoned or
+            // still pending when the transport is dropped). A held segment
+            // is never written: the pool writes only blocks it alone holds
+            // (`SegmentPool::fill`).
+            let slice: &'static [u8] =
+                unsafe { std::slice::from_raw_parts(bytes.as_ptr(), bytes.len()) };
+            let request = dest.immediate_send_with_tag(StaticScope, slice, TAG);
+            self.pending[to as usize].push_back(InFlight {
+                request,
+                reads: Reads::Value {
+                    _held: value.clone(),
+                },
+            });
+            self.in_mpi += 1;
+        }
+        true
+    }
+}
