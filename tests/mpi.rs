@@ -439,6 +439,38 @@ fn shrink_between_processes_survives_a_sigkilled_process() {
     }
 }
 
+/// Agreement on the failed ranks between processes, one rank each and in
+/// node teams (threads below MPI): a rank dead before the call (announced)
+/// and a SIGKILLed process (nobody told) are listed by every survivor
+/// alike, every iteration, and nothing else is (`firsts`: the list as a
+/// bitmap; a sigkilled process's threads all listed).
+#[test]
+fn agreement_lists_the_failed_alike_between_processes_and_in_node_teams() {
+    // (processes, arguments, the survivors, the last list)
+    let cases: [(u32, &str, usize, u64); 3] = [
+        (4, "--sigkill 1:10 --die-at 2:5 --timeout 5", 2, 0b0110),
+        (2, "--threads 3 --die-at 4:5", 5, 1 << 4),
+        (3, "--threads 2 --sigkill 1:10 --timeout 5", 4, 0b1100),
+    ];
+    for (procs, extra, survivors, last) in cases {
+        let mut args = vec!["--op", "agree", "--iters", "20"];
+        args.extend(extra.split_whitespace());
+        let outcomes = mpirun(procs, &args);
+        let live: Vec<Value> = outcomes
+            .into_iter()
+            .filter(|o| field(o, "ok") + errors(o) == 20)
+            .collect();
+        assert_eq!(live.len(), survivors, "{extra}: {live:?}");
+        for o in &live {
+            assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{extra}: {o}");
+            let lists = o["firsts"].as_array().expect("lists");
+            assert_eq!(lists[0], 0, "{extra}: {o}");
+            assert_eq!(lists[19], last, "{extra}: {o}");
+        }
+        assert_same_results(&live, extra);
+    }
+}
+
 /// An emulated, announced failure within the budget: no operation fails.
 #[test]
 fn allreduce_survives_an_announced_failure_within_the_budget() {

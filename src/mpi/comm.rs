@@ -343,12 +343,3 @@ impl Collectives for MpiComm {
 /// [`Config::mpi_shared_memory`]) go through the node's shared memory,
 /// where every process runs on one node ([`crate::mpi::shm`]).
 pub const SHARED_MIN_BYTES: usize = 64 << 10;
-
-/// The error of `what` (agreement, shrinking), which needs a perfect failure
-/// detector that no engine over this MPI has (docs/mpi.md).
-pub(crate) fn no_perfect_detector(what: &'static str) -> Error {
-    Error::Config(ConfigError::Unsupported {
-        what,
-        why: "this MPI reports no failures, so no detector is perfect",
-    })
-}

@@ -7,20 +7,17 @@ use std::time::Duration;
 use crate::call::config::Config;
 use crate::call::config::{BroadcastAlgorithm, ReduceAlgorithm};
 use crate::call::faults::FaultSchedule;
-use crate::call::plans::Plans;
-use crate::error::ConfigError;
 use crate::protocol::allreduce::AllreduceAlgorithm;
 use crate::protocol::bcast::Correction;
 use crate::protocol::reduce::FailureScheme;
 use crate::runtime::pin::{self, Pinning};
-use crate::runtime::team::Team;
-use crate::topology::{TreeSpec, MAX_PROCS};
+use crate::topology::TreeSpec;
 
-/// The largest team [`Team`] runs (lanes are made lazily, so memory stays
+/// The largest team [`Team`](crate::runtime::Team) runs (lanes are made lazily, so memory stays
 /// bounded by the pairs that talk).
 pub const MAX_RANKS: u32 = 4096;
 
-/// Builds a [`Team`]. Every setting has a sane default: all cores' worth of
+/// Builds a [`Team`](crate::runtime::Team). Every setting has a sane default: all cores' worth of
 /// ranks, packed pinning, and [`Config`]'s defaults for the collectives
 /// (binomial tree, flat for the broadcast where ranks outnumber cores, with
 /// checked correction, fault budget f = 1, a 1 s failure timeout and a 10 s
@@ -133,38 +130,4 @@ impl TeamBuilder {
         self.config = self.config.mpi_shared_memory(bytes);
         self
     }
-
-    /// Checks the settings and builds the team. Errors (never panics) on no
-    /// ranks or too many, a placement of another size, faults naming a rank
-    /// outside the team, a bad tree, or a fault budget that leaves no rank
-    /// to survive.
-    pub fn build(self) -> Result<Team, ConfigError> {
-        if self.ranks == 0 {
-            return Err(ConfigError::ZeroRanks);
-        }
-        if self.ranks > MAX_RANKS.min(MAX_PROCS) {
-            return Err(ConfigError::TooManyRanks {
-                procs: self.ranks as u64,
-                max: MAX_RANKS as u64,
-            });
-        }
-        self.pinning.check(self.ranks)?;
-        for r in self.config.faults.ranks() {
-            if r >= self.ranks {
-                return Err(ConfigError::FaultRank {
-                    rank: r,
-                    procs: self.ranks,
-                });
-            }
-        }
-        let f = self.config.budget_for(self.ranks);
-        let crowded = crowded(self.ranks);
-        let plans = Plans::build(&self.config, self.ranks, f, crowded)?;
-        Ok(Team::new(self, plans))
-    }
-}
-
-/// Whether a thread team of `ranks` outnumbers this process's cores.
-pub(crate) fn crowded(ranks: u32) -> bool {
-    ranks as usize > pin::available_cores().len()
 }

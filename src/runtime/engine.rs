@@ -52,7 +52,7 @@ impl<'t> Engine<'t> for ThreadEngine<'t> {
     }
 
     fn crowded(&self, ranks: u32) -> bool {
-        crate::runtime::builder::crowded(ranks)
+        crate::runtime::pin::crowded(ranks)
     }
 }
 

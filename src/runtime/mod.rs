@@ -3,7 +3,7 @@
 //! same protocol cores as the simulator.
 //!
 //! ```no_run
-//! use corrected::runtime::Team;
+//! use corrected::prelude::*;
 //!
 //! let team = Team::builder().ranks(8).build()?;
 //! let report = team.run(|comm| {

@@ -149,3 +149,8 @@ mod tests {
         assert_eq!(on(4), vec![0, 0, 1, 5]);
     }
 }
+
+/// Whether a thread team of `ranks` outnumbers this process's cores.
+pub(crate) fn crowded(ranks: u32) -> bool {
+    ranks as usize > available_cores().len()
+}

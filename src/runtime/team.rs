@@ -7,10 +7,11 @@ use crossbeam_utils::CachePadded;
 
 use crate::call::plans::Plans;
 use crate::driver::OpRecord;
+use crate::error::ConfigError;
 use crate::helping::Loan;
 use crate::mailbox::Mailboxes;
 use crate::protocol::allreduce::AllreduceAlgorithm;
-use crate::runtime::builder::TeamBuilder;
+use crate::runtime::builder::{TeamBuilder, MAX_RANKS};
 use crate::runtime::comm::Comm;
 use crate::runtime::liveness::Liveness;
 use crate::runtime::pin::{self, Pinning};
@@ -18,7 +19,7 @@ use crate::runtime::report::{OpStats, RankOutcome, TeamReport};
 use crate::runtime::shared::{core_mates, Counters, Shared};
 use crate::runtime::transport::MailboxTransport;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
-use crate::topology::TreeSpec;
+use crate::topology::{TreeSpec, MAX_PROCS};
 use crate::types::Rank;
 use crate::value::segment::SegmentPool;
 
@@ -38,6 +39,40 @@ const ALONE_SPINS: u32 = 4096;
 /// spins (docs/benchmarks.md).
 const SHARED_SPINS: u32 = 0;
 
+impl TeamBuilder {
+    /// Checks the settings and builds the team. Errors (never panics) on no
+    /// ranks or too many, a placement of another size, faults naming a rank
+    /// outside the team, a bad tree, or a fault budget that leaves no rank
+    /// to survive.
+    pub fn build(self) -> Result<Team, ConfigError> {
+        if self.ranks == 0 {
+            return Err(ConfigError::ZeroRanks);
+        }
+        if self.ranks > MAX_RANKS.min(MAX_PROCS) {
+            return Err(ConfigError::TooManyRanks {
+                procs: self.ranks as u64,
+                max: MAX_RANKS as u64,
+            });
+        }
+        self.pinning.check(self.ranks)?;
+        for r in self.config.faults.ranks() {
+            if r >= self.ranks {
+                return Err(ConfigError::FaultRank {
+                    rank: r,
+                    procs: self.ranks,
+                });
+            }
+        }
+        let f = self.config.budget_for(self.ranks);
+        let crowded = pin::crowded(self.ranks);
+        let plans = Plans::build(&self.config, self.ranks, f, crowded)?;
+        Ok(Team {
+            config: self,
+            plans,
+        })
+    }
+}
+
 /// A team of ranks, each an OS thread, running collectives that survive
 /// fail-stop failures of ranks. Reusable: every [`Team::run`] starts fresh
 /// threads and operation numbers.
@@ -48,11 +83,6 @@ pub struct Team {
 }
 
 impl Team {
-    /// The team of `config`, whose `plans` are built already.
-    pub(crate) fn new(config: TeamBuilder, plans: Plans) -> Team {
-        Team { config, plans }
-    }
-
     /// A builder with defaults.
     pub fn builder() -> TeamBuilder {
         TeamBuilder::default()

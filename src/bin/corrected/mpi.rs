@@ -22,9 +22,11 @@ use crate::op::Op;
 pub struct MpiArgs {
     /// The collective: bcast (from rank 0), allreduce (u64 sum), reduce
     /// (u64 sum to a root that rotates over the ranks; the others' output
-    /// must stay untouched), or shrink (every iteration a shrink, which
-    /// agrees on the failed ranks, then an allreduce of 1 over the
-    /// survivors, which must sum to their number; one rank per process).
+    /// must stay untouched), agree (every iteration an agreement on the
+    /// failed ranks, which must list only ranks that failed, alike on
+    /// every survivor), or shrink (every iteration a shrink, which agrees
+    /// on the failed ranks, then an allreduce of 1 over the survivors,
+    /// which must sum to their number; one rank per process).
     #[arg(long, default_value = "bcast")]
     op: String,
     /// Operations to run.
@@ -166,18 +168,21 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
         });
     }
     let shrink = args.op == "shrink";
-    let op = match shrink {
-        // A shrink's agreement and allreduce run with the allreduce's
+    let agree = args.op == "agree";
+    let op = match shrink || agree {
+        // An agreement (and a shrink's allreduce) run with the allreduce's
         // settings.
         true => Op::Allreduce,
         false => Op::parse(
             &args.op,
             &[Op::Bcast, Op::Reduce, Op::Allreduce],
-            "bcast, reduce, allreduce or shrink",
+            "bcast, reduce, allreduce, agree or shrink",
         )?,
     };
-    // The loop below tells collectives apart by their `--op` name.
-    args.op = if shrink { "shrink" } else { op.name() }.to_string();
+    // The loops below tell collectives apart by their `--op` name.
+    if !(shrink || agree) {
+        args.op = op.name().to_string();
+    }
     if shrink && args.threads > 1 {
         return Err(CliError::OutOfRange {
             option: "--threads",
@@ -242,6 +247,8 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
         let mut comm = MpiComm::new(&universe.world(), &builder).map_err(Error::from)?;
         let mut outcome = if shrink {
             shrink_loop(&mut comm, &args)
+        } else if agree {
+            agree_loop(&mut comm, &args)
         } else {
             checked_loop(&mut comm, &args)
         };
@@ -264,7 +271,13 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
         // broadcast), a node broadcast from rank 0 one: the thread team's
         // numbering (until a proxy fails over, after which operations
         // repeat and broadcasts from rank 0 take two).
-        let per_iter = if args.op == "bcast" { 1 } else { 2 };
+        // A node agreement is the threads' agreement (a round per thread)
+        // and the spread of the union.
+        let per_iter = match args.op.as_str() {
+            "bcast" => 1,
+            "agree" => threads + 1,
+            _ => 2,
+        };
         let mut faults = FaultSchedule::none();
         for &(rank, iter) in &args.die_at {
             if rank / threads == world_rank {
@@ -295,7 +308,10 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
             ProcessLevel::Corrected(upper)
         };
         let node = NodeTeam::new(local, level).map_err(Error::from)?;
-        let report = node.run(|comm| checked_loop(comm, &args));
+        let report = node.run(|comm| match agree {
+            true => agree_loop(comm, &args),
+            false => checked_loop(comm, &args),
+        });
         report
             .returned()
             .map(|(_, o)| Outcome {
@@ -393,6 +409,64 @@ fn shrink_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
                 outcome
                     .first_wrong
                     .get_or_insert_with(|| format!("operation {iter}: members {members:?}"));
+            }
+            Err(Error::Failed(_)) if failed_by(me) => break,
+            Err(e) => {
+                let kind = format!("{e:?}");
+                let kind = kind.split([' ', '(', '{']).next().unwrap_or("").to_string();
+                *outcome.errors.entry(kind).or_default() += 1;
+                outcome.first_error.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
+    let ops = (outcome.ok + outcome.wrong + outcome.errors.values().sum::<u32>()).max(1);
+    outcome.mean_us = started.elapsed().as_secs_f64() * 1e6 / f64::from(ops);
+    outcome.fault_budget = comm.fault_budget();
+    outcome
+}
+
+/// `--op agree` on one rank of any engine: every iteration an agreement on
+/// the failed ranks. Right when it lists only ranks that failed
+/// (`--sigkill`: every thread of that process; `--die-at`,
+/// `--die-after-sends`); `firsts` holds the list as a bitmap of the first
+/// 64 ranks, which every survivor must see alike.
+fn agree_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
+    let (me, size) = (comm.rank(), comm.size());
+    let threads = u32::from(args.threads);
+    let mut outcome = new_outcome(me, size, args);
+    let started = Instant::now();
+    for iter in 0..args.iters {
+        if args.sigkill == Some((me / threads, iter)) {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &std::process::id().to_string()])
+                .status();
+        }
+        let failed_by = |r: Rank| {
+            args.die_at.iter().any(|&(d, at)| d == r && at <= iter)
+                || args
+                    .die_after_sends
+                    .iter()
+                    .any(|&(d, at, _)| d == r && at <= iter)
+                || args
+                    .sigkill
+                    .is_some_and(|(p, at)| p == r / threads && at <= iter)
+        };
+        let result = comm
+            .agree_failed()
+            .map(|failed| (failed.iter().all(|&r| failed_by(r)), failed));
+        if iter < 100 {
+            outcome.firsts.push(match &result {
+                Ok((_, failed)) => failed.iter().filter(|&&r| r < 64).map(|&r| 1 << r).sum(),
+                Err(_) => u64::MAX,
+            });
+        }
+        match result {
+            Ok((true, _)) => outcome.ok += 1,
+            Ok((false, failed)) => {
+                outcome.wrong += 1;
+                outcome
+                    .first_wrong
+                    .get_or_insert_with(|| format!("operation {iter}: {failed:?}"));
             }
             Err(Error::Failed(_)) if failed_by(me) => break,
             Err(e) => {

@@ -6,8 +6,8 @@ use bytemuck::Zeroable;
 
 use crate::buffer::{Buffer, BufferMut};
 use crate::collectives::Collectives;
-use crate::error::Error;
-use crate::mpi::comm::no_perfect_detector;
+use crate::error::{ConfigError, Error};
+
 use crate::op::{Operation, SystemOperation};
 use crate::types::Rank;
 
@@ -187,17 +187,68 @@ impl Collectives for NodeComm<'_, '_> {
         Ok(())
     }
 
-    /// Not across processes, for the reason of
-    /// [`MpiComm`]'s `agree_failed`.
+    /// Gives every live thread of every process the same list of failed
+    /// global ranks. The threads of each process agree among themselves
+    /// (the thread level's agreement); the proxies agree on the failed
+    /// processes (the process level's, `MpiComm`'s) and join every
+    /// process's list in an allreduce of bitmaps (bitwise or: every live
+    /// proxy gets the same union within the process level's budget); each
+    /// proxy spreads the union to its threads with the outcome of its step.
+    /// Listed: the failed threads each process's threads agreed on, and
+    /// every thread of a process the proxies agreed had failed. A thread or
+    /// process that fails late in the call may be left out, and is found
+    /// by the next agreement. With MPI's own collectives between the
+    /// proxies ([`ProcessLevel::Native`]) a process death ends the job, so
+    /// only threads are listed.
+    ///
+    /// Errors: the thread level's agreement's, the process level's
+    /// ([`Error::UpperLevel`] on the threads of a process whose proxy's
+    /// step failed), or more failed processes than the process level's
+    /// budget ([`Error::TooManyFailures`]).
     fn agree_failed(&mut self) -> Result<Vec<Rank>, Error> {
-        Err(no_perfect_detector(
-            "agreement on failed ranks across processes",
-        ))
+        let (locals, procs, base) = (self.locals, self.procs, self.proc_rank * self.locals);
+        let words = ((locals * procs) as usize).div_ceil(64);
+        let set = |bits: &mut [u64], r: Rank| bits[r as usize / 64] |= 1 << (r % 64);
+        let mut union = vec![0u64; words];
+        self.node_op(|node| {
+            let mut mine = vec![0u64; words];
+            let local = node.local.agree_failed().map(|failed| {
+                for r in failed {
+                    set(&mut mine, base + r);
+                }
+            });
+            let upper = node.upper_step(local, &mut union[..], |level, union| match level {
+                Level::Ours(up) => {
+                    for p in up.agree_failed()? {
+                        for t in 0..locals {
+                            set(&mut mine, p * locals + t);
+                        }
+                    }
+                    up.all_reduce_into(&mine[..], union, SystemOperation::bitwise_or())
+                }
+                Level::Native(native) => {
+                    native.reduce(None, &mine, union, &SystemOperation::bitwise_or())
+                }
+            });
+            node.spread_from_proxy(upper, &mut union[..])
+        })?;
+        let listed = |r: &Rank| union[*r as usize / 64] & (1 << (r % 64)) != 0;
+        Ok((0..locals * procs).filter(listed).collect())
     }
 
-    /// Not across processes, as `agree_failed`.
+    /// Not offered by a node team: its ranks are numbered process ×
+    /// threads + thread, every process with the same number of threads,
+    /// which a shrink would break. [`NodeComm::agree_failed`] gives every
+    /// live thread the same list; a program can then go on with its own
+    /// partition of the work, or shrink each level's communicator alone
+    /// ([`NodeComm::local`], and a process-level `MpiComm`).
     fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
-        Err(no_perfect_detector("shrinking across processes"))
+        Err(Error::Config(ConfigError::Unsupported {
+            what: "shrinking a node team",
+            why: "its global ranks are process x threads + thread, which a shrink would make \
+                  uneven; agree_failed gives every thread the same list, and each level's \
+                  communicator (NodeComm::local, an MpiComm) shrinks alone",
+        }))
     }
 }
 
