@@ -103,6 +103,11 @@ pub fn pin(pinning: &Pinning, rank: u32, ranks: u32, cores: &[core_affinity::Cor
     }
 }
 
+/// Whether a thread team of `ranks` outnumbers this process's cores.
+pub(crate) fn crowded(ranks: u32) -> bool {
+    ranks as usize > available_cores().len()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,9 +153,4 @@ mod tests {
         assert_eq!(on(8), vec![0, 0, 0, 1, 1, 1, 5, 5]);
         assert_eq!(on(4), vec![0, 0, 1, 5]);
     }
-}
-
-/// Whether a thread team of `ranks` outnumbers this process's cores.
-pub(crate) fn crowded(ranks: u32) -> bool {
-    ranks as usize > available_cores().len()
 }
