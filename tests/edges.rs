@@ -472,3 +472,39 @@ fn shrink_lets_the_survivors_go_on() {
         assert_eq!(results[2], Ok(survivors - input(7)), "rank {r}");
     }
 }
+
+/// A shrink to fewer survivors than the fault budget clamps the budget to
+/// the survivors less one, and what the communicator then reports is its
+/// own: `fault_budget()` and the `f` of `TooManyFailures` (before the
+/// shrink, the team's). The MPI engine's counterpart is
+/// `tests/mpi.rs`, `shrink_between_processes_leaves_out_the_failed_alike`.
+#[test]
+fn a_shrink_clamps_the_budget_and_errors_name_the_communicators_f() {
+    let _s = serial();
+    // Six of eight ranks dead before operation 0: beyond f = 5.
+    let faults = FaultSchedule::none().kill_group(1..=6, 0);
+    fn go_on(comm: &mut impl Collectives) -> (Result<(), Error>, u32, Result<u64, Error>) {
+        let mine = input(comm.rank());
+        let mut out = 0u64;
+        let first = comm.all_reduce_into(&mine, &mut out, SystemOperation::sum());
+        // The dead ranks' calls fail; the survivors' shrink.
+        let after = comm.shrink().and_then(|_| {
+            comm.all_reduce_into(&mine, &mut out, SystemOperation::sum())
+                .map(|()| out)
+        });
+        (first, comm.fault_budget(), after)
+    }
+    let tree = AllreduceAlgorithm::Tree;
+    let report = team_with(8, 5, faults, Duration::from_secs(5), tree).run(|comm| go_on(comm));
+    for (r, (first, f, after)) in report.returned().filter(|&(r, _)| r == 0 || r == 7) {
+        match first {
+            Err(Error::TooManyFailures { f, failed, .. }) => {
+                assert_eq!((*f, failed.len()), (5, 6), "rank {r}")
+            }
+            other => panic!("rank {r}: {other:?}"),
+        }
+        assert_eq!(*f, 1, "rank {r}: f clamped to the two survivors less one");
+        // Each survivor adds the input it had before the shrink.
+        assert_eq!(*after, Ok(input(0) + input(7)), "rank {r}");
+    }
+}

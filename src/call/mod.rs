@@ -42,7 +42,7 @@ pub use pace::{reduces_ahead, REDUCES_AHEAD_BYTES, REDUCES_AHEAD_MAX};
 use crate::driver::{Driver, DriverConfig, Transport};
 use crate::error::Error;
 use crate::protocol::allreduce::{Allreduce, AllreduceOutput};
-use crate::protocol::ftco::FtcoCollective;
+use crate::protocol::ftco::{FtcoCollective, FtcoOutput, FtcoPlan};
 use crate::protocol::pair::PairAllreduce;
 use crate::protocol::reduce::{Contribution, Reduce, ReduceLists, ReduceOutput};
 use crate::types::{Collective, OpId, Rank, Tick};
@@ -66,6 +66,18 @@ pub(crate) struct Delivered<T> {
     pub(crate) op: OpId,
     pub(crate) value: T,
     pub(crate) started: Option<Tick>,
+}
+
+impl<T> Delivered<T> {
+    /// The same call, what it delivered mapped by `f`.
+    fn map<U>(self, f: impl FnOnce(T) -> U) -> Delivered<U> {
+        let Delivered { op, value, started } = self;
+        Delivered {
+            op,
+            value: f(value),
+            started,
+        }
+    }
 }
 
 /// One rank's call layer over engine `E`: its driver, its engine, the plans
@@ -267,21 +279,8 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
         combine: Combine<'_>,
     ) -> Result<Delivered<Option<Data>>, Error> {
         if let ReductionPlan::Ftco(plan) = &self.plans.reduction {
-            let (op, kind) = (self.begin()?, FtcoCollective::Reduce);
-            let started = self.driver.call_started();
-            let output = ftco::drive_ftco_reduction(
-                &mut self.driver,
-                plan,
-                root,
-                op,
-                started,
-                kind,
-                input,
-                combine,
-                &mut self.engine,
-            )?;
-            let value = ftco::reduce_value(output);
-            return Ok(Delivered { op, value, started });
+            let got = self.ftco(plan, root, FtcoCollective::Reduce, input, combine)?;
+            return Ok(got.map(ftco::reduce_value));
         }
         let ReductionPlan::UpCorrection { reduce, .. } = &self.plans.reduction else {
             unreachable!("FTCO returned above")
@@ -319,25 +318,31 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
         combine: Combine<'_>,
     ) -> Result<Delivered<Data>, Error> {
         if let ReductionPlan::Ftco(plan) = &self.plans.reduction {
-            let op = self.begin()?;
-            let started = self.driver.call_started();
-            let (root, kind) = (FTCO_ALLREDUCE_ROOT, ftco::allreduce_kind(kind));
-            let output = ftco::drive_ftco_reduction(
-                &mut self.driver,
-                plan,
-                root,
-                op,
-                started,
-                kind,
-                input,
-                combine,
-                &mut self.engine,
-            )?;
-            let value = ftco::allreduce_result(output);
-            return Ok(Delivered { op, value, started });
+            let kind = ftco::allreduce_kind(kind);
+            let got = self.ftco(plan, FTCO_ALLREDUCE_ROOT, kind, input, combine)?;
+            return Ok(got.map(ftco::allreduce_result));
         }
         let op = self.begin()?;
         self.allreduce_entered(op, kind, input, combine)
+    }
+
+    /// An FTCO reduce to `root`, or allreduce or barrier (`kind`), as one
+    /// call: what its core delivers here.
+    fn ftco(
+        &mut self,
+        plan: &'t FtcoPlan,
+        root: Rank,
+        kind: FtcoCollective,
+        input: Data,
+        combine: Combine<'_>,
+    ) -> Result<Delivered<FtcoOutput<Data>>, Error> {
+        let op = self.begin()?;
+        let started = self.driver.call_started();
+        let (driver, observer) = (&mut self.driver, &mut self.engine);
+        let value = ftco::drive_ftco_reduction(
+            driver, plan, root, op, started, kind, input, combine, observer,
+        )?;
+        Ok(Delivered { op, value, started })
     }
 
     /// The up-correction allreduce of operation `op`, entered already (an
