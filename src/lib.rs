@@ -9,14 +9,20 @@
 //!   [`protocol::Protocol`] contract. They never touch a clock, thread or queue.
 //! * [`sim`]: a LogP discrete-event engine that drives protocol cores at 64K
 //!   ranks, fault injection, metrics named as in the papers, Monte Carlo.
-//! * [`driver`]: the one drive loop that runs any core over any
-//!   [`driver::Transport`] (fencing, lingering, outbox, timeout detector).
+//! * `driver`: the one drive loop that runs any core over any
+//!   `driver::Transport` (fencing, lingering, outbox, timeout detector);
+//!   with `mailbox`, `helping` and `value`, an engine's internals, public
+//!   only with the feature `internals`.
+//! * [`call`]: the call layer every engine goes through, and its
+//!   engine-neutral [`Config`].
 //! * [`runtime`]: the same cores on pinned threads (a mailbox transport
 //!   under the driver, and the public [`runtime::Comm`]).
 //! * [`collectives`]: the engine-neutral [`Collectives`] trait; [`op`] and
 //!   [`buffer`]: reduction operations and what a collective reads and
 //!   writes (plain data, any length);
 //!   [`check`]: the properties both engines' results are checked against.
+//! * `mpi` (feature `mpi`): the same collectives between MPI processes,
+//!   and threads below MPI (node teams).
 //! * [`placement`]: the machine's failure domains (sysfs, hwloc, synthetic)
 //!   and ring layouts that keep them apart.
 //!
@@ -28,14 +34,26 @@ pub mod buffer;
 pub mod call;
 pub mod check;
 pub mod collectives;
+#[cfg(any(feature = "internals", loom))]
 pub mod driver;
+#[cfg(not(any(feature = "internals", loom)))]
+#[allow(dead_code)] // parts serve only the feature `internals` (benches, tests, loom)
+pub(crate) mod driver;
 pub mod error;
 #[cfg(feature = "fault-points")]
 pub mod fault_point;
 #[cfg(not(feature = "fault-points"))]
 pub(crate) mod fault_point;
+#[cfg(any(feature = "internals", loom))]
 pub mod helping;
+#[cfg(not(any(feature = "internals", loom)))]
+#[allow(dead_code)] // parts serve only the feature `internals` (benches, tests, loom)
+pub(crate) mod helping;
+#[cfg(any(feature = "internals", loom))]
 pub mod mailbox;
+#[cfg(not(any(feature = "internals", loom)))]
+#[allow(dead_code)] // parts serve only the feature `internals` (benches, tests, loom)
+pub(crate) mod mailbox;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod op;
@@ -48,7 +66,11 @@ pub(crate) mod sync;
 pub mod topology;
 pub mod trace;
 pub mod types;
+#[cfg(any(feature = "internals", loom))]
 pub mod value;
+#[cfg(not(any(feature = "internals", loom)))]
+#[allow(dead_code)] // parts serve only the feature `internals` (benches, tests, loom)
+pub(crate) mod value;
 
 /// The README's Rust examples, compiled and run by `cargo test --doc`, so
 /// that what a newcomer copies first works.
@@ -58,6 +80,7 @@ pub struct ReadmeDoctests;
 
 pub use buffer::{Buffer, BufferMut};
 pub use bytemuck;
+pub use call::Config;
 pub use collectives::Collectives;
 pub use error::{ConfigError, Error};
 pub use types::{Rank, Tick};

@@ -17,7 +17,7 @@ use bytemuck::Pod;
 
 /// A reduction operation on `T`. `Sync`, as rsmpi's user operations: when
 /// ranks share cores, the thread of another waiting rank may advance this
-/// rank's call, and so apply the operation ([`crate::helping`]).
+/// rank's call, and so apply the operation (`helping`).
 pub trait Operation<T>: Sync {
     /// `a ∘ b`.
     fn apply(&self, a: &T, b: &T) -> T;

@@ -2,6 +2,7 @@
 //! `use corrected::prelude::*;`.
 
 pub use crate::buffer::{Buffer, BufferMut, Pod, Zeroable};
+pub use crate::call::Config;
 pub use crate::collectives::Collectives;
 pub use crate::error::{ConfigError, Error};
 pub use crate::op::{Operation, SystemOperation};

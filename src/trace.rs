@@ -39,7 +39,7 @@ pub enum Event {
     /// Had the core again after a yield.
     Resumed,
     /// Began to poll instead of yielding: every core mate is idle in a lent
-    /// call ([`crate::helping`]).
+    /// call (`helping`).
     SpinStart,
     /// Stopped polling.
     SpinEnd,

@@ -333,13 +333,13 @@ impl Config {
     /// [`crate::mpi::MpiComm`]; thread teams ignore it): each process
     /// reserves four slots of `bytes` in `/dev/shm` (two for inputs, two
     /// for results; default
-    /// [`DEFAULT_SLOT_BYTES`](crate::mpi::shm::DEFAULT_SLOT_BYTES), 8 MiB),
+    /// [`DEFAULT_SLOT_BYTES`](crate::mpi::DEFAULT_SLOT_BYTES), 8 MiB),
     /// and an allreduce of 64 KiB up to `bytes` goes through them: one
     /// copy in, a share of the fold and one copy out instead of a message
-    /// per input ([`crate::mpi::shm`], docs/mpi.md). The same regions hold
+    /// per input (docs/mpi.md, *Shared memory on one node*). The same regions hold
     /// a frame ring from every process, through which every frame of up to
     /// 4 KiB between the processes goes instead of MPI
-    /// ([`crate::mailbox::frames`]). 0 turns both off; so does a job whose
+    /// (docs/mpi.md, *Frames through the node's shared memory*). 0 turns both off; so does a job whose
     /// processes are not all on one node.
     #[cfg(feature = "mpi")]
     pub fn mpi_shared_memory(mut self, bytes: usize) -> Self {

@@ -2,7 +2,7 @@
 //! for every engine. A call checks its arguments, numbers its operation and
 //! applies the rank's emulated fault (`Caller::begin`), builds the core
 //! the team's plans (`plans::Plans`) name, hands it to the
-//! [driver](crate::driver), maps the core's output to a value or a typed
+//! driver, maps the core's output to a value or a typed
 //! error, and keeps the core if it must serve after the call. Agreement on
 //! the failed ranks and the shrink that follows it live here too
 //! (`Caller::agree_failed`, `Caller::shrink`).

@@ -341,5 +341,5 @@ impl Collectives for MpiComm {
 
 /// Allreduces of values from this size (up to a slot,
 /// [`Config::mpi_shared_memory`]) go through the node's shared memory,
-/// where every process runs on one node ([`crate::mpi::shm`]).
+/// where every process runs on one node (docs/mpi.md).
 pub const SHARED_MIN_BYTES: usize = 64 << 10;

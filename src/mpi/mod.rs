@@ -4,10 +4,12 @@
 //!
 //! * [`MpiComm`] implements [`crate::collectives::Collectives`], so a
 //!   program written against the trait runs on threads or on processes.
-//! * [`transport`] is the driver's [`crate::driver::Transport`] over MPI:
-//!   nonblocking sends from buffers it owns, probe-driven receives, a cap
-//!   of sends in flight per peer, and no MPI call that waits on a peer.
-//! * [`wire`] frames a protocol message into bytes and back.
+//! * `transport` is the driver's `Transport` over MPI: nonblocking sends
+//!   from buffers it owns, probe-driven receives, a cap of sends in flight
+//!   per peer, and no MPI call that waits on a peer; `wire` frames a
+//!   protocol message into bytes and back; `shm` maps the node's shared
+//!   memory. All three are internals (public with the feature
+//!   `internals`).
 //! * [`hier`]: threads below MPI, a [`NodeTeam`] per process whose
 //!   [`NodeComm`] runs every collective over all threads of all processes.
 //!
@@ -32,13 +34,26 @@ pub mod hier;
 mod large;
 mod native;
 mod node;
+#[cfg(feature = "internals")]
 pub mod shm;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code)] // parts serve only the feature `internals` (tests)
+pub(crate) mod shm;
+#[cfg(feature = "internals")]
 pub mod transport;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod transport;
+#[cfg(feature = "internals")]
 pub mod wire;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code)] // parts serve only the feature `internals` (tests)
+pub(crate) mod wire;
 
 pub use comm::{MpiComm, SHARED_MIN_BYTES};
 pub use engine::BroadcastCounts;
 pub use hier::{NodeComm, NodeTeam, ProcessLevel};
+pub use shm::DEFAULT_SLOT_BYTES;
+#[cfg(feature = "internals")]
 pub use transport::MpiTransport;
 
 /// Finalizes MPI (drops `universe`), or, if that has not returned after

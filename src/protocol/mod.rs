@@ -1,7 +1,7 @@
 //! Protocol cores: every algorithm written once as a sans-IO state machine,
 //! one instance per rank per operation, driven by an engine (the LogP
 //! simulator in [`crate::sim`], the thread runtime through
-//! [`crate::driver`], later MPI).
+//! `driver`, later MPI).
 //!
 //! A core never reads a clock, spawns a thread, touches a queue or draws a
 //! random number it was not handed: time comes in as `now`, messages come in
@@ -134,7 +134,7 @@ impl Leave {
 pub trait Protocol {
     /// What a message carries besides its header (e.g. the broadcast value).
     /// `Clone`, not `Copy`: on threads a large value is a reference-counted
-    /// segment ([`crate::value::data::Data`]); a core clones it for each
+    /// segment (`value::data::Data`); a core clones it for each
     /// message it sends, which is a copy for small payloads.
     type Payload: Clone + Send + 'static;
     /// What the caller gets: the delivered value, the reduced value, ...
@@ -193,7 +193,7 @@ pub trait Protocol {
     /// it may return (a broadcast: the tree message or a correction
     /// message that colors it). An engine may use it to decide whether to
     /// let other ranks' threads advance the call while its rank waits
-    /// ([`crate::helping`]): the rank of such a call has to run once its
+    /// (`helping`): the rank of such a call has to run once its
     /// message has come anyway, to return, and can take the message then.
     /// Default: false (a reduce or an allreduce waits for messages in
     /// sequence: group exchange, subtree values, the broadcast of the

@@ -21,7 +21,7 @@
 //! first would suspect a live peer for this rank's own delay. So the core's
 //! clock stops just short of its next deadline until the engine has handed
 //! [`Event::Timer`] twice for that same deadline: an engine hands a timer
-//! only after a wait ([`crate::driver`]: after every wait, once the
+//! only after a wait (`driver`: after every wait, once the
 //! deadline has passed), and a wait comes only once the rank found nothing
 //! to take, so by the second timer every message that reached the rank
 //! before it looked has been handed to the core, on time. What remains of

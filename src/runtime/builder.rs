@@ -77,7 +77,7 @@ impl TeamBuilder {
     }
 
     /// Whether a waiting rank lends its call to, and advances the calls of,
-    /// other waiting ranks ([`crate::helping`]). Default: on when threads
+    /// other waiting ranks (`helping`). Default: on when threads
     /// are pinned and ranks outnumber the available cores (there a rank's
     /// message may wait a whole scheduling round for its thread; ranks help
     /// those pinned to their core), off otherwise (a rank alone on its core

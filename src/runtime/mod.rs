@@ -25,9 +25,9 @@
 //!   value or a slice of any length;
 //! * [`FaultSchedule`]: fail-stop fault emulation (dead, dies after n sends, hangs);
 //! * [`Config`] (from [`crate::call`]): the collectives' settings, which
-//!   [`TeamBuilder`] forwards; values travel as [`crate::value`] says.
+//!   [`TeamBuilder`] forwards; values travel as `value` says.
 //!
-//! The drive loop ([`crate::driver`]) and the per-call sequence
+//! The drive loop (`driver`) and the per-call sequence
 //! ([`crate::call`]) are engine-neutral; this module supplies the threads,
 //! their pinning, the mailbox transport and the public API.
 
@@ -54,7 +54,7 @@ pub use crate::protocol::allreduce::AllreduceAlgorithm;
 pub use builder::{TeamBuilder, MAX_RANKS};
 pub use comm::Comm;
 pub use pin::Pinning;
-pub use report::{OpStats, RankOutcome, TeamReport};
+pub use report::{OpStats, RankOutcome, TeamReport, OP_RECORD_BYTES};
 pub use team::Team;
 
 /// Operation fencing, which the loom models in `loom-tests/` check:

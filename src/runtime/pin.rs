@@ -17,7 +17,7 @@ pub enum Pinning {
     /// with more ranks than the n cores, rank r on the (r n / ranks)-th core:
     /// consecutive ranks share a core. The default: a tree's children and a
     /// ring's neighbours are mostly consecutive ranks, so most messages and
-    /// most [helping](crate::helping) stay within one core's caches
+    /// most helping stay within one core's caches
     /// (8-byte allreduce, f = 1, 2 cores: 16 ranks 36.6 -> 29.8 us, 64 ranks
     /// 336 -> 255 us against `RoundRobin`, `examples/timing.rs`).
     #[default]

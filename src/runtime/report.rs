@@ -2,6 +2,10 @@
 //! outcome, the failures, and the counters of its operations.
 
 use crate::types::{OpId, Rank};
+
+/// The bytes a rank keeps per operation with operation records on
+/// ([`TeamBuilder::op_records`]), until the run ends.
+pub const OP_RECORD_BYTES: usize = std::mem::size_of::<crate::driver::OpRecord>();
 #[allow(unused_imports)]
 use crate::{call::config::BroadcastAlgorithm, runtime::TeamBuilder};
 
@@ -50,10 +54,10 @@ pub struct TeamReport<R> {
     /// was built with [`TeamBuilder::op_records`] on.
     pub ops: Vec<OpStats>,
     /// Pumps of a lent call by another rank's thread that moved something
-    /// ([`crate::helping`]; 0 with helping off).
+    /// (`helping`; 0 with helping off).
     pub helped: u64,
     /// Shared segments the run's pool allocated or grew
-    /// ([`crate::value::segment`]): values above 55 bytes live in them.
+    /// (`value::segment`): values above 55 bytes live in them.
     /// Segments are reused once free, so a loop of same-sized operations
     /// adds none after its first rounds.
     pub segment_allocations: u64,

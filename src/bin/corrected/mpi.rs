@@ -82,7 +82,7 @@ pub struct MpiArgs {
     /// runs on this node (`TeamBuilder::mpi_shared_memory`; the frames of
     /// up to 4 KiB go through rings there too); 0: none, every frame goes
     /// through MPI and large allreduces by blocks.
-    #[arg(long, default_value_t = corrected::mpi::shm::DEFAULT_SLOT_BYTES)]
+    #[arg(long, default_value_t = corrected::mpi::DEFAULT_SLOT_BYTES)]
     shared_memory: usize,
     /// Operation timeout, seconds.
     #[arg(long, default_value_t = 10.0)]

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use clap::Args;
 
-use corrected::driver::OpRecord;
 use corrected::protocol::bcast::Correction;
 use corrected::protocol::reduce::FailureScheme;
 use corrected::runtime::{
@@ -383,7 +382,8 @@ fn check_team(args: &RunArgs, correction: Correction, ranks: u32) -> Result<(), 
     }
     // Every rank keeps its result of every operation (and an operation
     // record), until the report.
-    let per_rank_op = (size_of::<Got>() + size_of::<OpRecord>() + size_of::<u64>()) as u64;
+    let per_rank_op =
+        (size_of::<Got>() + corrected::runtime::OP_RECORD_BYTES + size_of::<u64>()) as u64;
     let per_op = (size_of::<OpStats>() + 2 * size_of::<u64>()) as u64;
     let (ranks, iters) = (u64::from(ranks), u64::from(args.iters));
     let need = bytes(bytes(ranks, iters), per_rank_op).saturating_add(bytes(iters, per_op));
