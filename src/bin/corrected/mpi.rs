@@ -333,6 +333,52 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
     Ok(ExitCode::from(code as u8))
 }
 
+impl Outcome {
+    /// Counts iteration `iter`'s `result` (`Ok(right)`; `wrong` describes
+    /// a wrong one). False when the call failed because this rank's own
+    /// planned failure (`dead_here`) came: its loop ends.
+    fn count(
+        &mut self,
+        iter: u32,
+        result: Result<bool, Error>,
+        dead_here: bool,
+        wrong: impl FnOnce() -> String,
+    ) -> bool {
+        match result {
+            Ok(true) => self.ok += 1,
+            Ok(false) => {
+                self.wrong += 1;
+                self.first_wrong
+                    .get_or_insert_with(|| format!("operation {iter}: {}", wrong()));
+            }
+            Err(Error::Failed(_)) if dead_here => return false,
+            Err(e) => {
+                let kind = format!("{e:?}");
+                let kind = kind.split([' ', '(', '{']).next().unwrap_or("").to_string();
+                *self.errors.entry(kind).or_default() += 1;
+                self.first_error.get_or_insert_with(|| e.to_string());
+            }
+        }
+        true
+    }
+
+    /// The mean time per counted operation of a loop begun at `started`.
+    fn finish(&mut self, started: Instant) {
+        let ops = (self.ok + self.wrong + self.errors.values().sum::<u32>()).max(1);
+        self.mean_us = started.elapsed().as_secs_f64() * 1e6 / f64::from(ops);
+    }
+}
+
+/// This process SIGKILLs itself if `--sigkill` names it (`process`) at
+/// `iter`: a real death, nobody told.
+fn sigkill_if_due(args: &MpiArgs, process: u32, iter: u32) {
+    if args.sigkill == Some((process, iter)) {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &std::process::id().to_string()])
+            .status();
+    }
+}
+
 /// An outcome of `args.op` on rank `me` of `size`, nothing counted yet.
 fn new_outcome(me: Rank, size: u32, args: &MpiArgs) -> Outcome {
     Outcome {
@@ -373,11 +419,7 @@ fn shrink_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
     let mut members: Vec<Rank> = (0..comm.size()).collect();
     let started = Instant::now();
     for iter in 0..args.iters {
-        if args.sigkill == Some((me, iter)) {
-            let _ = std::process::Command::new("kill")
-                .args(["-9", &std::process::id().to_string()])
-                .status();
-        }
+        sigkill_if_due(args, me, iter);
         let failed_by = |r: Rank| {
             args.die_at.iter().any(|&(d, at)| d == r && at <= iter)
                 || args
@@ -402,25 +444,12 @@ fn shrink_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
                 Err(_) => 0,
             });
         }
-        match result {
-            Ok(true) => outcome.ok += 1,
-            Ok(false) => {
-                outcome.wrong += 1;
-                outcome
-                    .first_wrong
-                    .get_or_insert_with(|| format!("operation {iter}: members {members:?}"));
-            }
-            Err(Error::Failed(_)) if failed_by(me) => break,
-            Err(e) => {
-                let kind = format!("{e:?}");
-                let kind = kind.split([' ', '(', '{']).next().unwrap_or("").to_string();
-                *outcome.errors.entry(kind).or_default() += 1;
-                outcome.first_error.get_or_insert_with(|| e.to_string());
-            }
+        let wrong = || format!("members {members:?}");
+        if !outcome.count(iter, result, failed_by(me), wrong) {
+            break;
         }
     }
-    let ops = (outcome.ok + outcome.wrong + outcome.errors.values().sum::<u32>()).max(1);
-    outcome.mean_us = started.elapsed().as_secs_f64() * 1e6 / f64::from(ops);
+    outcome.finish(started);
     outcome.fault_budget = comm.fault_budget();
     outcome
 }
@@ -436,11 +465,7 @@ fn agree_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
     let mut outcome = new_outcome(me, size, args);
     let started = Instant::now();
     for iter in 0..args.iters {
-        if args.sigkill == Some((me / threads, iter)) {
-            let _ = std::process::Command::new("kill")
-                .args(["-9", &std::process::id().to_string()])
-                .status();
-        }
+        sigkill_if_due(args, me / threads, iter);
         let failed_by = |r: Rank| {
             args.die_at.iter().any(|&(d, at)| d == r && at <= iter)
                 || args
@@ -460,25 +485,15 @@ fn agree_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
                 Err(_) => u64::MAX,
             });
         }
-        match result {
-            Ok((true, _)) => outcome.ok += 1,
-            Ok((false, failed)) => {
-                outcome.wrong += 1;
-                outcome
-                    .first_wrong
-                    .get_or_insert_with(|| format!("operation {iter}: {failed:?}"));
-            }
-            Err(Error::Failed(_)) if failed_by(me) => break,
-            Err(e) => {
-                let kind = format!("{e:?}");
-                let kind = kind.split([' ', '(', '{']).next().unwrap_or("").to_string();
-                *outcome.errors.entry(kind).or_default() += 1;
-                outcome.first_error.get_or_insert_with(|| e.to_string());
-            }
+        let listed = result
+            .as_ref()
+            .map_or(Vec::new(), |(_, failed)| failed.clone());
+        let result = result.map(|(right, _)| right);
+        if !outcome.count(iter, result, failed_by(me), || format!("{listed:?}")) {
+            break;
         }
     }
-    let ops = (outcome.ok + outcome.wrong + outcome.errors.values().sum::<u32>()).max(1);
-    outcome.mean_us = started.elapsed().as_secs_f64() * 1e6 / f64::from(ops);
+    outcome.finish(started);
     outcome.fault_budget = comm.fault_budget();
     outcome
 }
@@ -517,11 +532,7 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
     let mut buf = vec![0u64; len];
     for iter in 0..args.iters {
         let op_started = Instant::now();
-        if args.sigkill == Some((me / threads, iter)) {
-            let _ = std::process::Command::new("kill")
-                .args(["-9", &std::process::id().to_string()])
-                .status();
-        }
+        sigkill_if_due(args, me / threads, iter);
         let result = if args.op == "bcast" {
             let value = u64::from(iter) + 1;
             buf.fill(if me == 0 { value } else { 0 });
@@ -572,25 +583,12 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
             };
             outcome.firsts.push(first);
         }
-        match result {
-            Ok(true) => outcome.ok += 1,
-            Ok(false) => {
-                outcome.wrong += 1;
-                outcome.first_wrong.get_or_insert_with(|| {
-                    format!("operation {iter}: {:?}", &buf[..buf.len().min(4)])
-                });
-            }
-            Err(Error::Failed(_)) if dead(iter).contains(&me) => break,
-            Err(e) => {
-                let kind = format!("{e:?}");
-                let kind = kind.split([' ', '(', '{']).next().unwrap_or("").to_string();
-                *outcome.errors.entry(kind).or_default() += 1;
-                outcome.first_error.get_or_insert_with(|| e.to_string());
-            }
+        let wrong = || format!("{:?}", &buf[..buf.len().min(4)]);
+        if !outcome.count(iter, result, dead(iter).contains(&me), wrong) {
+            break;
         }
     }
-    let ops = (outcome.ok + outcome.wrong + outcome.errors.values().sum::<u32>()).max(1);
-    outcome.mean_us = started.elapsed().as_secs_f64() * 1e6 / f64::from(ops);
+    outcome.finish(started);
     outcome.cpus = corrected::runtime::pin::available_cores()
         .iter()
         .map(|c| c.id)
