@@ -369,6 +369,29 @@ impl Outcome {
     }
 }
 
+/// The ranks failed by iteration `iter` as the options plan it: `--die-at`'s
+/// and `--die-after-sends`'s, and every thread of the process `--sigkill`
+/// names.
+fn planned_dead(args: &MpiArgs, iter: u32) -> Vec<Rank> {
+    let threads = u32::from(args.threads);
+    let mut gone: Vec<Rank> = args
+        .die_at
+        .iter()
+        .filter(|&&(_, at)| at <= iter)
+        .map(|&(r, _)| r)
+        .chain(
+            args.die_after_sends
+                .iter()
+                .filter(|&&(_, at, _)| at <= iter)
+                .map(|&(r, _, _)| r),
+        )
+        .collect();
+    if let Some((p, _)) = args.sigkill.filter(|&(_, at)| at <= iter) {
+        gone.extend(p * threads..(p + 1) * threads);
+    }
+    gone
+}
+
 /// This process SIGKILLs itself if `--sigkill` names it (`process`) at
 /// `iter`: a real death, nobody told.
 fn sigkill_if_due(args: &MpiArgs, process: u32, iter: u32) {
@@ -420,14 +443,8 @@ fn shrink_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
     let started = Instant::now();
     for iter in 0..args.iters {
         sigkill_if_due(args, me, iter);
-        let failed_by = |r: Rank| {
-            args.die_at.iter().any(|&(d, at)| d == r && at <= iter)
-                || args
-                    .die_after_sends
-                    .iter()
-                    .any(|&(d, at, _)| d == r && at <= iter)
-                || args.sigkill.is_some_and(|(d, at)| d == r && at <= iter)
-        };
+        let dead = planned_dead(args, iter);
+        let failed_by = |r: Rank| dead.contains(&r);
         let result = comm.shrink().and_then(|left_out| {
             let gone: Vec<Rank> = left_out.iter().map(|&r| members[r as usize]).collect();
             members.retain(|r| !gone.contains(r));
@@ -466,16 +483,8 @@ fn agree_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
     let started = Instant::now();
     for iter in 0..args.iters {
         sigkill_if_due(args, me / threads, iter);
-        let failed_by = |r: Rank| {
-            args.die_at.iter().any(|&(d, at)| d == r && at <= iter)
-                || args
-                    .die_after_sends
-                    .iter()
-                    .any(|&(d, at, _)| d == r && at <= iter)
-                || args
-                    .sigkill
-                    .is_some_and(|(p, at)| p == r / threads && at <= iter)
-        };
+        let dead = planned_dead(args, iter);
+        let failed_by = |r: Rank| dead.contains(&r);
         let result = comm
             .agree_failed()
             .map(|failed| (failed.iter().all(|&r| failed_by(r)), failed));
@@ -505,25 +514,7 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
     let mut outcome = new_outcome(me, size, args);
     // The ranks failed by `iter`: --die-at's, and every thread of the
     // process --sigkill names.
-    let dead = |iter: u32| -> Vec<Rank> {
-        let mut gone: Vec<Rank> = args
-            .die_at
-            .iter()
-            .filter(|&&(_, at)| at <= iter)
-            .map(|&(r, _)| r)
-            .chain(
-                args.die_after_sends
-                    .iter()
-                    .filter(|&&(_, at, _)| at <= iter)
-                    .map(|&(r, _, _)| r),
-            )
-            .collect();
-        if let Some((p, at)) = args.sigkill.filter(|&(_, at)| at <= iter) {
-            let _ = at;
-            gone.extend(p * threads..(p + 1) * threads);
-        }
-        gone
-    };
+    let dead = |iter: u32| planned_dead(args, iter);
     let started = Instant::now();
     let len = match args.len_at {
         Some((rank, len)) if rank == me => len,
@@ -543,7 +534,9 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
             // Every live rank's bit, and a failed rank's or not.
             let holds_every_live_rank = |buf: &[u64]| {
                 let all: u64 = (0..size.min(64)).map(|r| 1u64 << r).sum();
-                let gone: u64 = dead(iter).iter().map(|&r| 1u64 << r.min(63)).sum();
+                // Or-ed: a rank may be planned dead twice (a --die-at
+                // thread of a --sigkill process).
+                let gone: u64 = dead(iter).iter().fold(0, |m, &r| m | 1u64 << r.min(63));
                 let first = buf[0];
                 buf.iter().all(|&x| x == first) && first & !gone == all & !gone
             };
