@@ -33,16 +33,7 @@ impl AllreduceScenario {
         LogP::new(c.logp.latency, c.logp.overhead)?;
         let reduce = ReducePlan::new(c.tree, c.procs, c.f, c.scheme, c.logp)?;
         let bcast = BcastPlan::for_logp(c.tree, c.procs, correction, c.logp)?;
-        let plan = AllreducePlan::new(reduce, bcast)?;
-        // No rank is special to allreduce: validate as if the root were none.
-        c.faults.validate(c.procs, c.procs)?;
-        Ok(AllreduceScenario {
-            plan,
-            logp: c.logp,
-            faults: c.faults,
-            detector: c.detector,
-            message: MessageSize::SMALL,
-        })
+        Self::with_plan(AllreducePlan::new(reduce, bcast)?, c)
     }
 
     /// The [star allreduce](AllreducePlan::star) `config` describes (its
@@ -51,7 +42,13 @@ impl AllreduceScenario {
     pub fn star(config: ReduceConfig) -> Result<Self, ConfigError> {
         let c = config;
         LogP::new(c.logp.latency, c.logp.overhead)?;
-        let plan = AllreducePlan::star(c.procs, c.f, c.scheme)?;
+        Self::with_plan(AllreducePlan::star(c.procs, c.f, c.scheme)?, c)
+    }
+
+    /// The scenario of `plan` with `config`'s model, faults and detector.
+    fn with_plan(plan: AllreducePlan, config: ReduceConfig) -> Result<Self, ConfigError> {
+        let c = config;
+        // No rank is special to allreduce: validate as if the root were none.
         c.faults.validate(c.procs, c.procs)?;
         Ok(AllreduceScenario {
             plan,
