@@ -13,6 +13,7 @@
 //! multi-root tree, at its roots).
 
 use crate::call::broadcast::{root_failed, BcastObserver};
+use crate::call::{never_combines, Absorb};
 use crate::driver::{Carries, Driver, Transport};
 use crate::error::Error;
 use crate::protocol::ftco::{FtcoCollective, FtcoData, FtcoOutput, FtcoPlan, FtcoReduce};
@@ -22,12 +23,6 @@ use crate::value::data::Data;
 
 /// The root of an FTCO allreduce or barrier (Section 2's immune root).
 pub const FTCO_ALLREDUCE_ROOT: Rank = 0;
-
-/// The reduction function of a core kept after its call: a core that has
-/// delivered never combines again ([`FtcoReduce::with_op`]).
-type Absorb = fn(&mut Data, &Data);
-
-fn never_combines(_: &mut Data, _: &Data) {}
 
 /// Drives FTCO `kind` operation `op` (entered already, started at
 /// `started`) to `root` (an allreduce's and a barrier's:

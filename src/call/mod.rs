@@ -51,7 +51,7 @@ use plans::{Plans, ReductionPlan};
 
 /// The reduction function of a core kept after its call: a decided
 /// allreduce never combines again, so it is never called.
-type Absorb = fn(&mut Data, &Data);
+pub(crate) type Absorb = fn(&mut Data, &Data);
 
 /// A reduction function that is never called (a barrier's, a kept core's).
 pub(crate) fn never_combines(_: &mut Data, _: &Data) {}
