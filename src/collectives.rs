@@ -1,6 +1,7 @@
 //! The collectives as one trait, so that a program written against it runs
-//! on any engine: threads ([`crate::runtime::Comm`]) now, MPI processes
-//! later. Names and argument order follow rsmpi's
+//! on any engine: threads ([`crate::runtime::Comm`]), MPI processes one
+//! rank each (`MpiComm`) or with threads below (`NodeComm`), with the
+//! `mpi` feature. Names and argument order follow rsmpi's
 //! `CommunicatorCollectives` (`broadcast_into`, `reduce_into`,
 //! `all_reduce_into`, `barrier`), which Rust users of MPI already know.
 //!
@@ -23,6 +24,7 @@
 //! ```
 
 use crate::buffer::{Buffer, BufferMut};
+use crate::call::{Communicator, Reduction};
 use crate::error::Error;
 use crate::op::Operation;
 use crate::types::Rank;
@@ -30,28 +32,59 @@ use crate::types::Rank;
 /// Fault-tolerant collectives of one rank of a team. Every rank calls the
 /// same collectives in the same order; each call returns a value or a typed
 /// error, never hangs (a call that cannot complete times out).
+///
+/// Implemented for every engine's communicator, and sealed: the guarantees
+/// below are the engines' alike; what an engine adds (how it moves large
+/// values, how it learns of a failure) is on its communicator's type.
 pub trait Collectives {
-    /// This rank.
+    /// This rank (after a [shrink](Collectives::shrink), its number among
+    /// the survivors).
     fn rank(&self) -> Rank;
 
-    /// The team size.
+    /// The number of ranks (after a shrink, of survivors).
     fn size(&self) -> u32;
 
-    /// On return, every live rank's `buf` holds the root's (corrected
-    /// broadcast, Corrected Trees Section 3). `buf` is one plain-data value
-    /// or a slice of any length ([`crate::buffer`]); a rank whose length is
-    /// not the root's gets [`Error::LengthMismatch`].
+    /// Broadcasts `buf` from `root` (corrected broadcast with the team's
+    /// algorithm, tree and correction; Corrected Trees Section 3): on
+    /// return, every live rank's `buf` holds the root's. `buf` is one
+    /// plain-data value or a slice of any length ([`crate::buffer`]).
+    /// Survives any number of ranks dead before the call (with checked or
+    /// delayed correction), as long as the root lives.
+    ///
+    /// Errors: `root` out of range ([`Error::RankOutOfRange`]), this rank
+    /// failed or hung, the ranks disagree on the operation
+    /// ([`Error::Mismatch`], on every rank that has not finished it: the
+    /// rank that meets the mismatch aborts the operation for the team),
+    /// the root failed ([`Error::RootFailed`]: at once if it failed before
+    /// the operation, within the failure timeout if during it and the
+    /// value does not come), no value within the team's timeout
+    /// ([`Error::Timeout`]), or `buf`'s length is not the root's
+    /// ([`Error::LengthMismatch`], on that rank only, after it has passed
+    /// the value on; `buf` is untouched).
     fn broadcast_into<B: BufferMut + ?Sized>(
         &mut self,
         root: Rank,
         buf: &mut B,
     ) -> Result<(), Error>;
 
-    /// On return at `root`, `recv` holds the reduction with `op`, element
-    /// by element, of every live rank's `send` and of each failed rank's
-    /// either entirely or not at all, in every element alike (up-correction
-    /// reduce, reduce paper Section 4). `recv` is untouched at the other
-    /// ranks.
+    /// Reduces every rank's `send` with `op` to `root`, element by element
+    /// (up-correction reduce with the team's fault budget f, reduce paper
+    /// Section 4): on return at the root, `recv` holds the reduction of
+    /// the inputs of every live rank, and of each rank that failed during
+    /// the call either its input or nothing (never part of it; for a
+    /// slice, the same ranks in every element). `recv` is untouched
+    /// elsewhere. `op` must be associative and commutative; if it panics,
+    /// this rank fails.
+    ///
+    /// Errors: `root` out of range, an operation that does not apply to
+    /// the element type ([`Error::OperationType`]), this rank failed or hung,
+    /// ranks disagree on the operation ([`Error::Mismatch`]), more than f
+    /// ranks failed ([`Error::TooManyFailures`], at the root), no result
+    /// within the team's timeout ([`Error::Timeout`];
+    /// [`Error::RootFailed`] if the root failed: then nobody gets a
+    /// result, as the paper says), or lengths that differ
+    /// ([`Error::LengthMismatch`] at the root: between two ranks' `send`,
+    /// or between its `send` and `recv`).
     fn reduce_into<S, R>(
         &mut self,
         root: Rank,
@@ -63,10 +96,22 @@ pub trait Collectives {
         S: Buffer + ?Sized,
         R: BufferMut<Item = S::Item> + ?Sized;
 
-    /// On return, every live rank's `recv` holds the same reduction with
-    /// `op`, element by element, of every live rank's `send` and of each
-    /// failed rank's either everywhere or nowhere, in every element alike
-    /// (reduce paper Section 5).
+    /// Reduces every rank's `send` with `op`, element by element, and
+    /// gives the result to every rank in `recv` (up-correction reduce to a
+    /// root, corrected broadcast from it, retried on the next root if that
+    /// root fails; reduce paper Section 5). Every live rank gets the same
+    /// value, holding every live rank's input and each failed rank's
+    /// either everywhere or nowhere (for a slice: in every element or in
+    /// none), as long as at most f ranks fail. `op` must be associative
+    /// and commutative; if it panics, this rank fails.
+    ///
+    /// Errors: an operation that does not apply to the element type, this
+    /// rank failed or hung, ranks disagree on the operation
+    /// ([`Error::Mismatch`]), more than f ranks failed
+    /// ([`Error::TooManyFailures`]), no result within the team's timeout,
+    /// or lengths that differ ([`Error::LengthMismatch`]: every rank if two
+    /// ranks' `send` differ; only this rank, after taking part in full, if
+    /// its `recv` differs from the result).
     fn all_reduce_into<S, R>(
         &mut self,
         send: &S,
@@ -138,20 +183,42 @@ pub trait Collectives {
         Ok(())
     }
 
-    /// Returns once every live rank has entered the barrier.
+    /// Returns once every live rank has entered the barrier (an allreduce
+    /// of nothing, with its fault tolerance: up to f ranks may fail in it).
+    ///
+    /// Errors: this rank failed or hung, ranks disagree on the operation,
+    /// more than f failures, or the team's timeout.
     fn barrier(&mut self) -> Result<(), Error>;
 
     /// The fault budget f of reduce, allreduce and barrier: how many ranks
-    /// may fail before or during one of them with every guarantee kept.
+    /// may fail before or during one of them with every guarantee kept
+    /// (the team's, or after a shrink the team's clamped to leave one rank
+    /// alive).
     fn fault_budget(&self) -> u32;
 
     /// Ranks known to have failed, as this rank knows them now (another
     /// rank may know more or fewer at the same moment).
     fn failed_ranks(&self) -> Vec<Rank>;
 
-    /// A collective after which every live rank holds the same list of
-    /// failed ranks (consensus with a perfect failure detector, rotating
-    /// coordinator over corrected broadcasts).
+    /// Gives every live rank the same list of failed ranks: a collective
+    /// (every live rank calls it), after which the lists agree, whatever
+    /// the number of failures before or during it. Each listed rank has
+    /// failed (killed, panicked, or declared failed by the timeout
+    /// detector); a rank that fails late in the call may be left out, and
+    /// is then found failed by later operations.
+    ///
+    /// The algorithm is the rotating coordinator of consensus with a
+    /// perfect failure detector (Chandra and Toueg, 1996): for each rank c
+    /// in turn, c broadcasts its current list and every rank that receives
+    /// it adopts it. A broadcast from a live root reaches every live rank
+    /// (checked correction, any number of failures), so after the first
+    /// round whose coordinator does not fail all lists are equal and stay
+    /// so. Cost: one broadcast per rank (of a bitmap of one bit per rank
+    /// each). Between processes the list agrees if the timeout detector
+    /// makes no mistake (docs/mpi.md).
+    ///
+    /// Errors: this rank failed or hung, ranks disagree on the operation
+    /// ([`Error::Mismatch`]), or a broadcast timed out.
     fn agree_failed(&mut self) -> Result<Vec<Rank>, Error>;
 
     /// Makes progress outside any collective: hands what has arrived to
@@ -164,8 +231,109 @@ pub trait Collectives {
     fn progress(&mut self) -> Result<(), Error>;
 
     /// Goes on with the survivors, as ULFM's `MPIX_Comm_shrink`: agrees on
-    /// the failed ranks, renumbers the others densely with a fresh fault
-    /// budget, and returns the ranks left out (in the old numbering). The
-    /// communicator itself becomes the survivors'.
+    /// the failed ranks ([`Collectives::agree_failed`]), renumbers the
+    /// others densely, in their order, with a fresh fault budget (the
+    /// team's f, at most the new size minus one) and new plans for the new
+    /// size, and returns the ranks left out (in the numbering before the
+    /// shrink). After failures beyond the budget
+    /// ([`Error::TooManyFailures`]) a long-running program can go on.
+    ///
+    /// Unlike `MPIX_Comm_shrink`, the communicator itself becomes the
+    /// survivors' ([`Collectives::rank`] and [`Collectives::size`] change),
+    /// rather than a new one next to it: a rank owns one endpoint, so it
+    /// holds one communicator at a time. Operations go on being numbered
+    /// after the old ones, so late messages of the old team are told apart
+    /// and dropped.
+    ///
+    /// Errors: those of [`Collectives::agree_failed`]; [`Error::Failed`]
+    /// if this rank is among the failed.
     fn shrink(&mut self) -> Result<Vec<Rank>, Error>;
+}
+
+/// Every engine's communicator ([`crate::runtime::Comm`], the MPI engine's
+/// `MpiComm` and `NodeComm`) offers the collectives through this one
+/// implementation: the arguments are checked here, the control collectives
+/// go to the communicator's call layer, and the typed buffers to its
+/// engine (`crate::call::communicator`).
+impl<C: Communicator> Collectives for C {
+    fn rank(&self) -> Rank {
+        self.control().rank()
+    }
+
+    fn size(&self) -> u32 {
+        self.control().size()
+    }
+
+    fn broadcast_into<B: BufferMut + ?Sized>(
+        &mut self,
+        root: Rank,
+        buf: &mut B,
+    ) -> Result<(), Error> {
+        check_root(root, self.size())?;
+        self.broadcast_items(root, buf.items_mut())
+    }
+
+    fn reduce_into<S, R>(
+        &mut self,
+        root: Rank,
+        send: &S,
+        recv: &mut R,
+        op: impl Operation<S::Item>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized,
+    {
+        check_root(root, self.size())?;
+        op.check()?;
+        let (send, recv) = (send.items(), recv.items_mut());
+        self.reduce_items(root, Reduction { send, recv, op })
+    }
+
+    fn all_reduce_into<S, R>(
+        &mut self,
+        send: &S,
+        recv: &mut R,
+        op: impl Operation<S::Item>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized,
+    {
+        op.check()?;
+        let (send, recv) = (send.items(), recv.items_mut());
+        self.all_reduce_items(Reduction { send, recv, op })
+    }
+
+    fn barrier(&mut self) -> Result<(), Error> {
+        self.control_mut().barrier()
+    }
+
+    fn fault_budget(&self) -> u32 {
+        self.control().fault_budget()
+    }
+
+    fn failed_ranks(&self) -> Vec<Rank> {
+        self.control().failed_ranks()
+    }
+
+    fn agree_failed(&mut self) -> Result<Vec<Rank>, Error> {
+        self.control_mut().agree_failed()
+    }
+
+    fn progress(&mut self) -> Result<(), Error> {
+        self.control_mut().progress()
+    }
+
+    fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
+        self.control_mut().shrink()
+    }
+}
+
+/// `root` is one of the communicator's `procs` ranks.
+fn check_root(root: Rank, procs: u32) -> Result<(), Error> {
+    if root >= procs {
+        return Err(Error::RankOutOfRange { rank: root, procs });
+    }
+    Ok(())
 }

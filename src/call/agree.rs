@@ -2,7 +2,7 @@
 //! engine.
 
 use crate::call::plans::{Generation, Plans};
-use crate::call::{Caller, Engine};
+use crate::call::{Caller, Control, Engine};
 use crate::driver::Members;
 use crate::error::Error;
 use crate::protocol::bcast::Bcast;

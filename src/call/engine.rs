@@ -1,7 +1,7 @@
 //! What differs between engines, as the call layer sees it: the transport
 //! under the driver, where large values are written, how an emulated fault
 //! is looked up and how a hung rank waits, where a shrunk communicator's
-//! plans live, and what the engine counts of a broadcast
+//! plans live, what it does beside progress and after a shrink, and what the engine counts of a broadcast
 //! ([`BcastObserver`]). Everything else of a call is the call layer's
 //! ([`super::Caller`]), written once.
 
@@ -34,6 +34,16 @@ pub(crate) trait Engine<'t>: BcastObserver<'t, Self::Transport> {
     fn hang(&mut self, driver: &mut Driver<'t, Self::Transport>) {
         let _ = driver;
     }
+
+    /// Called after a progress call served the kept cores: the engine's
+    /// own due work (the MPI engine's heartbeat).
+    fn served(&mut self, driver: &mut Driver<'t, Self::Transport>) {
+        let _ = driver;
+    }
+
+    /// Called after a shrink renumbered the communicator: state of the
+    /// engine's in the old numbering is dropped.
+    fn shrunk(&mut self) {}
 
     /// Keeps a shrunk communicator's survivors and plans for as long as
     /// cores may borrow them (the engine's lifetime `'t`).

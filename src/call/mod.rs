@@ -23,6 +23,7 @@
 
 mod agree;
 pub(crate) mod broadcast;
+pub(crate) mod communicator;
 pub mod config;
 mod engine;
 pub mod faults;
@@ -30,6 +31,7 @@ pub(crate) mod ftco;
 mod pace;
 pub(crate) mod plans;
 
+pub(crate) use communicator::{Communicator, Control, Reduction};
 pub use config::{
     BroadcastAlgorithm, Config, ReduceAlgorithm, DEFAULT_FTCO_TIMEOUT, DEFAULT_PACE, DEFAULT_TREE,
     FTCO_LOGP, MAX_FTCO_TIMEOUT,
@@ -137,28 +139,6 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
         self.config
     }
 
-    /// This rank (after a shrink, its number among the survivors).
-    pub(crate) fn rank(&self) -> Rank {
-        self.driver.rank()
-    }
-
-    /// The number of ranks (after a shrink, of survivors).
-    pub(crate) fn size(&self) -> u32 {
-        self.driver.size()
-    }
-
-    /// The fault budget f of reduce, allreduce and barrier of this
-    /// communicator.
-    pub(crate) fn fault_budget(&self) -> u32 {
-        self.plans.f
-    }
-
-    /// Ranks of this communicator known to have failed, as this rank knows
-    /// them now.
-    pub(crate) fn failed_ranks(&self) -> Vec<Rank> {
-        self.driver.failed_members()
-    }
-
     /// Numbers the next operation (the first of a call) and applies this
     /// rank's planned fault. A rank dead at a call fails before it enters
     /// it (its peers can tell it never took part); a hung one hangs inside
@@ -228,12 +208,6 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
         Ok(())
     }
 
-    /// Serves the cores this rank kept from operations it returned from;
-    /// never waits.
-    pub(crate) fn progress(&mut self) -> Result<(), Error> {
-        self.driver.progress()
-    }
-
     /// A broadcast from `root` (checked) with the team's algorithm, this
     /// rank holding `value` if it is the root: what it delivered.
     pub(crate) fn broadcast(
@@ -244,6 +218,24 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
         self.check_root(root)?;
         let op = self.begin()?;
         self.broadcast_entered(op, root, value)
+    }
+
+    /// Ends a broadcast call on `buf`: a receiver decodes what `got`
+    /// delivered into it (the root's holds the value already), and the
+    /// latency of the whole call, the copy included, is recorded.
+    pub(crate) fn end_broadcast<T: bytemuck::Pod>(
+        &mut self,
+        root: Rank,
+        got: Delivered<Data>,
+        buf: &mut [T],
+    ) -> Result<(), Error> {
+        let result = if root == self.rank() {
+            Ok(())
+        } else {
+            got.value.decode_into(buf, got.op, None)
+        };
+        self.record_latency(got.started);
+        result
     }
 
     /// [`Caller::broadcast`] of operation `op`, entered already.

@@ -1,7 +1,7 @@
 //! Flow control of reduces: how far a rank that is not a reduce's root may
 //! run ahead of it ([`REDUCES_AHEAD_BYTES`]).
 
-use crate::call::{Caller, Engine};
+use crate::call::{Caller, Control, Engine};
 use crate::driver::{Driver, Transport};
 use crate::types::{OpId, Rank};
 

@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use mpi::topology::SimpleCommunicator;
 
-use crate::buffer::{Buffer, BufferMut};
+use bytemuck::Pod;
+
 use crate::call::config::Config;
 use crate::call::plans::{Plans, ReductionPlan};
-use crate::call::{Caller, Delivered};
-use crate::collectives::Collectives;
+use crate::call::{Caller, Communicator, Control, Reduction};
 use crate::driver::Transport;
 use crate::error::{ConfigError, Error};
 use crate::mpi::engine::{BroadcastCounts, MpiEngine};
@@ -27,7 +27,7 @@ use crate::value::data_op;
 use crate::value::segment::SegmentPool;
 
 /// One process's handle on a team of MPI processes, one rank each: the
-/// collectives of the [`Collectives`] trait, with the fault tolerance of
+/// collectives of the [`Collectives`](crate::Collectives) trait, with the fault tolerance of
 /// the thread runtime's (Corrected Trees Section 3 for the broadcast,
 /// reduce paper Sections 4-5 for reduce and allreduce), run by the same
 /// cores through the same driver over an MPI transport.
@@ -52,9 +52,6 @@ pub struct MpiComm {
     by_blocks: bool,
     /// Large allreduces that fell back from blocks to the eager algorithm.
     pub(crate) fallbacks: u64,
-    /// Ranks every live rank agreed had failed, at the last allreduce by
-    /// blocks: the next one leaves them out.
-    pub(crate) agreed_failed: Vec<Rank>,
     /// Every process's region of shared memory, if all run on one node
     /// ([`NodeRegions`]): large allreduces go through them.
     pub(crate) regions: Option<NodeRegions>,
@@ -102,6 +99,7 @@ impl MpiComm {
             segments,
             faults: config.faults.clone(),
             counts: BroadcastCounts::default(),
+            agreed_failed: Vec::new(),
         };
         let crowded = crate::call::Engine::crowded(&engine, procs);
         let plans = Plans::build(config, procs, config.budget_for(procs), crowded)?;
@@ -112,7 +110,6 @@ impl MpiComm {
             caller: Caller::new(transport, engine, plans, config),
             by_blocks: config.allreduce == AllreduceAlgorithm::Auto,
             fallbacks: 0,
-            agreed_failed: Vec::new(),
             regions,
             _one_thread: PhantomData,
         })
@@ -122,17 +119,6 @@ impl MpiComm {
     /// runs on this node and made its region, [`Config::mpi_shared_memory`]).
     pub fn shares_memory(&self) -> bool {
         self.regions.is_some()
-    }
-
-    /// This process's rank (after a [shrink](Collectives::shrink), its
-    /// number among the survivors).
-    pub fn rank(&self) -> Rank {
-        self.caller.rank()
-    }
-
-    /// The number of processes (after a shrink, of survivors).
-    pub fn size(&self) -> u32 {
-        self.caller.size()
     }
 
     /// Large allreduces so far whose blocks did not reach every live rank
@@ -175,167 +161,76 @@ impl Drop for MpiComm {
     }
 }
 
-impl Collectives for MpiComm {
-    fn rank(&self) -> Rank {
-        MpiComm::rank(self)
+/// The MPI engine's typed buffers: through the node's shared memory
+/// ([`SHARED_MIN_BYTES`] and up, every process on one node) or by blocks
+/// ([`BLOCKS_MIN_BYTES`] and up) where an allreduce can; otherwise copied
+/// into the messages or a segment, as on threads.
+impl Communicator for MpiComm {
+    fn control(&self) -> &dyn Control {
+        &self.caller
     }
 
-    fn size(&self) -> u32 {
-        MpiComm::size(self)
+    fn control_mut(&mut self) -> &mut dyn Control {
+        &mut self.caller
     }
 
-    /// Broadcasts `buf` from `root` with the configured algorithm (by
-    /// default the corrected tree with the configured tree and correction:
-    /// every live rank's `buf` gets the root's, also when processes died
-    /// before or during the call, without any failure notice, as long as
-    /// the root lives). Each algorithm keeps the guarantees it has on
-    /// threads ([`BroadcastAlgorithm`](crate::runtime::BroadcastAlgorithm); docs/mpi.md says which hold against
-    /// a process that dies unannounced). Errors as
-    /// [`crate::Collectives::broadcast_into`]'s; a root that died
-    /// unannounced is a [`Error::Timeout`].
-    fn broadcast_into<B: BufferMut + ?Sized>(
-        &mut self,
-        root: Rank,
-        buf: &mut B,
-    ) -> Result<(), Error> {
-        let me = self.rank();
+    /// Each algorithm keeps the guarantees it has on threads
+    /// ([`BroadcastAlgorithm`](crate::call::BroadcastAlgorithm);
+    /// docs/mpi.md says which hold against a process that dies
+    /// unannounced); a root that died unannounced is a
+    /// [`Error::Timeout`].
+    fn broadcast_items<T: Pod>(&mut self, root: Rank, buf: &mut [T]) -> Result<(), Error> {
+        let me = self.caller.rank();
         let pool = &self.caller.engine.segments;
-        let value = (root == me).then(|| Data::encode(buf.items(), pool));
-        let Delivered { op, value, started } = self.caller.broadcast(root, value)?;
-        let result = if root == me {
-            Ok(())
-        } else {
-            value.decode_into(buf.items_mut(), op, None)
-        };
-        self.caller.record_latency(started);
-        result
+        let value = (root == me).then(|| Data::encode(buf, pool));
+        let got = self.caller.broadcast(root, value)?;
+        self.caller.end_broadcast(root, got, buf)
     }
 
-    /// Reduces every rank's `send` with `op` to `root` (up-correction
-    /// reduce). Guarantees and errors as
-    /// [`crate::Collectives::reduce_into`]'s, for failures this process
-    /// learns of (see the type's doc).
-    fn reduce_into<S, R>(
-        &mut self,
-        root: Rank,
-        send: &S,
-        recv: &mut R,
-        op: impl Operation<S::Item>,
-    ) -> Result<(), Error>
+    fn reduce_items<T, O>(&mut self, root: Rank, call: Reduction<'_, T, O>) -> Result<(), Error>
     where
-        S: Buffer + ?Sized,
-        R: BufferMut<Item = S::Item> + ?Sized,
+        T: Pod,
+        O: Operation<T>,
     {
-        self.caller.check_root(root)?;
-        op.check()?;
         let pool = Arc::clone(&self.caller.engine.segments);
-        let combine = data_op(&op, &pool);
-        let input = Data::encode(send.items(), &pool);
-        let Delivered {
-            op: id,
-            value,
-            started,
-        } = self.caller.reduce(root, input, &combine)?;
-        let result = match value {
-            Some(value) => value.decode_into(recv.items_mut(), id, Some(send.items().len())),
+        let combine = data_op(&call.op, &pool);
+        let input = Data::encode(call.send, &pool);
+        let got = self.caller.reduce(root, input, &combine)?;
+        let result = match got.value {
+            Some(value) => value.decode_into(call.recv, got.op, Some(call.send.len())),
             None => Ok(()),
         };
-        self.caller.record_latency(started);
+        self.caller.record_latency(got.started);
         result
     }
 
-    /// Reduces every rank's `send` with `op` and gives every rank the
-    /// result (up-correction reduce, then corrected broadcast, retried on
-    /// the next root if the root fails). Guarantees and errors as
-    /// [`crate::Collectives::all_reduce_into`]'s, for failures this
-    /// process learns of (see the type's doc).
-    fn all_reduce_into<S, R>(
-        &mut self,
-        send: &S,
-        recv: &mut R,
-        op: impl Operation<S::Item>,
-    ) -> Result<(), Error>
+    fn all_reduce_items<T, O>(&mut self, call: Reduction<'_, T, O>) -> Result<(), Error>
     where
-        S: Buffer + ?Sized,
-        R: BufferMut<Item = S::Item> + ?Sized,
+        T: Pod,
+        O: Operation<T>,
     {
-        op.check()?;
-        let bytes = std::mem::size_of_val(send.items());
+        let Reduction { send, recv, op } = call;
+        let bytes = std::mem::size_of_val(send);
         let ftco = self.ftco_reduces();
         let shared = self.regions.as_ref().is_some_and(|r| {
-            bytes >= SHARED_MIN_BYTES
-                && bytes <= r.slot_bytes()
-                && std::mem::align_of::<S::Item>() <= 64
+            bytes >= SHARED_MIN_BYTES && bytes <= r.slot_bytes() && std::mem::align_of::<T>() <= 64
         });
-        if shared && !ftco && self.size() > 1 {
-            return self.all_reduce_shared(send.items(), recv.items_mut(), &op);
+        let several = self.caller.size() > 1;
+        if shared && !ftco && several {
+            return self.all_reduce_shared(send, recv, &op);
         }
-        if self.by_blocks && !ftco && bytes >= BLOCKS_MIN_BYTES && self.size() > 1 {
-            return self.all_reduce_by_blocks(send.items(), recv.items_mut(), &op);
+        if self.by_blocks && !ftco && bytes >= BLOCKS_MIN_BYTES && several {
+            return self.all_reduce_by_blocks(send, recv, &op);
         }
         let pool = Arc::clone(&self.caller.engine.segments);
-        let input = Data::encode(send.items(), &pool);
+        let input = Data::encode(send, &pool);
         let combine = data_op(&op, &pool);
-        let kind = Collective::Allreduce;
-        let Delivered {
-            op: id,
-            value,
-            started,
-        } = self.caller.allreduce(kind, input, &combine)?;
-        let result = value.decode_into(recv.items_mut(), id, Some(send.items().len()));
-        self.caller.record_latency(started);
+        let got = self
+            .caller
+            .allreduce(Collective::Allreduce, input, &combine)?;
+        let result = got.value.decode_into(recv, got.op, Some(send.len()));
+        self.caller.record_latency(got.started);
         result
-    }
-
-    /// Returns once every live rank has entered the barrier (an allreduce
-    /// of nothing).
-    fn barrier(&mut self) -> Result<(), Error> {
-        let Delivered { started, .. } = self.caller.barrier()?;
-        self.caller.record_latency(started);
-        Ok(())
-    }
-
-    /// The fault budget f of reduce, allreduce and barrier.
-    fn fault_budget(&self) -> u32 {
-        self.caller.fault_budget()
-    }
-
-    /// Serves the operations this process returned from, sends what they
-    /// owe, and its heartbeat if due; never waits.
-    fn progress(&mut self) -> Result<(), Error> {
-        self.caller.progress()?;
-        self.caller.driver.transport_mut().beat_if_due();
-        Ok(())
-    }
-
-    /// Ranks known failed, as this process knows them now.
-    fn failed_ranks(&self) -> Vec<Rank> {
-        self.caller.failed_ranks()
-    }
-
-    /// Gives every live process the same list of failed processes (the
-    /// rotating coordinator of [`crate::Collectives::agree_failed`], run
-    /// by the call layer). A process that died unannounced (SIGKILL) is
-    /// found by the timeout detector while the others wait on it in a
-    /// round (its heartbeat stands still for the failure timeout), and
-    /// then skipped as a coordinator. The list agrees on every live
-    /// process if the detector makes no mistake: a live process that is
-    /// silent for a whole failure timeout (descheduled, stopped) is
-    /// declared failed for good (docs/mpi.md).
-    fn agree_failed(&mut self) -> Result<Vec<Rank>, Error> {
-        self.caller.agree_failed()
-    }
-
-    /// Goes on with the survivors of [`MpiComm::agree_failed`]'s list,
-    /// renumbered densely (as [`crate::Collectives::shrink`]); this
-    /// communicator becomes theirs. Allreduces by blocks and through the
-    /// node's shared memory go on over the survivors.
-    fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
-        let failed = self.caller.shrink()?;
-        // The blocks' agreed list is in the old numbering; the survivors'
-        // next exchange starts from the agreement just made.
-        self.agreed_failed.clear();
-        Ok(failed)
     }
 }
 

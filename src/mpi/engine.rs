@@ -26,6 +26,11 @@ pub(crate) struct MpiEngine {
     pub(crate) faults: FaultSchedule,
     /// What the broadcasts so far counted.
     pub(crate) counts: BroadcastCounts,
+    /// Ranks every live rank agreed had failed, at the last allreduce by
+    /// blocks: the next one leaves them out (in the communicator's
+    /// numbering, so a shrink clears it: the survivors' next exchange
+    /// starts from the agreement just made).
+    pub(crate) agreed_failed: Vec<Rank>,
 }
 
 impl Engine<'static> for MpiEngine {
@@ -38,6 +43,16 @@ impl Engine<'static> for MpiEngine {
     /// Faults between processes are numbered by call.
     fn fault(&self, rank: Rank, _op: OpId, call: Option<OpId>) -> Option<Fault> {
         self.faults.lookup(rank, call?)
+    }
+
+    /// Beats the heartbeat if due, so that a process that only calls
+    /// progress is not taken for dead.
+    fn served(&mut self, driver: &mut Driver<'static, MpiTransport>) {
+        driver.transport_mut().beat_if_due();
+    }
+
+    fn shrunk(&mut self) {
+        self.agreed_failed.clear();
     }
 
     /// Leaked: kept cores borrow it for as long as the driver keeps them,

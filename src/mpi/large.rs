@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::call::Delivered;
+use crate::call::{Control, Delivered};
 use crate::error::Error;
 use crate::mpi::comm::MpiComm;
 use crate::mpi::shm::RefList;
@@ -69,7 +69,7 @@ impl MpiComm {
         recv: &mut [T],
         op: &impl Operation<T>,
     ) -> Result<(), Error> {
-        let me = self.rank();
+        let me = self.caller.rank();
         let bytes: &[u8] = bytemuck::cast_slice(send);
         let regions = self.regions.as_mut().expect("the caller checked");
         let mine = regions.publish(bytes);
@@ -103,7 +103,7 @@ impl MpiComm {
         }
         let regions = self.regions.as_ref().expect("the caller checked");
         // Each process starts at its own share of the blocks.
-        let share = (me as usize, self.size().max(1) as usize);
+        let share = (me as usize, self.caller.size().max(1) as usize);
         if regions.fold(&list, u64::from(id) + 1, share, op, recv) {
             return Ok(());
         }
@@ -114,7 +114,7 @@ impl MpiComm {
     /// on without this process, which it took for failed. So it has.
     fn taken_for_failed(&mut self) -> Error {
         self.caller.driver.die();
-        Error::Failed(self.rank())
+        Error::Failed(self.caller.rank())
     }
 
     /// [`MpiComm::all_reduce_by_blocks`]'s operations: the blocks, the
@@ -125,9 +125,9 @@ impl MpiComm {
         recv: &mut [T],
         op: &impl Operation<T>,
     ) -> Result<(), Error> {
-        let (me, procs) = (self.rank(), self.size());
+        let (me, procs) = (self.caller.rank(), self.caller.size());
         let members: Vec<Rank> = (0..procs)
-            .filter(|r| !self.agreed_failed.contains(r))
+            .filter(|r| !self.caller.engine.agreed_failed.contains(r))
             .collect();
         let pool = Arc::clone(&self.caller.engine.segments);
         let combine = data_op(op, &pool);
@@ -154,7 +154,7 @@ impl MpiComm {
         debug_assert!(crate::protocol::Protocol::is_finished(&core));
         let len = std::mem::size_of_val(send) as u64;
         let known = self.caller.driver.failed_members();
-        let left_out = std::mem::take(&mut self.agreed_failed);
+        let left_out = std::mem::take(&mut self.caller.engine.agreed_failed);
         let verdict = Verdict::new(exchanged.is_complete(), len, procs, &known, &left_out);
         let agree_id = self.caller.driver.enter()?;
         let unreadable = || Verdict::new(false, len, procs, &known, &left_out);
@@ -170,7 +170,7 @@ impl MpiComm {
             },
         )?;
         let agreed = read(&agreed.value);
-        self.agreed_failed = (0..procs).filter(|&r| agreed.has_failed(r)).collect();
+        self.caller.engine.agreed_failed = (0..procs).filter(|&r| agreed.has_failed(r)).collect();
         match agreed.decision() {
             Decision::Deliver => {
                 let ScatterOutput::Complete(blocks) = exchanged else {

@@ -7,9 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::buffer::{Buffer, BufferMut};
-use crate::call::{reduces_ahead, Caller, Delivered};
-use crate::collectives::Collectives;
+use bytemuck::Pod;
+
+use crate::call::{reduces_ahead, Caller, Communicator, Control, Delivered, Reduction};
 use crate::driver::{OpRecord, RankState, Transport};
 use crate::error::Error;
 use crate::op::Operation;
@@ -17,7 +17,7 @@ use crate::runtime::engine::ThreadEngine;
 use crate::runtime::shared::Shared;
 use crate::runtime::transport::MailboxTransport;
 use crate::trace::{self, Call as TraceCall};
-use crate::types::{Collective, OpId, Rank};
+use crate::types::{Collective, Rank};
 use crate::value::data::Data;
 use crate::value::data_op;
 use crate::value::lazy::{chunk_bytes, Reducer, LAZY_MIN_BYTES};
@@ -46,8 +46,14 @@ const LENT_BCAST_WAIT: Duration = Duration::from_millis(10);
 /// gets the copy, so that the root does not wait out its absence.
 const LENT_BCAST_GRACE: Duration = Duration::from_millis(1);
 
-/// A rank's handle: its number, the team size, and the collectives (also
-/// through the engine-neutral [`Collectives`] trait).
+/// A rank's handle inside [`crate::runtime::Team::run`]: the collectives
+/// of the [`Collectives`](crate::Collectives) trait (in the prelude), on
+/// the team's threads. A value of up to 55 bytes travels in the messages,
+/// a larger one in a segment of shared memory the messages refer to, and
+/// from 256 KiB in the caller's own buffer, lent for the call. After an
+/// error of a large allreduce other than those of its arguments, `recv`
+/// may hold some chunks of the team's result (it is lent from the call's
+/// entry, docs/architecture.md).
 pub struct Comm<'t> {
     caller: Caller<'t, ThreadEngine<'t>>,
 }
@@ -64,7 +70,7 @@ impl<'t> Comm<'t> {
     /// engine built on this communicator names in its own errors (the MPI
     /// hierarchy's).
     #[cfg(feature = "mpi")]
-    pub(crate) fn last_op(&self) -> OpId {
+    pub(crate) fn last_op(&self) -> crate::types::OpId {
         self.caller.driver.next_op().saturating_sub(1)
     }
 
@@ -95,7 +101,7 @@ impl<'t> Comm<'t> {
     /// the first case the loan's drop copies the value into a segment, and
     /// the receivers still to copy read that.
     fn end_loan(&mut self, lending: &mut Lending<'_>, len: usize) {
-        let receivers = self.size() as usize - 1;
+        let receivers = self.caller.size() as usize - 1;
         let now = std::time::Instant::now();
         let deadline = now + LENT_BCAST_WAIT + Duration::from_nanos(len as u64);
         let driver = &self.caller.driver;
@@ -135,40 +141,12 @@ impl<'t> Comm<'t> {
         let bytes: &[u8] = bytemuck::cast_slice(items);
         if lazy && bytes.len() >= LAZY_MIN_BYTES {
             let lending = Lending::new(bytes, pool);
-            let procs = self.size() as usize;
-            let input = Data::lazy(self.rank(), procs, lending.lent(), output, pool);
+            let procs = self.caller.size() as usize;
+            let input = Data::lazy(self.caller.rank(), procs, lending.lent(), output, pool);
             (Some(lending), input)
         } else {
             (None, Data::encode(items, pool))
         }
-    }
-
-    /// The reduced `value` into `recv` (a lazy sum reduced by chunks here),
-    /// and the loan of [`Comm::reduction_input`] settled if that completed
-    /// the reduction: every chunk is computed, nobody reads the inputs
-    /// again.
-    fn reduction_output<S, R>(
-        &self,
-        value: &Data,
-        lending: &mut Option<Lending<'_>>,
-        send: &S,
-        recv: &mut R,
-        id: OpId,
-        op: &impl Operation<S::Item>,
-    ) -> Result<(), Error>
-    where
-        S: Buffer + ?Sized,
-        R: BufferMut<Item = S::Item> + ?Sized,
-    {
-        let (me, mine, pool) = (
-            self.rank(),
-            send.items().len(),
-            &self.caller.engine.shared.segments,
-        );
-        // The root reduces alone: it computes every chunk, in any order.
-        let result = value.reduce_into(Reducer::alone(me), recv.items_mut(), id, mine, op, pool);
-        Self::settle_input(value, lending, &result);
-        result
     }
 
     /// Settles the loan of [`Comm::reduction_input`] if `result` completed
@@ -194,164 +172,53 @@ impl<'t> Comm<'t> {
     }
 }
 
-impl<'t> Collectives for Comm<'t> {
-    /// This rank (after a [shrink](Comm::shrink), its number among the
-    /// survivors).
-    fn rank(&self) -> Rank {
-        self.caller.rank()
+/// The thread engine's typed buffers: up to 55 bytes travel in the
+/// messages, more in a shared segment the messages refer to, and from
+/// [`LENT_BCAST_MIN_BYTES`] (broadcast) or [`LAZY_MIN_BYTES`] (reduce,
+/// allreduce) in the caller's own buffer, lent for the call.
+impl<'t> Communicator for Comm<'t> {
+    fn control(&self) -> &dyn Control {
+        &self.caller
     }
 
-    /// The number of ranks (after a [shrink](Comm::shrink), of survivors).
-    fn size(&self) -> u32 {
-        self.caller.size()
+    fn control_mut(&mut self) -> &mut dyn Control {
+        &mut self.caller
     }
 
-    /// The fault budget f of reduce, allreduce and barrier: the team's, or
-    /// after a shrink the team's clamped to leave one rank alive.
-    fn fault_budget(&self) -> u32 {
-        self.caller.fault_budget()
-    }
-
-    /// Ranks of this communicator known to have failed so far, as this
-    /// rank knows them now. Another rank may know more or fewer at the same
-    /// moment; [`Comm::agree_failed`] gives every live rank the same list.
-    fn failed_ranks(&self) -> Vec<Rank> {
-        self.caller.failed_ranks()
-    }
-
-    /// Gives every live rank the same list of failed ranks: a collective
-    /// (every live rank calls it), after which the lists agree, whatever
-    /// the number of failures before or during it. Each listed rank has
-    /// failed (it is in the failure registry: killed, panicked, or declared
-    /// failed by the timeout detector); a rank that fails late in the call
-    /// may be left out, and is then found failed by later operations.
-    ///
-    /// The algorithm is the rotating coordinator of consensus with a
-    /// perfect failure detector (Chandra and Toueg, 1996): for each rank c
-    /// in turn, c broadcasts its current list and every rank that receives
-    /// it adopts it. A broadcast from a live root reaches every live rank
-    /// (checked correction, any number of failures), so after the first
-    /// round whose coordinator does not fail all lists are equal and stay
-    /// so; a round whose coordinator is dead ends in
-    /// [`Error::RootFailed`] at once, one whose coordinator dies during it
-    /// within the failure timeout. Cost: one broadcast per rank (of
-    /// a bitmap of one bit per rank each).
-    ///
-    /// Errors: this rank failed or hung, ranks disagree on the operation
-    /// ([`Error::Mismatch`]), or a broadcast timed out.
-    fn agree_failed(&mut self) -> Result<Vec<Rank>, Error> {
-        self.caller.agree_failed()
-    }
-
-    /// Goes on with the survivors: agrees on the failed ranks
-    /// ([`Comm::agree_failed`]), then renumbers the others densely, in
-    /// their order, with a fresh fault budget (the team's f, at most the
-    /// new size minus one) and new plans for the new size. Returns the
-    /// ranks left out, in the numbering before the shrink. As ULFM's
-    /// `MPIX_Comm_shrink`, after failures beyond the budget
-    /// ([`Error::TooManyFailures`]) a long-running program can go on.
-    ///
-    /// Unlike `MPIX_Comm_shrink`, this communicator itself becomes the
-    /// survivors' ([`Comm::rank`] and [`Comm::size`] change), rather than a
-    /// new one next to it: a rank's thread owns one mailbox endpoint, so it
-    /// holds one communicator at a time. Operations go on being numbered
-    /// after the old ones, so late messages of the old team are told apart
-    /// and dropped.
-    ///
-    /// Errors: those of [`Comm::agree_failed`]; [`Error::Failed`] if this
-    /// rank is among the failed.
-    fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
-        self.caller.shrink()
-    }
-
-    /// Broadcasts `buf` from `root` (corrected-tree broadcast with the
-    /// team's tree and correction): on return, every rank's `buf` holds the
-    /// root's. `buf` is one plain-data value or a slice of any length
-    /// ([`crate::buffer`]): up to 55 bytes travel in the messages, more in a
-    /// shared segment the messages refer to. Survives any number of ranks
-    /// dead before the call (with checked or delayed correction), as long
-    /// as the root lives.
-    ///
-    /// Errors: `root` out of range, this rank failed or hung, the ranks
-    /// disagree on the operation ([`Error::Mismatch`], on every rank that
-    /// has not finished it: the rank that meets the mismatch aborts the
-    /// operation for the team), the root failed ([`Error::RootFailed`]: at
-    /// once if it failed before the operation, within the failure timeout
-    /// if during it and the value does not come), no value within the
-    /// team's timeout ([`Error::Timeout`]), or `buf`'s length is not the
-    /// root's ([`Error::LengthMismatch`], on that rank only, after it has
-    /// passed the value on; `buf` is untouched).
-    fn broadcast_into<B: BufferMut + ?Sized>(
-        &mut self,
-        root: Rank,
-        buf: &mut B,
-    ) -> Result<(), Error> {
-        let me = self.rank();
-        let _span = trace::Span::enter(me, TraceCall::Broadcast, self.caller.driver.next_op());
-        self.caller.check_root(root)?;
+    fn broadcast_items<T: Pod>(&mut self, root: Rank, buf: &mut [T]) -> Result<(), Error> {
+        let (me, next) = (self.caller.rank(), self.caller.driver.next_op());
+        let _span = trace::Span::enter(me, TraceCall::Broadcast, next);
         let pool = &self.caller.engine.shared.segments;
         // From `LENT_BCAST_MIN_BYTES` the root lends its buffer for the
         // call and each receiver copies the value from there, instead of
         // the root copying it into a segment first ([`crate::value::lent`]).
-        let bytes: &[u8] = bytemuck::cast_slice(buf.items());
+        let bytes: &[u8] = bytemuck::cast_slice(buf);
         let mut lending =
             (root == me && bytes.len() >= LENT_BCAST_MIN_BYTES).then(|| Lending::new(bytes, pool));
         let value = (root == me).then(|| match &lending {
             Some(lending) => Data::lent(lending.lent()),
-            None => Data::encode(buf.items(), pool),
+            None => Data::encode(buf, pool),
         });
-        let Delivered { op, value, started } = self.caller.broadcast(root, value)?;
+        let got = self.caller.broadcast(root, value)?;
         if let Some(lending) = &mut lending {
             self.end_loan(lending, bytes.len());
         }
         // The loan ends here, on the way out (or, unsettled, copies first).
         drop(lending);
-        // The root's buffer holds the value already.
-        let result = if root == me {
-            Ok(())
-        } else {
-            value.decode_into(buf.items_mut(), op, None)
-        };
-        // The whole call, the receiver's copy included.
-        self.caller.record_latency(started);
-        result
+        self.caller.end_broadcast(root, got, buf)
     }
 
-    /// Reduces every rank's `send` with `op` to `root`, element by element
-    /// (up-correction reduce with the team's fault budget f): on return at
-    /// the root, `recv` holds the reduction of the inputs of every live
-    /// rank, and of each rank that failed during the call either its input
-    /// or nothing (never part of it; for a slice, the same ranks in every
-    /// element). `recv` is untouched elsewhere. `op` must be associative
-    /// and commutative; if it panics, this rank fails.
-    ///
     /// Ranks other than the root return once they sent, and wait (serving)
     /// before they start a reduce while the root has not returned from the
-    /// operation [`reduces_ahead`] before this one. From 256 KiB the root reduces the
-    /// inputs by chunks once the protocol agreed on them
-    /// (`docs/algorithms.md`).
-    ///
-    /// Errors: `root` out of range, an operation that does not apply to
-    /// the element type, this rank failed or hung, ranks disagree on the
-    /// operation ([`Error::Mismatch`]), more than f ranks failed
-    /// ([`Error::TooManyFailures`], at the root), no result within the
-    /// team's timeout ([`Error::Timeout`]; [`Error::RootFailed`] if the
-    /// root failed: then nobody gets a result, as the paper says), or
-    /// lengths that differ ([`Error::LengthMismatch`] at the root: between
-    /// two ranks' `send`, or between its `send` and `recv`).
-    fn reduce_into<S, R>(
-        &mut self,
-        root: Rank,
-        send: &S,
-        recv: &mut R,
-        op: impl Operation<S::Item>,
-    ) -> Result<(), Error>
+    /// operation [`reduces_ahead`] before this one. From [`LAZY_MIN_BYTES`]
+    /// the root reduces the inputs by chunks once the protocol agreed on
+    /// them (`docs/algorithms.md`).
+    fn reduce_items<T, O>(&mut self, root: Rank, call: Reduction<'_, T, O>) -> Result<(), Error>
     where
-        S: Buffer + ?Sized,
-        R: BufferMut<Item = S::Item> + ?Sized,
+        T: Pod,
+        O: Operation<T>,
     {
-        self.caller.check_root(root)?;
-        op.check()?;
+        let Reduction { send, recv, op } = call;
         let shared = self.caller.engine.shared;
         let pool = &shared.segments;
         let combine = data_op(&op, pool);
@@ -364,17 +231,23 @@ impl<'t> Collectives for Comm<'t> {
         // FTCO reduces values as they travel, whatever their size.
         let lazy = !self.ftco_reduces();
         if lazy {
-            let bytes = std::mem::size_of_val(send.items());
-            self.caller.pace_reduce(root, reduces_ahead(bytes));
+            self.caller
+                .pace_reduce(root, reduces_ahead(std::mem::size_of_val(send)));
         }
-        let (mut lending, input) = self.reduction_input(send.items(), lazy, None);
+        let (mut lending, input) = self.reduction_input(send, lazy, None);
         let Delivered {
             op: id,
             value,
             started,
         } = self.caller.reduce(root, input, &combine)?;
         let result = match value {
-            Some(value) => self.reduction_output(&value, &mut lending, send, recv, id, &op),
+            Some(value) => {
+                // The root reduces alone: it computes every chunk, in any order.
+                let alone = Reducer::alone(self.caller.rank());
+                let got = value.reduce_into(alone, recv, id, send.len(), &op, pool);
+                Self::settle_input(&value, &mut lending, &got);
+                got
+            }
             None => Ok(()),
         };
         // The whole call, the root's reduction by chunks included.
@@ -382,37 +255,21 @@ impl<'t> Collectives for Comm<'t> {
         result
     }
 
-    /// Reduces every rank's `send` with `op`, element by element, and
-    /// gives the result to every rank in `recv` (up-correction reduce to a
-    /// root, corrected broadcast from it, retried on the next root if that
-    /// root fails). Every live rank gets the same value, holding every live
-    /// rank's input and each failed rank's either everywhere or nowhere
-    /// (for a slice: in every element or in none), as long as at most f
-    /// ranks fail. `op` must be associative and commutative; if it panics,
-    /// this rank fails.
-    ///
-    /// Errors: an operation that does not apply to the element type, this
-    /// rank failed or hung, ranks disagree on the operation
-    /// ([`Error::Mismatch`]), more than f ranks failed
-    /// ([`Error::TooManyFailures`]), no result within the team's timeout,
-    /// or lengths that differ ([`Error::LengthMismatch`]: every rank if two
-    /// ranks' `send` differ; only this rank, after taking part in full, if
-    /// its `recv` differs from the result). After another error, `recv` of
-    /// a large value may hold some chunks of the team's result (it is lent
+    /// After an error other than those of the arguments, `recv` of a
+    /// large value may hold some chunks of the team's result (it is lent
     /// from the call's entry, docs/architecture.md).
-    fn all_reduce_into<S, R>(
-        &mut self,
-        send: &S,
-        recv: &mut R,
-        op: impl Operation<S::Item>,
-    ) -> Result<(), Error>
+    fn all_reduce_items<T, O>(&mut self, call: Reduction<'_, T, O>) -> Result<(), Error>
     where
-        S: Buffer + ?Sized,
-        R: BufferMut<Item = S::Item> + ?Sized,
+        T: Pod,
+        O: Operation<T>,
     {
-        let next = self.caller.driver.next_op();
-        let _span = trace::Span::enter(self.rank(), TraceCall::Allreduce, next);
-        op.check()?;
+        let Reduction {
+            send: mine,
+            recv: out,
+            op,
+        } = call;
+        let (me, next) = (self.caller.rank(), self.caller.driver.next_op());
+        let _span = trace::Span::enter(me, TraceCall::Allreduce, next);
         let shared = self.caller.engine.shared;
         let pool = &shared.segments;
         // From `LAZY_MIN_BYTES` the protocol agrees on the inputs, and then
@@ -428,8 +285,7 @@ impl<'t> Collectives for Comm<'t> {
         // share cores, most get theirs after every chunk is computed, and
         // copied each chunk out of shared memory themselves).
         let lazy = !self.ftco_reduces();
-        let (mine, out) = (send.items(), recv.items_mut());
-        let size = std::mem::size_of::<S::Item>();
+        let size = std::mem::size_of::<T>();
         let at_entry =
             lazy && std::mem::size_of_val(mine) >= LAZY_MIN_BYTES && out.len() == mine.len();
         let entry_output = at_entry
@@ -444,7 +300,7 @@ impl<'t> Collectives for Comm<'t> {
             started,
         } = self.caller.allreduce(kind, input, &combine)?;
         let by = Reducer {
-            rank: self.rank(),
+            rank: me,
             mates: &shared.core_mates[self.caller.driver.transport().rank() as usize],
         };
         let reduced = entry_output
@@ -462,26 +318,15 @@ impl<'t> Collectives for Comm<'t> {
         self.caller.record_latency(started);
         result
     }
+}
 
-    /// Returns once every live rank has entered the barrier (an allreduce of
-    /// nothing, with its fault tolerance: up to f ranks may fail in it).
-    ///
-    /// Errors: this rank failed or hung, ranks disagree on the operation,
-    /// more than f failures, or the team's timeout.
-    fn barrier(&mut self) -> Result<(), Error> {
-        let next = self.caller.driver.next_op();
-        let _span = trace::Span::enter(self.rank(), TraceCall::Barrier, next);
-        let Delivered { started, .. } = self.caller.barrier()?;
-        self.caller.record_latency(started);
-        Ok(())
-    }
-
-    /// Makes progress outside any collective ([`Collectives::progress`]):
-    /// serves the cores this rank kept from operations it returned from,
-    /// never waits. Call it while waiting outside the library, e.g. at an
-    /// application's own barrier between FTCO calls (docs/algorithms.md,
-    /// *A rank must keep calling*). Errors: this rank failed or hung.
-    fn progress(&mut self) -> Result<(), Error> {
-        self.caller.progress()
+#[cfg(test)]
+mod tests {
+    /// [`super::Comm`]'s doc names one threshold for lending: it holds for
+    /// the broadcast's and the reductions' alike.
+    #[test]
+    fn buffers_are_lent_from_the_documented_size() {
+        assert_eq!(super::LENT_BCAST_MIN_BYTES, 256 * 1024);
+        assert_eq!(super::LAZY_MIN_BYTES, 256 * 1024);
     }
 }

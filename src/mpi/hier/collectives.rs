@@ -4,7 +4,9 @@
 
 use bytemuck::Zeroable;
 
-use crate::buffer::{Buffer, BufferMut};
+use bytemuck::Pod;
+
+use crate::call::{Communicator, Control, Reduction};
 use crate::collectives::Collectives;
 use crate::error::{ConfigError, Error};
 
@@ -13,51 +15,42 @@ use crate::types::Rank;
 
 use super::*;
 
-impl Collectives for NodeComm<'_, '_> {
-    /// `process × threads + thread`.
-    fn rank(&self) -> Rank {
-        self.proc_rank * self.locals + self.local.rank()
+/// A node team's typed buffers go through its two levels (the module doc
+/// of [`super`]).
+impl<'c, 't> Communicator for NodeComm<'c, 't> {
+    fn control(&self) -> &dyn Control {
+        self
     }
 
-    fn size(&self) -> u32 {
-        self.procs * self.locals
+    fn control_mut(&mut self) -> &mut dyn Control {
+        self
     }
 
-    fn broadcast_into<B: BufferMut + ?Sized>(
-        &mut self,
-        root: Rank,
-        buf: &mut B,
-    ) -> Result<(), Error> {
+    fn broadcast_items<T: Pod>(&mut self, root: Rank, buf: &mut [T]) -> Result<(), Error> {
         let (rp, rl) = self.split(root)?;
         self.node_op(|node| {
             let mut local = Ok(());
             if node.proc_rank == rp && rl != node.proxy {
                 local = node.local.broadcast_into(rl, buf);
             }
-            let upper = node.upper_step(local, buf.items_mut(), |level, buf| match level {
+            let upper = node.upper_step(local, &mut *buf, |level, buf| match level {
                 Level::Ours(up) => up.broadcast_into(rp, buf),
                 Level::Native(native) => {
                     native.broadcast(rp, buf);
                     Ok(())
                 }
             });
-            node.spread_from_proxy(upper, buf)
+            node.spread_from_proxy(upper, &mut *buf)
         })
     }
 
-    fn reduce_into<S, R>(
-        &mut self,
-        root: Rank,
-        send: &S,
-        recv: &mut R,
-        op: impl Operation<S::Item>,
-    ) -> Result<(), Error>
+    fn reduce_items<T, O>(&mut self, root: Rank, call: Reduction<'_, T, O>) -> Result<(), Error>
     where
-        S: Buffer + ?Sized,
-        R: BufferMut<Item = S::Item> + ?Sized,
+        T: Pod,
+        O: Operation<T>,
     {
+        let Reduction { send, recv, op } = call;
         let (rp, rl) = self.split(root)?;
-        op.check()?;
         let op = &op;
         // The operation whole, not a closure over `apply`: its slice loops
         // (vectorized for the system operations) serve both levels.
@@ -66,7 +59,7 @@ impl Collectives for NodeComm<'_, '_> {
         // buffer, so that `recv` stays untouched everywhere but at the root
         // thread. Only the threads that use them have them.
         let (mut partial, mut scratch) = (Vec::new(), Vec::new());
-        let n = send.items().len();
+        let n = send.len();
         self.node_op(|node| {
             let is_proxy = node.is_proxy();
             if is_proxy {
@@ -85,7 +78,7 @@ impl Collectives for NodeComm<'_, '_> {
             if node.proc_rank != rp {
                 // Threads of other processes have nothing to receive, but
                 // hear the proxy's outcome.
-                let mut nothing: [S::Item; 0] = [];
+                let mut nothing: [T; 0] = [];
                 return node.spread_from_proxy(upper, &mut nothing[..]);
             }
             // Every thread of the root's process hears the result; the
@@ -95,35 +88,29 @@ impl Collectives for NodeComm<'_, '_> {
         if self.proc_rank != rp || self.local.rank() != rl {
             return Ok(());
         }
-        let out = recv.items_mut();
-        if out.len() != scratch.len() {
+        if recv.len() != scratch.len() {
             return Err(Error::LengthMismatch {
                 op: self.local.last_op(),
-                mine: out.len(),
+                mine: recv.len(),
                 theirs: scratch.len(),
             });
         }
-        out.copy_from_slice(&scratch);
+        recv.copy_from_slice(&scratch);
         Ok(())
     }
 
-    fn all_reduce_into<S, R>(
-        &mut self,
-        send: &S,
-        recv: &mut R,
-        op: impl Operation<S::Item>,
-    ) -> Result<(), Error>
+    fn all_reduce_items<T, O>(&mut self, call: Reduction<'_, T, O>) -> Result<(), Error>
     where
-        S: Buffer + ?Sized,
-        R: BufferMut<Item = S::Item> + ?Sized,
+        T: Pod,
+        O: Operation<T>,
     {
-        op.check()?;
+        let Reduction { send, recv, op } = call;
         let op = &op;
         let apply = || OpRef(op);
         // The proxy's local result (only the proxy has one).
         let mut partial = Vec::new();
-        let n = send.items().len();
-        let result = recv.items_mut();
+        let n = send.len();
+        let result = recv;
         self.node_op(|node| {
             if node.is_proxy() {
                 partial.resize(n, Zeroable::zeroed());
@@ -137,6 +124,19 @@ impl Collectives for NodeComm<'_, '_> {
             });
             node.spread_from_proxy(upper, &mut *result)
         })
+    }
+}
+
+/// A node team's control collectives compose its levels' (the module doc
+/// of [`super`]).
+impl Control for NodeComm<'_, '_> {
+    /// `process × threads + thread`.
+    fn rank(&self) -> Rank {
+        self.proc_rank * self.locals + self.local.rank()
+    }
+
+    fn size(&self) -> u32 {
+        self.procs * self.locals
     }
 
     fn barrier(&mut self) -> Result<(), Error> {

@@ -1,0 +1,123 @@
+//! What a communicator is to [`Collectives`](crate::Collectives): the trait
+//! is implemented once, for every [`Communicator`]
+//! (`crate::collectives`), so that its signatures, its argument checks and
+//! its forwarding stand in one place and every engine offers the same
+//! calls. A communicator supplies the collectives that move no value of
+//! the program's type ([`Control`]: the thread runtime's and the MPI
+//! engine's through their [`Caller`], a node team its own composition) and
+//! how its engine moves a typed buffer (the lending of large buffers
+//! between threads; the node's shared memory between processes).
+//!
+//! Both traits are sealed: they are public only so that the blanket
+//! implementation of the public trait may name them.
+
+use bytemuck::Pod;
+
+use crate::call::{Caller, Engine};
+use crate::error::Error;
+use crate::op::Operation;
+use crate::types::Rank;
+
+/// The collectives that move no value of the program's type: who the
+/// communicator's ranks are, agreement on the failed ones, shrink,
+/// progress and the barrier. Their guarantees are those stated on
+/// [`Collectives`](crate::Collectives).
+pub trait Control {
+    /// This rank.
+    fn rank(&self) -> Rank;
+    /// The number of ranks.
+    fn size(&self) -> u32;
+    /// The fault budget f of reduce, allreduce and barrier.
+    fn fault_budget(&self) -> u32;
+    /// Ranks known failed, as this rank knows them now.
+    fn failed_ranks(&self) -> Vec<Rank>;
+    /// The same list of failed ranks on every live rank.
+    fn agree_failed(&mut self) -> Result<Vec<Rank>, Error>;
+    /// Goes on with the survivors; returns the ranks left out.
+    fn shrink(&mut self) -> Result<Vec<Rank>, Error>;
+    /// Serves what operations this rank returned from still owe.
+    fn progress(&mut self) -> Result<(), Error>;
+    /// Returns once every live rank has entered the barrier.
+    fn barrier(&mut self) -> Result<(), Error>;
+}
+
+/// A reduce's or an allreduce's buffers and operation, handed to the
+/// communicator's engine (the arguments' lengths are not checked yet: the
+/// engine reports a mismatch with the operation's number).
+pub struct Reduction<'b, T, O> {
+    /// This rank's input.
+    pub send: &'b [T],
+    /// Where the result goes (at a reduce's root, or everywhere).
+    pub recv: &'b mut [T],
+    /// The reduction, already checked against the element type.
+    pub op: O,
+}
+
+/// One communicator of an engine: its [`Control`] and how its engine moves
+/// typed buffers. The arguments are checked before these are called (a
+/// root in range, an operation that applies to the element type).
+pub trait Communicator {
+    /// What answers the [`Control`] collectives (a trait object: the
+    /// call layer's types stay private; these calls are not per element).
+    fn control(&self) -> &dyn Control;
+
+    /// This communicator's control, to call a collective on.
+    fn control_mut(&mut self) -> &mut dyn Control;
+
+    /// A broadcast of `buf` from `root` (Corrected Trees Section 3).
+    fn broadcast_items<T: Pod>(&mut self, root: Rank, buf: &mut [T]) -> Result<(), Error>;
+
+    /// A reduce to `root` (up-correction, reduce paper Section 4).
+    fn reduce_items<T, O>(&mut self, root: Rank, call: Reduction<'_, T, O>) -> Result<(), Error>
+    where
+        T: Pod,
+        O: Operation<T>;
+
+    /// An allreduce (reduce paper Section 5).
+    fn all_reduce_items<T, O>(&mut self, call: Reduction<'_, T, O>) -> Result<(), Error>
+    where
+        T: Pod,
+        O: Operation<T>;
+}
+
+/// A rank's call layer answers the control collectives: one engine's
+/// communicator delegates them here.
+impl<'t, E: Engine<'t>> Control for Caller<'t, E> {
+    fn rank(&self) -> Rank {
+        self.driver.rank()
+    }
+
+    fn size(&self) -> u32 {
+        self.driver.size()
+    }
+
+    fn fault_budget(&self) -> u32 {
+        self.plans().f
+    }
+
+    fn failed_ranks(&self) -> Vec<Rank> {
+        self.driver.failed_members()
+    }
+
+    fn agree_failed(&mut self) -> Result<Vec<Rank>, Error> {
+        Caller::agree_failed(self)
+    }
+
+    fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
+        let failed = Caller::shrink(self)?;
+        self.engine.shrunk();
+        Ok(failed)
+    }
+
+    fn progress(&mut self) -> Result<(), Error> {
+        self.driver.progress()?;
+        self.engine.served(&mut self.driver);
+        Ok(())
+    }
+
+    fn barrier(&mut self) -> Result<(), Error> {
+        let started = Caller::barrier(self)?.started;
+        self.record_latency(started);
+        Ok(())
+    }
+}
