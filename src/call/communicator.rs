@@ -16,6 +16,7 @@ use bytemuck::Pod;
 use crate::call::{Caller, Engine};
 use crate::error::Error;
 use crate::op::Operation;
+use crate::trace;
 use crate::types::Rank;
 
 /// The collectives that move no value of the program's type: who the
@@ -116,6 +117,8 @@ impl<'t, E: Engine<'t>> Control for Caller<'t, E> {
     }
 
     fn barrier(&mut self) -> Result<(), Error> {
+        let (me, next) = (self.driver.rank(), self.driver.next_op());
+        let _span = trace::Span::enter(me, trace::Call::Barrier, next);
         let started = Caller::barrier(self)?.started;
         self.record_latency(started);
         Ok(())

@@ -89,9 +89,7 @@ impl<'p, P: Clone + Send + 'static> AckTree<'p, P> {
         op: OpId,
         value: Option<P>,
     ) -> Result<Self, Error> {
-        let procs = plan.procs();
-        let value = crate::protocol::rooted_value(procs, root, me, value)?;
-        let virtual_me = ring::left(me, root, procs);
+        let (virtual_me, value) = crate::protocol::rooted_value(plan.procs(), root, me, value)?;
         let children = plan.tree.child_range(virtual_me);
         Ok(AckTree {
             plan,
@@ -139,11 +137,9 @@ impl<P: Clone + Send + 'static> Protocol for AckTree<'_, P> {
         let Event::Message { from, msg } = event else {
             return;
         };
-        let procs = self.plan.procs();
-        if from >= procs {
+        let Some(from) = crate::protocol::virtual_peer(self.plan.procs(), self.root, from) else {
             return;
-        }
-        let from = ring::left(from, self.root, procs);
+        };
         match msg.tag {
             Tag::Tree if self.value.is_none() && self.plan.tree.parent(self.me) == Some(from) => {
                 self.output = Some(msg.payload.clone());

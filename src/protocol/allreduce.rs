@@ -215,9 +215,7 @@ where
         op: O,
     ) -> Result<Self, Error> {
         if plan.is_pair() {
-            if me >= 2 {
-                return Err(Error::RankOutOfRange { rank: me, procs: 2 });
-            }
+            crate::protocol::check_ranks(2, [me])?;
             Ok(AllreduceCore::Pair(PairAllreduce::new(
                 me, op_id, kind, input, op,
             )))
@@ -658,11 +656,7 @@ where
     }
 
     fn header(&self) -> Header {
-        Header {
-            op: self.op_id,
-            kind: self.kind,
-            root: None,
-        }
+        Header::any_root(self.op_id, self.kind)
     }
 
     fn may_return(&self) -> Leave {

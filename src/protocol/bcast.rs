@@ -161,9 +161,7 @@ impl<'p, P: Clone + Send + 'static> Bcast<'p, P> {
         op: OpId,
         value: Option<P>,
     ) -> Result<Self, Error> {
-        let procs = plan.procs();
-        let value = crate::protocol::rooted_value(procs, root, me, value)?;
-        let virtual_me = ring::left(me, root, procs);
+        let (virtual_me, value) = crate::protocol::rooted_value(plan.procs(), root, me, value)?;
         let children = plan.tree.child_range(virtual_me);
         Ok(Bcast {
             plan,
@@ -269,13 +267,8 @@ impl<'p, P: Clone + Send + 'static> Bcast<'p, P> {
     }
 
     fn msg(&self, tag: Tag) -> Msg<P> {
-        Msg {
-            op: self.op,
-            kind: self.kind,
-            root: self.root,
-            tag,
-            payload: self.value.clone().expect("only colored ranks send"),
-        }
+        let payload = self.value.clone().expect("only colored ranks send");
+        self.header().msg(tag, payload)
     }
 
     fn correction_open(&self, now: Tick) -> bool {
@@ -332,8 +325,7 @@ impl<P: Clone + Send + 'static> Protocol for Bcast<'_, P> {
             }
             Event::PeerFailed(rank) => {
                 let procs = self.plan.procs();
-                if rank < procs {
-                    let failed = ring::left(rank, self.root, procs);
+                if let Some(failed) = crate::protocol::virtual_peer(procs, self.root, rank) {
                     let tree = &self.plan.tree;
                     let ancestors =
                         std::iter::successors(tree.parent(self.me), |&a| tree.parent(a));
@@ -412,11 +404,7 @@ impl<P: Clone + Send + 'static> Protocol for Bcast<'_, P> {
     }
 
     fn header(&self) -> Header {
-        Header {
-            op: self.op,
-            kind: self.kind,
-            root: Some(self.root),
-        }
+        Header::rooted(self.op, self.kind, self.root)
     }
 
     /// A broadcast lets its rank return once it has nothing left to send

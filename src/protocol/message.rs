@@ -25,10 +25,30 @@ impl Header {
     /// (corrected tree, gossip, BIG, ack tree, FTCO) names its operation by.
     #[inline]
     pub fn broadcast(op: OpId, root: Rank) -> Self {
+        Header::rooted(op, Collective::Broadcast, root)
+    }
+
+    /// The header of operation `op` of the rooted collective `kind` from or
+    /// to `root`, which every message names (a broadcast or a reduce, on
+    /// its own or as a phase of an allreduce round).
+    #[inline]
+    pub(crate) fn rooted(op: OpId, kind: Collective, root: Rank) -> Self {
         Header {
             op,
-            kind: Collective::Broadcast,
+            kind,
             root: Some(root),
+        }
+    }
+
+    /// The header of operation `op` of `kind`, an allreduce (or barrier)
+    /// whose messages may name any root: each round has its own (Küttler,
+    /// Härtig, Section 5), and a pair or a scatter has none.
+    #[inline]
+    pub(crate) fn any_root(op: OpId, kind: Collective) -> Self {
+        Header {
+            op,
+            kind,
+            root: None,
         }
     }
 
@@ -187,8 +207,6 @@ impl<P> Msg<P> {
         }
     }
 
-    /// What the message says of its sender's call, as the receiver's
-    /// mismatch error names it.
     /// The same message with its payload mapped by `f`, or the message
     /// back if `f` gives its payload back.
     #[inline]
@@ -218,6 +236,8 @@ impl<P> Msg<P> {
         }
     }
 
+    /// What the message says of its sender's call, as the receiver's
+    /// mismatch error names it.
     pub fn describe(&self) -> String {
         if matches!(self.tag, Tag::Scatter | Tag::Gather) {
             return format!(

@@ -290,20 +290,39 @@ pub(crate) use forward_to_core;
 
 /// The arguments every rooted broadcast core checks (the corrected tree,
 /// gossip's phase, BIG, the ack tree, FTCO): `root` and `me` ranks of the
-/// `procs` nodes, and the root's `value` given. Returns the value this node
-/// starts with: the root's, `None` elsewhere.
+/// `procs` nodes, and the root's `value` given. Returns this node's
+/// [`virtual_rank`] and the value it starts with: the root's, `None`
+/// elsewhere.
 pub(crate) fn rooted_value<P>(
     procs: u32,
     root: Rank,
     me: Rank,
     value: Option<P>,
-) -> Result<Option<P>, crate::error::Error> {
-    check_ranks(procs, [root, me])?;
+) -> Result<(Rank, Option<P>), crate::error::Error> {
+    let virtual_me = virtual_rank(procs, root, me)?;
     match (me == root, value) {
         (true, None) => Err(crate::error::Error::NoRootValue(root)),
-        (true, value) => Ok(value),
-        (false, _) => Ok(None),
+        (true, value) => Ok((virtual_me, value)),
+        (false, _) => Ok((virtual_me, None)),
     }
+}
+
+/// Node `me` relabelled so that `root` is 0 ((me - root) mod procs,
+/// [`ring::left`](crate::topology::ring::left)): the
+/// virtual rank by which every rooted core (broadcasts, both reduces)
+/// places itself in its tree. Errors, as every rooted core does, unless
+/// `root` and `me` are ranks of the `procs` nodes.
+pub(crate) fn virtual_rank(procs: u32, root: Rank, me: Rank) -> Result<Rank, crate::error::Error> {
+    check_ranks(procs, [root, me])?;
+    Ok(crate::topology::ring::left(me, root, procs))
+}
+
+/// Rank `rank` relabelled so that `root` is 0, as [`virtual_rank`], or
+/// `None` for a rank outside the `procs` nodes: the sender of a message, or
+/// a rank reported failed, that a rooted core ignores unless it is one of
+/// the team's.
+pub(crate) fn virtual_peer(procs: u32, root: Rank, rank: Rank) -> Option<Rank> {
+    (rank < procs).then(|| crate::topology::ring::left(rank, root, procs))
 }
 
 /// Every rank of `ranks` is one of the `procs` nodes (a root and the node

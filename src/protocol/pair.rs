@@ -154,11 +154,7 @@ impl<P: Clone + Send + 'static, O: Combine<P>> Protocol for PairAllreduce<P, O> 
     }
 
     fn header(&self) -> Header {
-        Header {
-            op: self.op_id,
-            kind: self.kind,
-            root: None,
-        }
+        Header::any_root(self.op_id, self.kind)
     }
 
     /// Once its one message is out (or its peer failed): the exchange has

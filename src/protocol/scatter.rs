@@ -287,11 +287,7 @@ impl<P: Clone + Send + 'static, O: Combine<P>> Protocol for ScatterAllreduce<P, 
     }
 
     fn header(&self) -> Header {
-        Header {
-            op: self.op_id,
-            kind: Collective::Allreduce,
-            root: None,
-        }
+        Header::any_root(self.op_id, Collective::Allreduce)
     }
 
     /// Once this rank's sends are made: nobody waits on it after that.

@@ -199,7 +199,6 @@ impl<C: Protocol> Script<C> {
 mod tests {
     use super::*;
     use crate::protocol::Tag;
-    use crate::types::Collective;
 
     /// A toy core: on every message it echoes one reply to the sender, and
     /// it delivers the first payload it sees (twice if `stutter`). It wants
@@ -252,11 +251,7 @@ mod tests {
         }
 
         fn header(&self) -> crate::protocol::Header {
-            crate::protocol::Header {
-                op: 0,
-                kind: Collective::Broadcast,
-                root: Some(0),
-            }
+            crate::protocol::Header::broadcast(0, 0)
         }
 
         fn is_finished(&self) -> bool {
@@ -265,21 +260,20 @@ mod tests {
     }
 
     fn msg(payload: u8) -> Msg<u8> {
-        Msg {
-            op: 0,
-            kind: Collective::Broadcast,
-            root: 0,
-            tag: Tag::Tree,
-            payload,
+        Msg::broadcast(0, 0, Tag::Tree, payload)
+    }
+
+    /// An [`Echo`] that wants a timer at `at`.
+    fn timed(at: Tick) -> Echo {
+        Echo {
+            timer: Some(at),
+            ..Echo::default()
         }
     }
 
     #[test]
     fn events_in_sends_out() {
-        let mut s = Script::new(Echo {
-            timer: Some(10),
-            ..Echo::default()
-        });
+        let mut s = Script::new(timed(10));
         s.start(0);
         s.deliver(3, 1, msg(9));
         s.deliver(3, 2, msg(8));
@@ -305,10 +299,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "not due")]
     fn a_timer_fires_only_when_due() {
-        let mut s = Script::new(Echo {
-            timer: Some(10),
-            ..Echo::default()
-        });
+        let mut s = Script::new(timed(10));
         s.start(0);
         s.fire(9);
     }
@@ -334,10 +325,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "deadline 3 is due")]
     fn a_deadline_lies_ahead_once_sends_are_out() {
-        let mut s = Script::new(Echo {
-            timer: Some(3),
-            ..Echo::default()
-        });
+        let mut s = Script::new(timed(3));
         s.start(0);
         s.sends(3);
     }

@@ -8,13 +8,12 @@
 use crate::error::ConfigError;
 use crate::protocol::ack_tree::{AckTree, AckTreePlan};
 use crate::protocol::Protocol;
-use crate::sim::bcast::{Token, ROOT, ROOT_VALUE};
+use crate::sim::bcast::{Token, ROOT};
 use crate::sim::engine::Trace;
 use crate::sim::faults::FaultPlan;
-use crate::sim::gossip::{broadcast_run, GossipRun};
-use crate::sim::runner::Runner;
+use crate::sim::gossip::{GossipRun, RootedBroadcast};
 use crate::topology::TreeSpec;
-use crate::types::{LogP, MessageSize, Tick};
+use crate::types::{LogP, Tick};
 
 /// An ack tree experiment: tree, model, faults. Root 0.
 #[derive(Clone, Debug)]
@@ -50,44 +49,38 @@ pub type SimAckTree<'s> = AckTree<'s, Token>;
 /// Reusable state to simulate ack tree broadcasts of one scenario.
 #[derive(Debug)]
 pub struct AckTreeSim<'s> {
-    scenario: &'s AckTreeScenario,
-    runner: Runner<SimAckTree<'s>>,
+    sim: RootedBroadcast<'s, AckTreePlan, SimAckTree<'s>>,
 }
 
 impl<'s> AckTreeSim<'s> {
     /// A simulator for `scenario`.
     pub fn new(scenario: &'s AckTreeScenario) -> Self {
+        let sc = scenario;
+        let core = |plan, r, value| {
+            AckTree::new(plan, ROOT, r, 0, value).expect("ranks come from the plan")
+        };
         AckTreeSim {
-            scenario,
-            runner: Runner::new(scenario.logp, None, MessageSize::SMALL),
+            sim: RootedBroadcast::new(&sc.plan, sc.plan.procs(), sc.logp, &sc.faults, core),
         }
     }
 
     /// One run, the dead set drawn from `seed`.
     pub fn run(&mut self, seed: u64) -> GossipRun {
-        let procs = self.scenario.plan.procs();
-        let death = Runner::<SimAckTree>::draw(&self.scenario.faults, procs, ROOT, seed);
-        self.run_with(&death, &[])
+        self.sim.run(seed)
     }
 
     /// One run with the given death times and send budgets.
     pub fn run_with(&mut self, death: &[Tick], budget: &[u32]) -> GossipRun {
-        let plan = &self.scenario.plan;
-        let cores = (0..plan.procs()).map(|r| {
-            let value = (r == ROOT).then_some(ROOT_VALUE);
-            AckTree::new(plan, ROOT, r, 0, value).expect("ranks come from the plan")
-        });
-        let (trace, run) = self.runner.simulate(cores, death, budget);
-        broadcast_run(trace, run)
+        self.sim.run_with(death, budget)
     }
 
     /// Whether the root completed in the last run (every child acked).
     pub fn root_completed(&self) -> bool {
-        self.runner.cores()[ROOT as usize].is_finished()
+        self.sim.runner().cores()[ROOT as usize].is_finished()
     }
 
     /// The engine's record of the last run.
     pub fn last_trace(&self) -> &Trace<Token> {
-        self.runner.trace()
+        self.sim.runner().trace()
     }
 }

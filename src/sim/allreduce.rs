@@ -8,8 +8,7 @@ use crate::protocol::allreduce::{AllreduceCore, AllreduceOutput, AllreducePlan};
 use crate::protocol::bcast::{BcastPlan, Correction};
 use crate::protocol::reduce::ReducePlan;
 use crate::sim::engine::{Trace, NEVER};
-use crate::sim::faults::FaultPlan;
-use crate::sim::reduce::ReduceConfig;
+use crate::sim::reduce::{Conditions, ReduceConfig};
 use crate::sim::runner::{CollectiveRun, Runner};
 use crate::types::{Collective, LogP, MessageSize, Tick};
 
@@ -17,11 +16,7 @@ use crate::types::{Collective, LogP, MessageSize, Tick};
 #[derive(Clone, Debug)]
 pub struct AllreduceScenario {
     plan: AllreducePlan,
-    logp: LogP,
-    faults: FaultPlan,
-    detector: Tick,
-    /// Every message's size (LogGP's G; plain LogP by default).
-    message: MessageSize,
+    conditions: Conditions,
 }
 
 impl AllreduceScenario {
@@ -52,14 +47,11 @@ impl AllreduceScenario {
         c.faults.validate(c.procs, c.procs)?;
         Ok(AllreduceScenario {
             plan,
-            logp: c.logp,
-            faults: c.faults,
-            detector: c.detector,
-            message: MessageSize::SMALL,
+            conditions: Conditions::of(c),
         })
     }
 
-    crate::sim::runner::message_size_methods!();
+    crate::sim::runner::message_size_methods!(conditions.message);
 
     /// The plans every rank shares.
     pub fn plan(&self) -> &AllreducePlan {
@@ -85,7 +77,7 @@ impl<'s> AllreduceSim<'s> {
     pub fn new(scenario: &'s AllreduceScenario) -> Self {
         AllreduceSim {
             scenario,
-            runner: Runner::new(scenario.logp, Some(scenario.detector), scenario.message),
+            runner: scenario.conditions.runner(),
         }
     }
 
@@ -94,7 +86,7 @@ impl<'s> AllreduceSim<'s> {
         let sc = self.scenario;
         let procs = sc.plan.procs();
         // Rank `procs` does not exist: every rank may be drawn.
-        let death = Runner::<SimAllreduce>::draw(&sc.faults, procs, procs, seed);
+        let death = Runner::<SimAllreduce>::draw(&sc.conditions.faults, procs, procs, seed);
         self.run_with(&death, &[])
     }
 

@@ -6,12 +6,11 @@
 
 use crate::error::ConfigError;
 use crate::protocol::gossip::{Big, BigPlan};
-use crate::sim::bcast::{Token, ROOT, ROOT_VALUE};
+use crate::sim::bcast::{Token, ROOT};
 use crate::sim::engine::Trace;
 use crate::sim::faults::FaultPlan;
-use crate::sim::gossip::{broadcast_run, GossipRun};
-use crate::sim::runner::Runner;
-use crate::types::{LogP, MessageSize, Tick};
+use crate::sim::gossip::{GossipRun, RootedBroadcast};
+use crate::types::{LogP, Tick};
 
 /// A BIG experiment: N nodes, model, faults. Root 0.
 #[derive(Clone, Debug)]
@@ -43,40 +42,33 @@ pub type SimBig<'s> = Big<'s, Token>;
 /// Reusable state to simulate BIG broadcasts of one scenario.
 #[derive(Debug)]
 pub struct BigSim<'s> {
-    scenario: &'s BigScenario,
-    runner: Runner<SimBig<'s>>,
+    sim: RootedBroadcast<'s, BigPlan, SimBig<'s>>,
 }
 
 impl<'s> BigSim<'s> {
     /// A simulator for `scenario`.
     pub fn new(scenario: &'s BigScenario) -> Self {
+        let sc = scenario;
+        let core =
+            |plan, r, value| Big::new(plan, ROOT, r, 0, value).expect("ranks come from the plan");
         BigSim {
-            scenario,
-            runner: Runner::new(scenario.logp, None, MessageSize::SMALL),
+            sim: RootedBroadcast::new(&sc.plan, sc.plan.procs(), sc.logp, &sc.faults, core),
         }
     }
 
     /// One run, the dead set drawn from `seed`. `gossip_colored` is 0.
     pub fn run(&mut self, seed: u64) -> GossipRun {
-        let procs = self.scenario.plan.procs();
-        let death = Runner::<SimBig>::draw(&self.scenario.faults, procs, ROOT, seed);
-        self.run_with(&death, &[])
+        self.sim.run(seed)
     }
 
     /// One run with the given death times and send budgets (BIG draws
     /// nothing else).
     pub fn run_with(&mut self, death: &[Tick], budget: &[u32]) -> GossipRun {
-        let plan = &self.scenario.plan;
-        let cores = (0..plan.procs()).map(|r| {
-            let value = (r == ROOT).then_some(ROOT_VALUE);
-            Big::new(plan, ROOT, r, 0, value).expect("ranks come from the plan")
-        });
-        let (trace, run) = self.runner.simulate(cores, death, budget);
-        broadcast_run(trace, run)
+        self.sim.run_with(death, budget)
     }
 
     /// The engine's record of the last run.
     pub fn last_trace(&self) -> &Trace<Token> {
-        self.runner.trace()
+        self.sim.runner().trace()
     }
 }

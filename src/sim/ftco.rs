@@ -8,13 +8,12 @@
 
 use crate::error::ConfigError;
 use crate::protocol::ftco::{Ftco, FtcoPlan};
-use crate::sim::bcast::{Token, ROOT, ROOT_VALUE};
+use crate::sim::bcast::{Token, ROOT};
 use crate::sim::engine::Trace;
 use crate::sim::faults::FaultPlan;
-use crate::sim::gossip::{broadcast_run, GossipRun};
-use crate::sim::runner::Runner;
+use crate::sim::gossip::{GossipRun, RootedBroadcast};
 use crate::topology::TreeSpec;
-use crate::types::{LogP, MessageSize, Rank, Tick};
+use crate::types::{LogP, Rank, Tick};
 
 /// An FTCO experiment: tree, timeout, model, faults. Root 0.
 #[derive(Clone, Debug)]
@@ -76,37 +75,37 @@ pub type SimFtco<'s> = Ftco<'s, Token>;
 /// Reusable state to simulate FTCO broadcasts of one scenario.
 #[derive(Debug)]
 pub struct FtcoSim<'s> {
-    scenario: &'s FtcoScenario,
-    runner: Runner<SimFtco<'s>>,
+    sim: RootedBroadcast<'s, FtcoPlan, SimFtco<'s>>,
 }
 
 impl<'s> FtcoSim<'s> {
     /// A simulator for `scenario`.
     pub fn new(scenario: &'s FtcoScenario) -> Self {
+        let sc = scenario;
+        let core =
+            |plan, r, value| Ftco::new(plan, ROOT, r, 0, value).expect("ranks come from the plan");
         FtcoSim {
-            scenario,
-            runner: Runner::new(scenario.logp, None, MessageSize::SMALL),
+            sim: RootedBroadcast::new(&sc.plan, sc.plan.procs(), sc.logp, &sc.faults, core),
         }
     }
 
     /// One run, the dead set drawn from `seed`.
     pub fn run(&mut self, seed: u64) -> GossipRun {
-        let procs = self.scenario.plan.procs();
-        let death = Runner::<SimFtco>::draw(&self.scenario.faults, procs, ROOT, seed);
-        self.run_with(&death, &[])
+        let out = self.sim.run(seed);
+        self.with_timeouts(out)
     }
 
     /// One run with the given death times and send budgets.
     pub fn run_with(&mut self, death: &[Tick], budget: &[u32]) -> GossipRun {
-        let plan = &self.scenario.plan;
-        let cores = (0..plan.procs()).map(|r| {
-            let value = (r == ROOT).then_some(ROOT_VALUE);
-            Ftco::new(plan, ROOT, r, 0, value).expect("ranks come from the plan")
-        });
-        let (trace, run) = self.runner.simulate(cores, death, budget);
-        let mut out = broadcast_run(trace, run);
-        let death = &self.runner.trace().death;
-        for core in self.runner.cores() {
+        let out = self.sim.run_with(death, budget);
+        self.with_timeouts(out)
+    }
+
+    /// `out`, the last run's metrics, with the timeouts its cores fired and
+    /// the false suspicions among them.
+    fn with_timeouts(&self, mut out: GossipRun) -> GossipRun {
+        let death = &self.sim.runner().trace().death;
+        for core in self.cores() {
             out.timeouts += core.timeouts();
             out.false_suspicions += false_suspicions(core.suspicions(), death);
         }
@@ -115,11 +114,11 @@ impl<'s> FtcoSim<'s> {
 
     /// The cores of the last run, in rank order.
     pub fn cores(&self) -> &[SimFtco<'s>] {
-        self.runner.cores()
+        self.sim.runner().cores()
     }
 
     /// The engine's record of the last run.
     pub fn last_trace(&self) -> &Trace<Token> {
-        self.runner.trace()
+        self.sim.runner().trace()
     }
 }

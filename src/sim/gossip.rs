@@ -89,29 +89,29 @@ pub type SimFcg<'s> = Fcg<'s, Token>;
 /// What a run asks of a gossip core beyond the protocol contract: how to
 /// build it, and what the metrics count.
 trait GossipNode<'s>: Protocol<Output = Token> + Sized {
-    fn build(plan: &'s GossipPlan, me: Rank, rng: RandomStream) -> Self;
+    /// Node `me`'s core, given the root's value (none elsewhere) and its
+    /// random stream.
+    fn build(plan: &'s GossipPlan, me: Rank, value: Option<Token>, rng: RandomStream) -> Self;
     fn is_g_node(&self) -> bool;
-    fn sos_cause(&self) -> Option<SosCause>;
+    /// Why the node entered SOS (FCG), if it did: never, for the cores
+    /// without SOS.
+    fn sos_cause(&self) -> Option<SosCause> {
+        None
+    }
 }
 
 impl<'s> GossipNode<'s> for SimGossip<'s> {
-    fn build(plan: &'s GossipPlan, me: Rank, rng: RandomStream) -> Self {
-        let value = (me == ROOT).then_some(ROOT_VALUE);
+    fn build(plan: &'s GossipPlan, me: Rank, value: Option<Token>, rng: RandomStream) -> Self {
         Gossip::new(plan, ROOT, me, 0, value, rng).expect("ranks come from the plan")
     }
 
     fn is_g_node(&self) -> bool {
         Gossip::is_g_node(self)
     }
-
-    fn sos_cause(&self) -> Option<SosCause> {
-        None
-    }
 }
 
 impl<'s> GossipNode<'s> for SimFcg<'s> {
-    fn build(plan: &'s GossipPlan, me: Rank, rng: RandomStream) -> Self {
-        let value = (me == ROOT).then_some(ROOT_VALUE);
+    fn build(plan: &'s GossipPlan, me: Rank, value: Option<Token>, rng: RandomStream) -> Self {
         Fcg::new(plan, ROOT, me, 0, value, rng).expect("ranks and correction come from the plan")
     }
 
@@ -186,7 +186,10 @@ fn run_on<'s, C: GossipNode<'s>>(
     death: &[Tick],
     budget: &[u32],
 ) -> GossipRun {
-    let cores = (0..plan.procs()).map(|r| C::build(plan, r, RandomStream::for_rank(seed, r, 0)));
+    let cores = (0..plan.procs()).map(|r| {
+        let value = (r == ROOT).then_some(ROOT_VALUE);
+        C::build(plan, r, value, RandomStream::for_rank(seed, r, 0))
+    });
     let run = runner.simulate(cores, death, budget).1;
     let (trace, cores) = (runner.trace(), runner.cores());
     let mut out = broadcast_run(trace, run);
@@ -234,6 +237,76 @@ pub(crate) fn broadcast_run(trace: &Trace<Token>, mut run: CollectiveRun) -> Gos
     out.consistency = f64::from(reached) / f64::from(live.max(1));
     out.violations = run.violations;
     out
+}
+
+/// Reusable state to simulate broadcasts of [`ROOT_VALUE`] from [`ROOT`]
+/// on one plan, as the baselines (BIG, the ack tree, FTCO) run them: the
+/// dead set drawn from the scenario's faults (never the root), every node's
+/// core built by `core`, the run measured by [`broadcast_run`].
+pub(crate) struct RootedBroadcast<'s, P, C: Protocol> {
+    plan: &'s P,
+    procs: u32,
+    faults: &'s FaultPlan,
+    /// Node `me`'s core on the plan, given the root's value (none
+    /// elsewhere).
+    core: fn(&'s P, Rank, Option<Token>) -> C,
+    runner: Runner<C>,
+}
+
+/// Like a derived `Debug`, which would not ask the runner's payload and
+/// output to be `Debug`.
+impl<P: std::fmt::Debug, C: Protocol> std::fmt::Debug for RootedBroadcast<'_, P, C>
+where
+    Runner<C>: std::fmt::Debug,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RootedBroadcast")
+            .field("plan", &self.plan)
+            .field("procs", &self.procs)
+            .field("faults", &self.faults)
+            .field("core", &self.core)
+            .field("runner", &self.runner)
+            .finish()
+    }
+}
+
+impl<'s, P, C: Protocol<Output = Token>> RootedBroadcast<'s, P, C> {
+    /// Broadcasts over `plan` of `procs` nodes in `logp`, nodes dead by
+    /// `faults`, node `me` running `core(plan, me, value)`.
+    pub(crate) fn new(
+        plan: &'s P,
+        procs: u32,
+        logp: LogP,
+        faults: &'s FaultPlan,
+        core: fn(&'s P, Rank, Option<Token>) -> C,
+    ) -> Self {
+        RootedBroadcast {
+            plan,
+            procs,
+            faults,
+            core,
+            runner: Runner::new(logp, None, MessageSize::SMALL),
+        }
+    }
+
+    /// One run, the dead set drawn from `seed`.
+    pub(crate) fn run(&mut self, seed: u64) -> GossipRun {
+        let death = Runner::<C>::draw(self.faults, self.procs, ROOT, seed);
+        self.run_with(&death, &[])
+    }
+
+    /// One run with the given death times and send budgets.
+    pub(crate) fn run_with(&mut self, death: &[Tick], budget: &[u32]) -> GossipRun {
+        let (plan, core) = (self.plan, self.core);
+        let cores = (0..self.procs).map(|r| core(plan, r, (r == ROOT).then_some(ROOT_VALUE)));
+        let (trace, run) = self.runner.simulate(cores, death, budget);
+        broadcast_run(trace, run)
+    }
+
+    /// The runner: the trace and the cores of the last run.
+    pub(crate) fn runner(&self) -> &Runner<C> {
+        &self.runner
+    }
 }
 
 /// How far a broadcast had got at every tick `0..=until` of one run

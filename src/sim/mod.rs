@@ -3,6 +3,7 @@
 //! measure.
 //!
 //! * [`queue`]: the time-bucketed event queue (knows nothing of LogP);
+//!   `window`, the ring of ticks and far map it keeps;
 //! * [`engine`]: the LogP model of Section 2.2, generic over [`crate::protocol::Protocol`];
 //! * [`faults`]: dead sets, fault rates and deaths during the operation;
 //! * [`bcast`]: the broadcast experiment and its metrics;
@@ -37,6 +38,7 @@ pub mod queue;
 pub mod reduce;
 mod runner;
 pub mod stats;
+mod window;
 
 pub use ack_tree::{AckTreeScenario, AckTreeSim};
 pub use allreduce::{AllreduceRun, AllreduceScenario, AllreduceSim};

@@ -20,119 +20,8 @@
 //! [`WakeSets::take`]) makes `t` the current time and drops whatever is still
 //! scheduled before `t`; scheduling before the current time panics.
 
-use std::collections::BTreeMap;
-
+use crate::sim::window::TickRing;
 use crate::types::Tick;
-
-/// Ticks in the ring, the window (a power of two). A 64K-rank broadcast
-/// spans about a hundred ticks, so it never leaves the ring. With 256, 1024
-/// or 4096 the 64K-rank simulations ran the same number of instructions
-/// within 2 % (also `delayed:D` with D on either side of the window); a wider
-/// ring costs memory (at most one [`WakeSets`] bitset per slot, 8 KiB at 64K
-/// ranks) and a longer occupancy scan.
-const WINDOW: usize = 1024;
-const _: () = assert!(WINDOW.is_power_of_two() && WINDOW % 64 == 0);
-
-/// The ring slot of tick `t`.
-#[inline]
-fn slot(t: Tick) -> usize {
-    t as usize & (WINDOW - 1)
-}
-
-/// The end of the window that starts at `base`.
-#[inline]
-fn window_end(base: Tick) -> Tick {
-    base.saturating_add(WINDOW as Tick)
-}
-
-/// A fresh ring of empty slots.
-fn empty_ring<T>() -> Box<[Vec<T>; WINDOW]> {
-    let ring: Box<[Vec<T>]> = (0..WINDOW).map(|_| Vec::new()).collect();
-    match ring.try_into() {
-        Ok(ring) => ring,
-        Err(_) => unreachable!("the ring has WINDOW slots"),
-    }
-}
-
-/// Which ring slots hold something, one bit per slot.
-#[derive(Clone, Debug)]
-struct Occupancy([u64; WINDOW / 64]);
-
-impl Default for Occupancy {
-    fn default() -> Self {
-        Occupancy([0; WINDOW / 64])
-    }
-}
-
-impl Occupancy {
-    #[inline]
-    fn contains(&self, i: usize) -> bool {
-        self.0[i / 64] & (1 << (i % 64)) != 0
-    }
-
-    #[inline]
-    fn insert(&mut self, i: usize) {
-        self.0[i / 64] |= 1 << (i % 64);
-    }
-
-    #[inline]
-    fn remove(&mut self, i: usize) {
-        self.0[i / 64] &= !(1 << (i % 64));
-    }
-
-    /// The first tick of `from..to` whose slot is occupied, where `to - from`
-    /// is at most `WINDOW` (so each slot stands for one tick of the range).
-    #[inline]
-    fn first_in(&self, from: Tick, to: Tick) -> Option<Tick> {
-        let mut t = from;
-        while t < to {
-            let i = slot(t);
-            let bits = self.0[i / 64] >> (i % 64);
-            if bits != 0 {
-                // Bits past `to` in this word stand for ticks before `from`.
-                let found = t.saturating_add(Tick::from(bits.trailing_zeros()));
-                return (found < to).then_some(found);
-            }
-            t = t.saturating_add((64 - i % 64) as Tick);
-        }
-        None
-    }
-
-    /// Empties every occupied slot of a tick in `base..to` (the ticks the
-    /// window leaves when time moves from `base` to `to`), calling `clear` on
-    /// each and counting it off `near`, the number of occupied slots.
-    fn empty_before(
-        &mut self,
-        base: Tick,
-        to: Tick,
-        near: &mut usize,
-        mut clear: impl FnMut(usize),
-    ) {
-        let mut from = base;
-        let end = to.min(window_end(base));
-        while *near > 0 {
-            let Some(t) = self.first_in(from, end) else {
-                break;
-            };
-            let i = slot(t);
-            clear(i);
-            self.remove(i);
-            *near -= 1;
-            from = t + 1;
-        }
-    }
-
-    /// Calls `f` on every occupied slot and empties the set.
-    fn drain(&mut self, mut f: impl FnMut(usize)) {
-        for (w, word) in self.0.iter_mut().enumerate() {
-            let mut bits = std::mem::take(word);
-            while bits != 0 {
-                f(w * 64 + bits.trailing_zeros() as usize);
-                bits &= bits - 1;
-            }
-        }
-    }
-}
 
 /// Events by the tick they fire at.
 ///
@@ -143,26 +32,14 @@ impl Occupancy {
 /// memory O(window + events pending), however far the ticks lie.
 #[derive(Debug)]
 pub struct BucketQueue<E> {
-    /// The current time: the ring holds ticks `base..base + WINDOW`.
-    base: Tick,
-    /// Tick `t` of the window at slot `t % WINDOW`.
-    ring: Box<[Vec<E>; WINDOW]>,
-    /// The non-empty slots.
-    occupied: Occupancy,
-    /// The number of non-empty slots.
-    near: usize,
-    /// Events at `base + WINDOW` or later, by tick, in push order.
-    far: BTreeMap<Tick, Vec<E>>,
+    /// Tick `t`'s events, in push order, in its slot or beyond the window.
+    ring: TickRing<E, E>,
 }
 
 impl<E> Default for BucketQueue<E> {
     fn default() -> Self {
         BucketQueue {
-            base: 0,
-            ring: empty_ring(),
-            occupied: Occupancy::default(),
-            near: 0,
-            far: BTreeMap::new(),
+            ring: TickRing::default(),
         }
     }
 }
@@ -172,118 +49,53 @@ impl<E> BucketQueue<E> {
     /// (the last tick taken).
     #[inline]
     pub fn push(&mut self, at: Tick, event: E) {
-        if at.wrapping_sub(self.base) >= WINDOW as Tick {
-            return self.push_far(at, event);
+        if !self.ring.in_window(at) {
+            return self.ring.push_far(at, event, "event");
         }
-        let i = slot(at);
-        let bucket = &mut self.ring[i];
-        if bucket.is_empty() {
-            self.occupied.insert(i);
-            self.near += 1;
-        }
-        bucket.push(event);
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn push_far(&mut self, at: Tick, event: E) {
-        assert!(
-            at >= self.base,
-            "event at tick {at}, before the current time {}",
-            self.base
-        );
-        self.far.entry(at).or_default().push(event);
+        self.ring.occupy(at).push(event);
     }
 
     /// The first tick after `now` (and not before the current time) that has
     /// events, if any.
     #[inline]
     pub fn next_after(&self, now: Tick) -> Option<Tick> {
-        let from = now.checked_add(1)?.max(self.base);
-        if self.near > 0 {
-            if let Some(t) = self.occupied.first_in(from, window_end(self.base)) {
-                return Some(t);
-            }
-        }
-        self.far.range(from..).next().map(|(&t, _)| t)
+        self.ring.next_after(now)
     }
 
     /// Takes the events of tick `at`, which becomes the current time: events
     /// still pending before `at` are dropped. Hand the vector back with
     /// [`BucketQueue::recycle`] to keep its capacity.
     pub fn take(&mut self, at: Tick) -> Vec<E> {
-        if at < self.base {
-            return Vec::new();
-        }
-        if at != self.base {
-            self.advance(at);
-        }
-        let i = slot(at);
-        if !self.occupied.contains(i) {
-            return Vec::new();
-        }
-        self.occupied.remove(i);
-        self.near -= 1;
-        std::mem::take(&mut self.ring[i])
+        self.ring.take(at, Vec::clear, |bucket, events| {
+            debug_assert!(bucket.is_empty(), "a slot entering the window is empty");
+            if bucket.capacity() < events.len() {
+                *bucket = events;
+            } else {
+                bucket.extend(events);
+            }
+        })
     }
 
     /// Returns a vector from [`BucketQueue::take`], emptied, to tick `at`.
     pub fn recycle(&mut self, at: Tick, mut events: Vec<E>) {
         events.clear();
-        if at.wrapping_sub(self.base) < WINDOW as Tick {
-            let bucket = &mut self.ring[slot(at)];
+        if let Some(bucket) = self.ring.slot_in_window(at) {
             if bucket.is_empty() && bucket.capacity() < events.capacity() {
                 *bucket = events;
             }
         }
     }
 
-    /// Makes `to`, later than the current time, the current time.
-    fn advance(&mut self, to: Tick) {
-        // Drop what is left before `to`; its slots are about to stand for
-        // ticks of the new window.
-        let ring = &mut self.ring;
-        self.occupied
-            .empty_before(self.base, to, &mut self.near, |i| ring[i].clear());
-        self.base = to;
-        // Far events the window now covers move into the ring before
-        // anything else can be pushed at their tick.
-        let end = window_end(to);
-        while let Some(entry) = self.far.first_entry() {
-            let t = *entry.key();
-            if t >= end {
-                break;
-            }
-            let events = entry.remove();
-            if t >= to {
-                let i = slot(t);
-                let bucket = &mut self.ring[i];
-                debug_assert!(bucket.is_empty(), "a slot entering the window is empty");
-                if bucket.capacity() < events.len() {
-                    *bucket = events;
-                } else {
-                    bucket.extend(events);
-                }
-                self.occupied.insert(i);
-                self.near += 1;
-            }
-        }
-    }
-
     /// Drops every pending event and sets the time back to 0.
     pub fn clear(&mut self) {
-        let ring = &mut self.ring;
-        self.occupied.drain(|i| ring[i].clear());
-        self.near = 0;
-        self.far.clear();
-        self.base = 0;
+        self.ring.clear(Vec::clear);
     }
 
     /// Ticks this queue holds storage for: ring slots with a buffer and far
     /// ticks. At most `WINDOW` plus the far ticks pending.
     #[cfg(test)]
     pub(crate) fn allocated_ticks(&self) -> usize {
-        self.ring.iter().filter(|b| b.capacity() > 0).count() + self.far.len()
+        self.ring.allocated_ticks()
     }
 }
 
@@ -298,33 +110,13 @@ impl<E> BucketQueue<E> {
 /// ticks) per rank, turned into a bitset when the window reaches it. Memory
 /// is O(window x ranks / 64 + wakes pending beyond the window), however far
 /// the ticks lie.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct WakeSets {
     /// Words in a tick's bitset.
     words: usize,
-    /// The current time: the ring holds ticks `base..base + WINDOW`.
-    base: Tick,
-    /// Tick `t` of the window at slot `t % WINDOW`.
-    ring: Box<[Vec<u64>; WINDOW]>,
-    /// The slots with a rank to wake.
-    occupied: Occupancy,
-    /// The number of slots with a rank to wake.
-    near: usize,
-    /// Ranks to wake at `base + WINDOW` or later, by tick (repeats allowed).
-    far: BTreeMap<Tick, Vec<u32>>,
-}
-
-impl Default for WakeSets {
-    fn default() -> Self {
-        WakeSets {
-            words: 0,
-            base: 0,
-            ring: empty_ring(),
-            occupied: Occupancy::default(),
-            near: 0,
-            far: BTreeMap::new(),
-        }
-    }
+    /// A tick's bitset of ranks in its slot, or beyond the window its ranks
+    /// (repeats allowed).
+    ring: TickRing<u64, u32>,
 }
 
 impl WakeSets {
@@ -332,83 +124,44 @@ impl WakeSets {
     /// `ranks` ranks.
     pub fn reset(&mut self, ranks: usize) {
         let words = ranks.div_ceil(64);
-        let ring = &mut self.ring;
         if words != self.words {
-            ring.iter_mut().for_each(|set| *set = Vec::new());
-            self.occupied = Occupancy::default();
+            self.ring.drop_storage();
             self.words = words;
-        } else {
-            self.occupied.drain(|i| ring[i].fill(0));
         }
-        self.near = 0;
-        self.far.clear();
-        self.base = 0;
+        self.ring.clear(|set| set.fill(0));
     }
 
     /// Wakes `rank` at `at`, which must not lie before the current time (the
     /// last tick taken).
     #[inline]
     pub fn set(&mut self, at: Tick, rank: u32) {
-        if at.wrapping_sub(self.base) >= WINDOW as Tick {
-            return self.set_far(at, rank);
+        if !self.ring.in_window(at) {
+            debug_assert!(
+                (rank as usize) < 64 * self.words,
+                "rank {rank} out of range"
+            );
+            return self.ring.push_far(at, rank, "wake");
         }
-        let i = slot(at);
-        let set = &mut self.ring[i];
-        if set.is_empty() {
-            set.resize(self.words, 0);
-        }
-        set[rank as usize / 64] |= 1 << (rank % 64);
-        if !self.occupied.contains(i) {
-            self.occupied.insert(i);
-            self.near += 1;
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn set_far(&mut self, at: Tick, rank: u32) {
-        assert!(
-            at >= self.base,
-            "wake at tick {at}, before the current time {}",
-            self.base
-        );
-        debug_assert!(
-            (rank as usize) < 64 * self.words,
-            "rank {rank} out of range"
-        );
-        self.far.entry(at).or_default().push(rank);
+        add_rank(self.ring.occupy(at), self.words, rank);
     }
 
     /// The first tick after `now` (and not before the current time) with a
     /// rank to wake.
     #[inline]
     pub fn next_after(&self, now: Tick) -> Option<Tick> {
-        let from = now.checked_add(1)?.max(self.base);
-        if self.near > 0 {
-            if let Some(t) = self.occupied.first_in(from, window_end(self.base)) {
-                return Some(t);
-            }
-        }
-        self.far.range(from..).next().map(|(&t, _)| t)
+        self.ring.next_after(now)
     }
 
     /// Takes the set of tick `at`, which becomes the current time: ranks
     /// still to wake before `at` are dropped. Walk the set with
     /// [`WakeSets::drain`] and hand it back with [`WakeSets::recycle`].
     pub fn take(&mut self, at: Tick) -> Vec<u64> {
-        if at < self.base {
-            return Vec::new();
-        }
-        if at != self.base {
-            self.advance(at);
-        }
-        let i = slot(at);
-        if !self.occupied.contains(i) {
-            return Vec::new();
-        }
-        self.occupied.remove(i);
-        self.near -= 1;
-        std::mem::take(&mut self.ring[i])
+        let words = self.words;
+        self.ring.take(
+            at,
+            |set| set.fill(0),
+            |set, ranks| ranks.into_iter().for_each(|r| add_rank(set, words, r)),
+        )
     }
 
     /// Calls `f` on every rank of `set` in ascending order, clearing it.
@@ -426,34 +179,12 @@ impl WakeSets {
     /// Returns a drained set to tick `at`.
     pub fn recycle(&mut self, at: Tick, set: Vec<u64>) {
         debug_assert!(set.iter().all(|&w| w == 0), "recycle a drained set");
-        if at.wrapping_sub(self.base) < WINDOW as Tick && set.len() == self.words {
-            let slot = &mut self.ring[slot(at)];
+        if set.len() != self.words {
+            return;
+        }
+        if let Some(slot) = self.ring.slot_in_window(at) {
             if slot.is_empty() {
                 *slot = set;
-            }
-        }
-    }
-
-    /// Makes `to`, later than the current time, the current time.
-    fn advance(&mut self, to: Tick) {
-        // Drop what is left before `to`; its slots are about to stand for
-        // ticks of the new window.
-        let ring = &mut self.ring;
-        self.occupied
-            .empty_before(self.base, to, &mut self.near, |i| ring[i].fill(0));
-        self.base = to;
-        // Far ranks the window now covers move into the ring.
-        let end = window_end(to);
-        while let Some(entry) = self.far.first_entry() {
-            let t = *entry.key();
-            if t >= end {
-                break;
-            }
-            let ranks = entry.remove();
-            if t >= to {
-                for rank in ranks {
-                    self.set(t, rank);
-                }
             }
         }
     }
@@ -462,13 +193,26 @@ impl WakeSets {
     /// far ticks. At most `WINDOW` plus the far ticks pending.
     #[cfg(test)]
     pub(crate) fn allocated_ticks(&self) -> usize {
-        self.ring.iter().filter(|s| s.capacity() > 0).count() + self.far.len()
+        self.ring.allocated_ticks()
     }
+}
+
+/// Adds `rank` to `set`, a bitset of `words` words once it holds anything
+/// (an empty vector until its slot's first rank).
+#[inline]
+fn add_rank(set: &mut Vec<u64>, words: usize, rank: u32) {
+    if set.is_empty() {
+        set.resize(words, 0);
+    }
+    set[rank as usize / 64] |= 1 << (rank % 64);
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
+    use crate::sim::window::WINDOW;
 
     const FAR: Tick = 1_000_000_000_000;
     const W: Tick = WINDOW as Tick;

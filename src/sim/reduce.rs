@@ -8,6 +8,7 @@
 
 use crate::error::ConfigError;
 use crate::protocol::reduce::{Contribution, FailureScheme, Reduce, ReduceOutput, ReducePlan};
+use crate::protocol::Protocol;
 use crate::sim::engine::{Trace, NEVER, UNLIMITED};
 use crate::sim::faults::FaultPlan;
 use crate::sim::runner::{CollectiveRun, Runner};
@@ -55,15 +56,41 @@ impl ReduceConfig {
     }
 }
 
+/// What a reduce or allreduce experiment runs under, beside its plan: the
+/// model, the faults, the detector delay and the message size.
+#[derive(Clone, Debug)]
+pub(crate) struct Conditions {
+    pub(crate) logp: LogP,
+    pub(crate) faults: FaultPlan,
+    pub(crate) detector: Tick,
+    /// Every message's size (LogGP's G; plain LogP by default).
+    pub(crate) message: MessageSize,
+}
+
+impl Conditions {
+    /// `config`'s model, faults and detector, every message small (plain
+    /// LogP). Checks nothing: the scenario does, in its own order.
+    pub(crate) fn of(config: ReduceConfig) -> Self {
+        Conditions {
+            logp: config.logp,
+            faults: config.faults,
+            detector: config.detector,
+            message: MessageSize::SMALL,
+        }
+    }
+
+    /// A runner of cores `C` under these conditions, its failure detector
+    /// on.
+    pub(crate) fn runner<C: Protocol>(&self) -> Runner<C> {
+        Runner::new(self.logp, Some(self.detector), self.message)
+    }
+}
+
 /// A reduce experiment: plan, model, faults, detector delay.
 #[derive(Clone, Debug)]
 pub struct ReduceScenario {
     plan: ReducePlan,
-    logp: LogP,
-    faults: FaultPlan,
-    detector: Tick,
-    /// Every message's size (LogGP's G; plain LogP by default).
-    message: MessageSize,
+    conditions: Conditions,
 }
 
 impl ReduceScenario {
@@ -76,14 +103,11 @@ impl ReduceScenario {
         c.faults.validate(c.procs, ROOT)?;
         Ok(ReduceScenario {
             plan,
-            logp: c.logp,
-            faults: c.faults,
-            detector: c.detector,
-            message: MessageSize::SMALL,
+            conditions: Conditions::of(c),
         })
     }
 
-    crate::sim::runner::message_size_methods!();
+    crate::sim::runner::message_size_methods!(conditions.message);
 
     /// The plan every rank shares.
     pub fn plan(&self) -> &ReducePlan {
@@ -92,12 +116,12 @@ impl ReduceScenario {
 
     /// The model.
     pub fn logp(&self) -> LogP {
-        self.logp
+        self.conditions.logp
     }
 
     /// The detector delay.
     pub fn detector(&self) -> Tick {
-        self.detector
+        self.conditions.detector
     }
 }
 
@@ -119,14 +143,14 @@ impl<'s> ReduceSim<'s> {
     pub fn new(scenario: &'s ReduceScenario) -> Self {
         ReduceSim {
             scenario,
-            runner: Runner::new(scenario.logp, Some(scenario.detector), scenario.message),
+            runner: scenario.conditions.runner(),
         }
     }
 
     /// Runs one reduce; the random dead set is drawn from `seed`.
     pub fn run(&mut self, seed: u64) -> ReduceRun {
         let sc = self.scenario;
-        let death = Runner::<SimReduce>::draw(&sc.faults, sc.plan.procs(), ROOT, seed);
+        let death = Runner::<SimReduce>::draw(&sc.conditions.faults, sc.plan.procs(), ROOT, seed);
         self.run_with(&death, &[])
     }
 

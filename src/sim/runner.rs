@@ -9,28 +9,32 @@ use crate::sim::engine::{Engine, Trace, NEVER};
 use crate::sim::faults::FaultPlan;
 use crate::types::{LogP, MessageSize, Rank, Tick};
 
-/// Reusable state to run cores of one kind many times: the engine's queues,
-/// the cores and the trace keep their capacity between runs.
 /// `with_message_size` and `message_size` for a scenario with a `message:
-/// MessageSize` field: every experiment has them alike.
+/// MessageSize` field (or the field at the path given, such as
+/// `conditions.message`): every experiment has them alike.
 macro_rules! message_size_methods {
     () => {
+        $crate::sim::runner::message_size_methods!(message);
+    };
+    ($($field:ident).+) => {
         /// The same scenario with every message of `size` (LogGP): a send
         /// occupies its process o + (bytes - 1) G. The plans (tree shapes,
         /// the synchronized correction's start) stay those of plain LogP.
         pub fn with_message_size(mut self, size: MessageSize) -> Self {
-            self.message = size;
+            self.$($field).+ = size;
             self
         }
 
         /// Every message's size.
         pub fn message_size(&self) -> MessageSize {
-            self.message
+            self.$($field).+
         }
     };
 }
 pub(crate) use message_size_methods;
 
+/// Reusable state to run cores of one kind many times: the engine's queues,
+/// the cores and the trace keep their capacity between runs.
 #[derive(Debug)]
 pub(crate) struct Runner<C: Protocol> {
     engine: Engine<C::Payload>,

@@ -51,76 +51,35 @@ const _: () = {
     assert!(std::mem::size_of::<Msg<Packet>>() == largest);
 };
 
-impl Carries<Data> for Packet {
-    #[inline]
-    fn wrap(payload: Data) -> Self {
-        Packet::Value(payload)
-    }
-    #[inline]
-    fn unwrap(self) -> Result<Data, Self> {
-        match self {
-            Packet::Value(w) => Ok(w),
-            other => Err(other),
+/// `Packet` carries each core's payload in its own variant: wrapping puts
+/// it there, unwrapping takes it out of that variant only.
+macro_rules! carries {
+    ($($payload:ty => $variant:ident;)*) => {$(
+        impl Carries<$payload> for Packet {
+            #[inline]
+            fn wrap(payload: $payload) -> Self {
+                Packet::$variant(payload)
+            }
+            #[inline]
+            fn unwrap(self) -> Result<$payload, Self> {
+                match self {
+                    Packet::$variant(p) => Ok(p),
+                    other => Err(other),
+                }
+            }
         }
-    }
+    )*};
 }
 
-impl Carries<Contribution<Data>> for Packet {
-    #[inline]
-    fn wrap(payload: Contribution<Data>) -> Self {
-        Packet::Contribution(payload)
-    }
-    #[inline]
-    fn unwrap(self) -> Result<Contribution<Data>, Self> {
-        match self {
-            Packet::Contribution(c) => Ok(c),
-            other => Err(other),
-        }
-    }
+carries! {
+    Data => Value;
+    Contribution<Data> => Contribution;
+    Stamped<Data> => Stamped;
+    Option<Data> => Optional;
+    Stamped<FcgPayload<Data>> => Fcg;
 }
 
-impl Carries<Stamped<Data>> for Packet {
-    #[inline]
-    fn wrap(payload: Stamped<Data>) -> Self {
-        Packet::Stamped(payload)
-    }
-    #[inline]
-    fn unwrap(self) -> Result<Stamped<Data>, Self> {
-        match self {
-            Packet::Stamped(s) => Ok(s),
-            other => Err(other),
-        }
-    }
-}
-
-impl Carries<Option<Data>> for Packet {
-    #[inline]
-    fn wrap(payload: Option<Data>) -> Self {
-        Packet::Optional(payload)
-    }
-    #[inline]
-    fn unwrap(self) -> Result<Option<Data>, Self> {
-        match self {
-            Packet::Optional(v) => Ok(v),
-            other => Err(other),
-        }
-    }
-}
-
-impl Carries<Stamped<FcgPayload<Data>>> for Packet {
-    #[inline]
-    fn wrap(payload: Stamped<FcgPayload<Data>>) -> Self {
-        Packet::Fcg(payload)
-    }
-    #[inline]
-    fn unwrap(self) -> Result<Stamped<FcgPayload<Data>>, Self> {
-        match self {
-            Packet::Fcg(s) => Ok(s),
-            other => Err(other),
-        }
-    }
-}
-
+/// Boxed in its variant (see [`Packet::Ftco`]).
 impl Carries<FtcoData<Data>> for Packet {
     #[inline]
     fn wrap(payload: FtcoData<Data>) -> Self {

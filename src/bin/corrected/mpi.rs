@@ -429,22 +429,58 @@ fn new_outcome(me: Rank, size: u32, args: &MpiArgs) -> Outcome {
     }
 }
 
-/// `--op shrink` on one rank of any engine: every iteration a shrink
-/// (agreement on the failed ranks, the survivors renumbered), then an
-/// allreduce of 1 over the survivors. Right when every rank the shrink
-/// leaves out is one that failed (`--sigkill`, `--die-at`) and the sum is
-/// the number of live members; `firsts` holds the size after each shrink, which every
-/// survivor must see alike.
-fn shrink_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
-    let mut outcome = new_outcome(comm.rank(), comm.size(), args);
+/// One iteration of an agreement loop: `Ok(right)` or the error, the
+/// number `firsts` keeps of the first 100 iterations (which every survivor
+/// must see alike), and what a wrong result held.
+struct Step {
+    result: Result<bool, Error>,
+    first: u64,
+    held: String,
+}
+
+/// The loop of `--op agree` or `--op shrink` on one rank of any engine:
+/// each iteration a `step` with the ranks failed by then (planned), its
+/// outcome counted. Ranks are those of the communicator as it began
+/// (a shrink renumbers it).
+fn agreement_loop<C: Collectives>(
+    comm: &mut C,
+    args: &MpiArgs,
+    mut step: impl FnMut(&mut C, &dyn Fn(Rank) -> bool) -> Step,
+) -> Outcome {
     let me = comm.rank();
-    // The original ranks of the communicator's members, in its order.
-    let mut members: Vec<Rank> = (0..comm.size()).collect();
+    let threads = u32::from(args.threads);
+    let mut outcome = new_outcome(me, comm.size(), args);
     let started = Instant::now();
     for iter in 0..args.iters {
-        sigkill_if_due(args, me, iter);
+        sigkill_if_due(args, me / threads, iter);
         let dead = planned_dead(args, iter);
         let failed_by = |r: Rank| dead.contains(&r);
+        let Step {
+            result,
+            first,
+            held,
+        } = step(comm, &failed_by);
+        if iter < 100 {
+            outcome.firsts.push(first);
+        }
+        if !outcome.count(iter, result, failed_by(me), || held) {
+            break;
+        }
+    }
+    outcome.finish(started);
+    outcome.fault_budget = comm.fault_budget();
+    outcome
+}
+
+/// `--op shrink`: every iteration a shrink (agreement on the failed ranks,
+/// the survivors renumbered), then an allreduce of 1 over the survivors.
+/// Right when every rank the shrink leaves out is one that failed
+/// (`--sigkill`, `--die-at`) and the sum is the number of live members;
+/// `firsts` holds the size after each shrink.
+fn shrink_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
+    // The original ranks of the communicator's members, in its order.
+    let mut members: Vec<Rank> = (0..comm.size()).collect();
+    agreement_loop(comm, args, |comm, failed_by| {
         let result = comm.shrink().and_then(|left_out| {
             let gone: Vec<Rank> = left_out.iter().map(|&r| members[r as usize]).collect();
             members.retain(|r| !gone.contains(r));
@@ -455,56 +491,36 @@ fn shrink_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
             let live = members.iter().filter(|&&r| !failed_by(r)).count() as u64;
             Ok(gone.iter().all(|&r| failed_by(r)) && sum == live)
         });
-        if iter < 100 {
-            outcome.firsts.push(match result {
-                Ok(_) => u64::from(comm.size()),
-                Err(_) => 0,
-            });
+        let first = result.as_ref().map_or(0, |_| u64::from(comm.size()));
+        let held = format!("members {members:?}");
+        Step {
+            result,
+            first,
+            held,
         }
-        let wrong = || format!("members {members:?}");
-        if !outcome.count(iter, result, failed_by(me), wrong) {
-            break;
-        }
-    }
-    outcome.finish(started);
-    outcome.fault_budget = comm.fault_budget();
-    outcome
+    })
 }
 
-/// `--op agree` on one rank of any engine: every iteration an agreement on
-/// the failed ranks. Right when it lists only ranks that failed
-/// (`--sigkill`: every thread of that process; `--die-at`,
-/// `--die-after-sends`); `firsts` holds the list as a bitmap of the first
-/// 64 ranks, which every survivor must see alike.
+/// `--op agree`: every iteration an agreement on the failed ranks. Right
+/// when it lists only ranks that failed (`--sigkill`: every thread of that
+/// process; `--die-at`, `--die-after-sends`); `firsts` holds the list as a
+/// bitmap of the first 64 ranks.
 fn agree_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
-    let (me, size) = (comm.rank(), comm.size());
-    let threads = u32::from(args.threads);
-    let mut outcome = new_outcome(me, size, args);
-    let started = Instant::now();
-    for iter in 0..args.iters {
-        sigkill_if_due(args, me / threads, iter);
-        let dead = planned_dead(args, iter);
-        let failed_by = |r: Rank| dead.contains(&r);
-        let result = comm
-            .agree_failed()
-            .map(|failed| (failed.iter().all(|&r| failed_by(r)), failed));
-        if iter < 100 {
-            outcome.firsts.push(match &result {
-                Ok((_, failed)) => failed.iter().filter(|&&r| r < 64).map(|&r| 1 << r).sum(),
-                Err(_) => u64::MAX,
-            });
+    agreement_loop(comm, args, |comm, failed_by| {
+        let (result, first, held) = match comm.agree_failed() {
+            Ok(failed) => {
+                let bits = failed.iter().filter(|&&r| r < 64).map(|&r| 1 << r).sum();
+                let right = failed.iter().all(|&r| failed_by(r));
+                (Ok(right), bits, format!("{failed:?}"))
+            }
+            Err(e) => (Err(e), u64::MAX, String::new()),
+        };
+        Step {
+            result,
+            first,
+            held,
         }
-        let listed = result
-            .as_ref()
-            .map_or(Vec::new(), |(_, failed)| failed.clone());
-        let result = result.map(|(right, _)| right);
-        if !outcome.count(iter, result, failed_by(me), || format!("{listed:?}")) {
-            break;
-        }
-    }
-    outcome.finish(started);
-    outcome.fault_budget = comm.fault_budget();
-    outcome
+    })
 }
 
 /// The loop of `args.op` on one rank of any engine, every result checked.

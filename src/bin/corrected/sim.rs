@@ -12,11 +12,12 @@ use corrected::protocol::gossip::{
     GossipCorrection, GossipModel, GossipSpec, GossipTime,
 };
 use corrected::protocol::reduce::FailureScheme;
+use corrected::sim::bcast::Token;
 use corrected::sim::{
     AckTreeScenario, AckTreeSim, AllreduceScenario, AllreduceSim, BcastScenario, BcastSim,
     BcastSummary, BigScenario, BigSim, BlocksScenario, BlocksSim, CollectiveRun, ColoringCurve,
     FaultPlan, FtcoReduceScenario, FtcoReduceSim, FtcoScenario, FtcoSim, GossipRun, GossipScenario,
-    GossipSim, MonteCarlo, ReduceConfig, ReduceScenario, ReduceSim, Stats,
+    GossipSim, MonteCarlo, ReduceConfig, ReduceScenario, ReduceSim, Stats, Trace,
 };
 use corrected::topology::{TreeSpec, MAX_PROCS};
 use corrected::types::{Collective, LogP, MessageSize, Rank, Tick};
@@ -369,6 +370,20 @@ fn monte_carlo<S, R: Send>(
     out
 }
 
+/// [`monte_carlo`] over a broadcast simulator (gossip, BIG, ack tree,
+/// FTCO): each run's metrics and, with `--curve`, its coloring curve.
+fn broadcast_runs<S>(
+    args: &SimArgs,
+    make: impl Fn() -> S + Sync,
+    run: impl Fn(&mut S, u64) -> GossipRun + Sync,
+    trace: impl Fn(&S) -> &Trace<Token> + Sync,
+) -> (Vec<(GossipRun, Option<ColoringCurve>)>, f64) {
+    monte_carlo(args, make, |sim: &mut S, seed| {
+        let run = run(sim, seed);
+        (run, args.curve.map(|u| ColoringCurve::of(trace(sim), u)))
+    })
+}
+
 /// `corrected sim --algorithm gossip`: corrected gossip (Hoefler et al.,
 /// IPDPS 2017), Monte Carlo over the fault plan and the peers' draws.
 fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
@@ -411,14 +426,11 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
     let (plan, estimate) = (chosen.plan, chosen.estimated_latency);
     let (stop, correction) = (plan.stop(), plan.correction());
     let scenario = GossipScenario::new(plan, logp, faults.clone())?;
-    let (runs, seconds) = monte_carlo(
+    let (runs, seconds) = broadcast_runs(
         args,
         || GossipSim::new(&scenario),
-        |sim: &mut GossipSim, seed| {
-            let run = sim.run(seed);
-            let curve = args.curve.map(|u| ColoringCurve::of(sim.last_trace(), u));
-            (run, curve)
-        },
+        GossipSim::run,
+        GossipSim::last_trace,
     );
     // CCG reaches every live node when no node fails during the run
     // (Claim 3), FCG too (Corollary 3; the root never fails before the
@@ -472,14 +484,11 @@ fn run_big(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
     let logp = LogP::new(m.latency, m.overhead)?;
     check_curve(args)?;
     let scenario = BigScenario::new(args.procs, logp, faults.clone())?;
-    let (runs, seconds) = monte_carlo(
+    let (runs, seconds) = broadcast_runs(
         args,
         || BigSim::new(&scenario),
-        |sim: &mut BigSim, seed| {
-            let run = sim.run(seed);
-            let curve = args.curve.map(|u| ColoringCurve::of(sim.last_trace(), u));
-            (run, curve)
-        },
+        BigSim::run,
+        BigSim::last_trace,
     );
     // Consistent while fewer than ⌈log2 N⌉ nodes fail, before or during
     // the run: a miss then is a violation.
@@ -541,31 +550,21 @@ fn run_timeout_baseline(
         + faults.die_at.len() as u64;
     let (runs, seconds, estimated_latency, algorithm) = if ftco {
         let scenario = FtcoScenario::new(spec, args.procs, logp, args.timeout, faults)?;
-        let (runs, seconds) = monte_carlo(
+        let (runs, seconds) = broadcast_runs(
             args,
             || FtcoSim::new(&scenario),
-            |sim: &mut FtcoSim, seed| {
-                let run = sim.run(seed);
-                (
-                    run,
-                    args.curve.map(|u| ColoringCurve::of(sim.last_trace(), u)),
-                )
-            },
+            FtcoSim::run,
+            FtcoSim::last_trace,
         );
         let latency = scenario.plan().tree().dissemination_time(logp);
         (runs, seconds, latency, "ftco")
     } else {
         let scenario = AckTreeScenario::new(spec, args.procs, logp, faults)?;
-        let (runs, seconds) = monte_carlo(
+        let (runs, seconds) = broadcast_runs(
             args,
             || AckTreeSim::new(&scenario),
-            |sim: &mut AckTreeSim, seed| {
-                let run = sim.run(seed);
-                (
-                    run,
-                    args.curve.map(|u| ColoringCurve::of(sim.last_trace(), u)),
-                )
-            },
+            AckTreeSim::run,
+            AckTreeSim::last_trace,
         );
         let latency = scenario.plan().tree().dissemination_time(logp);
         (runs, seconds, latency, "ack-tree")
@@ -783,33 +782,39 @@ fn run_blocks(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
         || BlocksSim::new(&sc),
         |sim: &mut BlocksSim, s| sim.run(s),
     );
+    let (mut head, tail) = collective_head(args, logp, size);
+    head["op"] = "allreduce".into();
+    head["allreduce"] = "blocks".into();
+    head["block_bytes"] = sc.block_bytes(0).into();
+    let title = format!(
+        "P={} op=allreduce by blocks (data phase; rounds 2: the run falls back) bytes={} \
+         G={} {tail}",
+        args.procs, size.bytes, size.gap_per_byte,
+    );
+    Ok(print_collective(args, head, &title, &runs, seconds, false))
+}
+
+/// What every reduce and allreduce report of the detector's algorithms
+/// (tree, star, blocks) shows: the JSON head's ranks, model, message size,
+/// detector, fault rate, seed and runs, and the title's tail with the
+/// model, detector, fault rate and runs. The caller adds its algorithm.
+fn collective_head(args: &SimArgs, logp: LogP, size: MessageSize) -> (serde_json::Value, String) {
     let head = serde_json::json!({
         "procs": args.procs,
-        "op": "allreduce",
-        "allreduce": "blocks",
         "latency": logp.latency,
         "overhead": logp.overhead,
         "bytes": size.bytes,
-        "block_bytes": sc.block_bytes(0),
         "gap_per_byte": size.gap_per_byte,
         "detector": args.detector,
         "fault_rate": args.fault_rate,
         "seed": args.seed,
         "runs": args.runs,
     });
-    let title = format!(
-        "P={} op=allreduce by blocks (data phase; rounds 2: the run falls back) bytes={} \
-         G={} L={} o={} detector={} fault-rate={} runs={}",
-        args.procs,
-        size.bytes,
-        size.gap_per_byte,
-        logp.latency,
-        logp.overhead,
-        args.detector,
-        args.fault_rate,
-        args.runs
+    let tail = format!(
+        "L={} o={} detector={} fault-rate={} runs={}",
+        logp.latency, logp.overhead, args.detector, args.fault_rate, args.runs
     );
-    Ok(print_collective(args, head, &title, &runs, seconds, false))
+    (head, tail)
 }
 
 /// `corrected sim --op reduce|allreduce`: Monte Carlo over the fault plan.
@@ -857,35 +862,18 @@ fn run_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<ExitCode,
             |sim: &mut AllreduceSim, s| sim.run(s),
         )
     };
-    let head = serde_json::json!({
-        "procs": args.procs,
-        "op": op.name(),
-        "f": args.f,
-        "failure_scheme": scheme.to_string(),
-        "tree": spec.to_string(),
-        "correction": correction.to_string(),
-        "allreduce": (op == Op::Allreduce).then_some(args.allreduce.as_str()),
-        "latency": logp.latency,
-        "overhead": logp.overhead,
-        "bytes": size.bytes,
-        "gap_per_byte": size.gap_per_byte,
-        "detector": args.detector,
-        "fault_rate": args.fault_rate,
-        "seed": args.seed,
-        "runs": args.runs,
-    });
+    let (mut head, tail) = collective_head(args, logp, size);
+    head["op"] = op.name().into();
+    head["f"] = args.f.into();
+    head["failure_scheme"] = scheme.to_string().into();
+    head["tree"] = spec.to_string().into();
+    head["correction"] = correction.to_string().into();
+    head["allreduce"] = serde_json::json!((op == Op::Allreduce).then_some(args.allreduce.as_str()));
     let title = format!(
-        "P={} op={} f={} tree={} correction={} L={} o={} detector={} fault-rate={} runs={}",
+        "P={} op={} f={} tree={spec} correction={correction} {tail}",
         args.procs,
         op.name(),
         args.f,
-        spec,
-        correction,
-        logp.latency,
-        logp.overhead,
-        args.detector,
-        args.fault_rate,
-        args.runs
     );
     Ok(print_collective(args, head, &title, &runs, seconds, false))
 }

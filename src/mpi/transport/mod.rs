@@ -55,8 +55,11 @@ use crate::value::data::{Data, INLINE_BYTES};
 use crate::value::segment::SegmentPool;
 use crate::value::Packet;
 
+mod lent_frame;
 mod outgoing;
 mod receive;
+
+use lent_frame::LentFrame;
 
 use outgoing::*;
 
@@ -482,17 +485,11 @@ impl Transport for MpiTransport {
                         (buf, Landing::Value { value, header })
                     }
                     None => {
-                        let spare = self.inboxes.pop().unwrap_or_default();
-                        let mut inbox = std::mem::ManuallyDrop::new(spare);
+                        let mut inbox = self.inboxes.pop().unwrap_or_default();
                         inbox.resize(len, 0);
-                        let (ptr, cap) = (inbox.as_mut_ptr(), inbox.capacity());
-                        // SAFETY: the buffer was taken apart just now and
-                        // is put together again only in `landed`, after the
-                        // request completed (or never, if abandoned): its
-                        // `len` initialized bytes have no other user
-                        // meanwhile.
-                        let buf = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
-                        (buf, Landing::Frame { ptr, len, cap })
+                        // Put together again in `landed`, once received.
+                        let (lent, buf) = LentFrame::lend(inbox);
+                        (buf, Landing::Frame(lent))
                     }
                 };
             let request = message.immediate_matched_receive_into(StaticScope, buf);

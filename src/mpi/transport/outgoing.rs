@@ -23,12 +23,8 @@ pub(super) struct InFlight {
 
 /// The memory a pending send reads, kept from reuse until it completes.
 pub(super) enum Reads {
-    /// A frame: its buffer's parts (a `Vec` taken apart), lent to MPI.
-    Frame {
-        ptr: *mut u8,
-        len: usize,
-        cap: usize,
-    },
+    /// A frame's buffer, lent to MPI.
+    Frame(LentFrame),
     /// A detached value (`wire::encode_parts`): its segment, held (never
     /// read: holding it keeps the pool from writing it).
     Value { _held: Data },
@@ -45,12 +41,8 @@ pub(super) struct Receiving {
 
 /// Where a receive lands.
 pub(super) enum Landing {
-    /// A frame: a receive buffer's parts (a `Vec` taken apart), lent to MPI.
-    Frame {
-        ptr: *mut u8,
-        len: usize,
-        cap: usize,
-    },
+    /// A frame: a receive buffer, lent to MPI.
+    Frame(LentFrame),
     /// A detached value: a segment nobody else holds until it is whole,
     /// and the frame that awaits it.
     Value { value: Data, header: Vec<u8> },
@@ -101,12 +93,10 @@ impl Outgoing {
                     self.in_mpi -= 1;
                     // A detached value's segment is let go: MPI no longer
                     // reads it.
-                    if let Reads::Frame { ptr, len, cap } = front.reads {
-                        // SAFETY: the parts of the `Vec` taken apart in
-                        // `start`, whose request a successful test consumed:
-                        // MPI no longer reads them.
-                        let buffer = unsafe { Vec::from_raw_parts(ptr, len, cap) };
-                        self.spare.push(buffer);
+                    if let Reads::Frame(lent) = front.reads {
+                        // SAFETY: a successful test consumed the request
+                        // that read the frame: MPI no longer reads it.
+                        self.spare.push(unsafe { lent.reclaim() });
                     }
                 }
                 Err(request) => {
@@ -217,17 +207,13 @@ impl Outgoing {
                 .expect("a notice always frames");
             self.queue_for_ring(to as usize, marker);
         }
-        let mut bytes = std::mem::ManuallyDrop::new(bytes);
-        let (ptr, len, cap) = (bytes.as_mut_ptr(), bytes.len(), bytes.capacity());
-        // SAFETY: the buffer was taken apart just now and is put together
-        // again only in `reap`, after the request completed (or never, if
-        // abandoned): MPI alone reads its `len` initialized bytes meanwhile.
-        let slice: &'static [u8] = unsafe { std::slice::from_raw_parts(ptr, len) };
+        // Put together again in `reap`, once sent.
+        let (lent, slice) = LentFrame::lend(bytes);
         let dest = comm.process_at_rank(to as i32);
-        let request = dest.immediate_send_with_tag(StaticScope, slice, TAG);
+        let request = dest.immediate_send_with_tag(StaticScope, &*slice, TAG);
         self.pending[to as usize].push_back(InFlight {
             request,
-            reads: Reads::Frame { ptr, len, cap },
+            reads: Reads::Frame(lent),
         });
         self.in_mpi += 1;
         // `encode_parts` detaches only values of bytes.

@@ -53,10 +53,11 @@ impl MpiTransport {
     /// value is kept until it comes).
     pub(super) fn landed(&mut self, from: Rank, into: Landing) -> Option<(Rank, Msg<Packet>)> {
         let frame = match into {
-            Landing::Frame { ptr, len, cap } => {
-                // SAFETY: the parts of the `Vec` taken apart in `try_recv`,
-                // whose receive has completed: MPI no longer touches them.
-                let bytes = unsafe { Vec::from_raw_parts(ptr, len, cap) };
+            Landing::Frame(lent) => {
+                // SAFETY: the receive into it has completed: MPI no longer
+                // touches it.
+                let bytes = unsafe { lent.reclaim() };
+                let len = bytes.len();
                 let header = self.awaiting.get_mut(from as usize).and_then(Option::take);
                 let Some(header) = header.filter(|_| len > INLINE_BYTES) else {
                     return self.landed_frame(from, bytes);

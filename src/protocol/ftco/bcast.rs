@@ -156,9 +156,7 @@ impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
         op: OpId,
         value: Option<P>,
     ) -> Result<Self, Error> {
-        let procs = plan.procs();
-        let value = crate::protocol::rooted_value(procs, root, me, value)?;
-        let virtual_me = ring::left(me, root, procs);
+        let (virtual_me, value) = crate::protocol::rooted_value(plan.procs(), root, me, value)?;
         let down = plan.tree.children(virtual_me).iter().map(|&c| (c, 1));
         let up = plan.tree.parent(virtual_me).map(|p| (p, 1));
         let patience = plan.eta[virtual_me as usize] + plan.timeout();
@@ -342,11 +340,9 @@ impl<P: Clone + Send + 'static> Protocol for Ftco<'_, P> {
         let Event::Message { from, msg } = event else {
             return;
         };
-        let procs = self.plan.procs();
-        if from >= procs {
+        let Some(from) = crate::protocol::virtual_peer(self.plan.procs(), self.root, from) else {
             return;
-        }
-        let from = ring::left(from, self.root, procs);
+        };
         self.suspicions.heard(from);
         match msg.tag {
             Tag::Tree => {

@@ -162,8 +162,7 @@ where
             FtcoCollective::Barrier => Collective::Barrier,
         };
         let procs = plan.procs();
-        crate::protocol::check_ranks(procs, [root, me])?;
-        let me = ring::left(me, root, procs);
+        let me = crate::protocol::virtual_rank(procs, root, me)?;
         let roots = match kind {
             Collective::Reduce => 1,
             _ => plan.roots(),
@@ -579,12 +578,10 @@ where
             }
             return;
         };
-        let procs = self.plan.procs();
-        if from >= procs {
-            return;
-        }
         let real = from;
-        let from = ring::left(from, self.root, procs);
+        let Some(from) = crate::protocol::virtual_peer(self.plan.procs(), self.root, from) else {
+            return;
+        };
         self.suspicions.heard(from);
         let plan = self.plan;
         let from_above = from != self.me && plan.is_below(self.me, from);
@@ -746,11 +743,7 @@ where
     }
 
     fn header(&self) -> Header {
-        Header {
-            op: self.op_id,
-            kind: self.kind,
-            root: Some(self.root),
-        }
+        Header::rooted(self.op_id, self.kind, self.root)
     }
 
     /// Once delivered with nothing left to send or wait for: a node stays

@@ -118,10 +118,10 @@ impl<'p, P: Clone + Send + 'static> Big<'p, P> {
         value: Option<P>,
     ) -> Result<Self, Error> {
         let procs = plan.procs;
-        let value = crate::protocol::rooted_value(procs, root, me, value)?;
+        let (me, value) = crate::protocol::rooted_value(procs, root, me, value)?;
         Ok(Big {
             plan,
-            me: ring::left(me, root, procs),
+            me,
             root,
             op,
             output: value.clone(),
@@ -145,11 +145,13 @@ impl<P: Clone + Send + 'static> Protocol for Big<'_, P> {
         let Event::Message { from, msg } = event else {
             return;
         };
-        if self.value.is_some() || from >= self.plan.procs {
+        if self.value.is_some() {
             return;
         }
         let procs = self.plan.procs;
-        let from = ring::left(from, self.root, procs);
+        let Some(from) = crate::protocol::virtual_peer(procs, self.root, from) else {
+            return;
+        };
         let offset = ring::left(self.me, from, procs);
         self.first = if offset.is_power_of_two() {
             offset.trailing_zeros().min(self.plan.degree)

@@ -265,7 +265,7 @@ impl<C: SlotTimed> Protocol for SlotClock<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::gossip::{Gossip, GossipCorrection, GossipPlan};
+    use crate::protocol::gossip::{gossip_ticks, Gossip, GossipCorrection, GossipPlan};
     use crate::protocol::random::RandomStream;
     use crate::protocol::Tag;
     use crate::types::Collective;
@@ -288,11 +288,7 @@ mod tests {
         while let Some(tx) = root.poll_transmit(0) {
             sent.push((tx.msg.payload.sent, tx.msg.tag));
         }
-        let gossip: Vec<Tick> = sent
-            .iter()
-            .filter(|(_, tag)| *tag == Tag::Gossip)
-            .map(|&(t, _)| t)
-            .collect();
+        let gossip = gossip_ticks(&sent);
         assert_eq!(gossip, (0..stop).collect::<Vec<_>>());
         let start = plan.correction_start();
         let corrections: Vec<Tick> = sent[gossip.len()..].iter().map(|&(t, _)| t).collect();

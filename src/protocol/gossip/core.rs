@@ -228,11 +228,7 @@ mod tests {
                 sends.push((now, tx.msg.tag));
             }
         }
-        let gossip: Vec<Tick> = sends
-            .iter()
-            .filter(|(_, t)| *t == Tag::Gossip)
-            .map(|&(n, _)| n)
-            .collect();
+        let gossip = crate::protocol::gossip::gossip_ticks(&sends);
         assert_eq!(gossip, (0..stop).collect::<Vec<_>>());
         let start = plan.correction_start();
         assert!(sends

@@ -28,3 +28,15 @@ pub use fcg::{sos_timeout, Fcg, FcgPayload, Known, SosCause, KNOWN_CAPACITY};
 pub use plan::{GossipCorrection, GossipPlan, MAX_FCG_FAULTS};
 pub use spec::{ChosenGossip, CorrectionChoice, GossipSpec, GossipTime, DEFAULT_DELTA};
 pub use time::{gossip_time, GossipModel, GossipVariant};
+
+/// The ticks of the gossip-phase messages (Section III-A) among `sends`,
+/// each a send's tick and tag, in order: what the cores' tests check
+/// against one send per slot until T.
+#[cfg(test)]
+fn gossip_ticks(sends: &[(crate::types::Tick, crate::protocol::Tag)]) -> Vec<crate::types::Tick> {
+    sends
+        .iter()
+        .filter(|(_, tag)| *tag == crate::protocol::Tag::Gossip)
+        .map(|&(tick, _)| tick)
+        .collect()
+}

@@ -47,14 +47,12 @@ impl<P: Clone> Phase<P> {
         value: Option<P>,
         rng: RandomStream,
     ) -> Result<Self, Error> {
-        let procs = plan.procs();
-        let value = crate::protocol::rooted_value(procs, root, me, value)?;
-        let is_root = me == root;
+        let (me, value) = crate::protocol::rooted_value(plan.procs(), root, me, value)?;
         Ok(Phase {
-            me: ring::left(me, root, procs),
+            me,
             root,
             op,
-            g_node: is_root,
+            g_node: me == 0,
             output: value.clone(),
             value,
             rng,

@@ -292,12 +292,7 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
         lists: ReduceLists<P>,
     ) -> Result<Self, Error> {
         let procs = plan.procs();
-        for rank in [root, me] {
-            if rank >= procs {
-                return Err(Error::RankOutOfRange { rank, procs });
-            }
-        }
-        let v = ring::left(me, root, procs);
+        let v = crate::protocol::virtual_rank(procs, root, me)?;
         // Empty: a `ReduceLists` is made empty or by `retire`.
         let ReduceLists {
             mut peers,
@@ -410,13 +405,7 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
     }
 
     fn msg(&self, tag: Tag, payload: Contribution<P>) -> Msg<Contribution<P>> {
-        Msg {
-            op: self.op_id,
-            kind: self.kind,
-            root: self.root,
-            tag,
-            payload,
-        }
+        self.header().msg(tag, payload)
     }
 
     fn peers_done(&self) -> bool {
@@ -694,11 +683,7 @@ impl<P: Clone + Send + 'static, O: Combine<P>> Protocol for Reduce<'_, P, O> {
     }
 
     fn header(&self) -> Header {
-        Header {
-            op: self.op_id,
-            kind: self.kind,
-            root: Some(self.root),
-        }
+        Header::rooted(self.op_id, self.kind, self.root)
     }
 
     /// Its group sends are out and its one message up (a non-root) too: a
