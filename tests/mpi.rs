@@ -439,6 +439,46 @@ fn shrink_between_processes_survives_a_sigkilled_process() {
     }
 }
 
+/// Shrink in node teams (threads below MPI): a thread dead before the
+/// call (announced) and a SIGKILLed process (nobody told) are left out by
+/// every survivor alike, the others renumbered densely across processes
+/// that now have different numbers of threads, and an allreduce over the
+/// survivors sums to their number (`firsts`: the size after each shrink).
+#[test]
+fn shrink_in_node_teams_leaves_out_threads_and_processes_alike() {
+    // (processes, arguments, the survivors, the size before and after)
+    let cases: [(u32, &str, usize, [u64; 2]); 2] = [
+        (2, "--threads 3 --die-at 4:5", 5, [6, 5]),
+        (
+            3,
+            "--threads 2 --die-at 1:3 --sigkill 2:10 --timeout 5",
+            3,
+            [6, 3],
+        ),
+    ];
+    for (procs, extra, survivors, [before, after]) in cases {
+        let mut args = vec!["--op", "shrink", "--iters", "20"];
+        args.extend(extra.split_whitespace());
+        let outcomes = mpirun(procs, &args);
+        let live: Vec<Value> = outcomes
+            .into_iter()
+            .filter(|o| field(o, "ok") + errors(o) == 20)
+            .collect();
+        assert_eq!(live.len(), survivors, "{extra}: {live:?}");
+        for o in &live {
+            assert_eq!(field(o, "wrong"), 0, "{extra}: {o}");
+            assert!(
+                errors(o) <= 1,
+                "at most the call of the death: {extra}: {o}"
+            );
+            let sizes = o["firsts"].as_array().expect("sizes");
+            assert_eq!(sizes[0], before, "{extra}: {o}");
+            assert_eq!(sizes[19], after, "{extra}: {o}");
+        }
+        assert_same_results(&live, extra);
+    }
+}
+
 /// Agreement on the failed ranks between processes, one rank each and in
 /// node teams (threads below MPI): a rank dead before the call (announced)
 /// and a SIGKILLed process (nobody told) are listed by every survivor

@@ -84,6 +84,18 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
     /// rank is among the failed.
     pub(crate) fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
         let failed = self.agree_failed()?;
+        self.renumber(&failed)?;
+        Ok(failed)
+    }
+
+    /// The second half of [`Caller::shrink`]: leaves out `failed`, a list
+    /// every live rank of this communicator holds alike (an agreement's),
+    /// and renumbers the others. The engine drops its state of the old
+    /// numbering ([`Engine::shrunk`]).
+    ///
+    /// Errors: [`Error::Failed`] if this rank is in `failed`; a
+    /// configuration that does not fit the survivors.
+    pub(crate) fn renumber(&mut self, failed: &[Rank]) -> Result<(), Error> {
         if failed.contains(&self.rank()) {
             return Err(Error::Failed(self.rank()));
         }
@@ -99,6 +111,7 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
         let generation = self.engine.keep_generation(Generation { members, plans });
         self.plans = &generation.plans;
         self.driver.set_members(Members::dense(&generation.members));
-        Ok(failed)
+        self.engine.shrunk();
+        Ok(())
     }
 }

@@ -105,9 +105,7 @@ impl<'t, E: Engine<'t>> Control for Caller<'t, E> {
     }
 
     fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
-        let failed = Caller::shrink(self)?;
-        self.engine.shrunk();
-        Ok(failed)
+        Caller::shrink(self)
     }
 
     fn progress(&mut self) -> Result<(), Error> {

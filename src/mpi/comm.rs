@@ -147,6 +147,13 @@ impl MpiComm {
         self.caller.driver.die();
     }
 
+    /// Leaves out `failed` (a list every live process holds alike) and
+    /// renumbers the others, without an agreement of its own: the node
+    /// team's shrink, whose agreement spans both levels.
+    pub(crate) fn renumber(&mut self, failed: &[Rank]) -> Result<(), Error> {
+        self.caller.renumber(failed)
+    }
+
     /// True if the team reduces with FTCO.
     fn ftco_reduces(&self) -> bool {
         matches!(self.caller.plans().reduction, ReductionPlan::Ftco(_))

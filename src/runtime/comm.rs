@@ -87,6 +87,22 @@ impl<'t> Comm<'t> {
         driver.transport().is_failed(t)
     }
 
+    /// Leaves out `failed` (this communicator's ranks, a list every live
+    /// rank holds alike) and renumbers the others, without an agreement of
+    /// its own: the MPI hierarchy's shrink, whose agreement spans both
+    /// levels.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn renumber(&mut self, failed: &[Rank]) -> Result<(), Error> {
+        self.caller.renumber(failed)
+    }
+
+    /// The team's number of `rank` of this communicator (a shrink
+    /// renumbers the communicator, not the team).
+    #[cfg(feature = "mpi")]
+    pub(crate) fn team_rank(&self, rank: Rank) -> Rank {
+        self.caller.driver.members().to_transport(rank)
+    }
+
     /// True while this rank is alive (not killed, not hung, not declared
     /// failed by a timeout).
     pub fn is_alive(&self) -> bool {

@@ -26,7 +26,7 @@ pub struct MpiArgs {
     /// failed ranks, which must list only ranks that failed, alike on
     /// every survivor), or shrink (every iteration a shrink, which agrees
     /// on the failed ranks, then an allreduce of 1 over the survivors,
-    /// which must sum to their number; one rank per process).
+    /// which must sum to their number).
     #[arg(long, default_value = "bcast")]
     op: String,
     /// Operations to run.
@@ -183,14 +183,6 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
     if !(shrink || agree) {
         args.op = op.name().to_string();
     }
-    if shrink && args.threads > 1 {
-        return Err(CliError::OutOfRange {
-            option: "--threads",
-            value: args.threads.to_string(),
-            why: "--op shrink runs one rank per process".into(),
-            hint: "drop --threads".into(),
-        });
-    }
     let chosen = args.bcast.choose(op, args.timeout)?;
     if args.threads == 0 || args.threads > 64 {
         return Err(CliError::OutOfRange {
@@ -272,10 +264,13 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
         // numbering (until a proxy fails over, after which operations
         // repeat and broadcasts from rank 0 take two).
         // A node agreement is the threads' agreement (a round per thread)
-        // and the spread of the union.
+        // and the spread of the union; a shrink adds the allreduce's two
+        // (a local reduce and a spread). While no thread is left out: a
+        // shrink that leaves one out makes the later agreements shorter.
         let per_iter = match args.op.as_str() {
             "bcast" => 1,
             "agree" => threads + 1,
+            "shrink" => threads + 3,
             _ => 2,
         };
         let mut faults = FaultSchedule::none();
@@ -308,9 +303,10 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
             ProcessLevel::Corrected(upper)
         };
         let node = NodeTeam::new(local, level).map_err(Error::from)?;
-        let report = node.run(|comm| match agree {
-            true => agree_loop(comm, &args),
-            false => checked_loop(comm, &args),
+        let report = node.run(|comm| match (agree, shrink) {
+            (true, _) => agree_loop(comm, &args),
+            (_, true) => shrink_loop(comm, &args),
+            _ => checked_loop(comm, &args),
         });
         report
             .returned()

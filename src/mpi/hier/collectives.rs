@@ -13,6 +13,8 @@ use crate::error::{ConfigError, Error};
 use crate::op::{Operation, SystemOperation};
 use crate::types::Rank;
 
+use std::sync::atomic::Ordering;
+
 use super::*;
 
 /// A node team's typed buffers go through its two levels (the module doc
@@ -130,13 +132,14 @@ impl<'c, 't> Communicator for NodeComm<'c, 't> {
 /// A node team's control collectives compose its levels' (the module doc
 /// of [`super`]).
 impl Control for NodeComm<'_, '_> {
-    /// `process × threads + thread`.
+    /// The processes' threads numbered in order: `process × threads +
+    /// thread` until a shrink leaves some out, then densely.
     fn rank(&self) -> Rank {
-        self.proc_rank * self.locals + self.local.rank()
+        self.offsets[self.proc_rank as usize] + self.local.rank()
     }
 
     fn size(&self) -> u32 {
-        self.procs * self.locals
+        self.offsets[self.procs as usize]
     }
 
     fn barrier(&mut self) -> Result<(), Error> {
@@ -165,7 +168,7 @@ impl Control for NodeComm<'_, '_> {
 
     /// Threads of this process known failed (local ranks made global).
     fn failed_ranks(&self) -> Vec<Rank> {
-        let base = self.proc_rank * self.locals;
+        let base = self.offsets[self.proc_rank as usize];
         self.local
             .failed_ranks()
             .into_iter()
@@ -206,8 +209,9 @@ impl Control for NodeComm<'_, '_> {
     /// step failed), or more failed processes than the process level's
     /// budget ([`Error::TooManyFailures`]).
     fn agree_failed(&mut self) -> Result<Vec<Rank>, Error> {
-        let (locals, procs, base) = (self.locals, self.procs, self.proc_rank * self.locals);
-        let words = ((locals * procs) as usize).div_ceil(64);
+        let (size, base) = (Control::size(self), self.offsets[self.proc_rank as usize]);
+        let words = (size as usize).div_ceil(64);
+        let threads: Vec<_> = (0..self.procs).map(|p| self.threads_of(p)).collect();
         let set = |bits: &mut [u64], r: Rank| bits[r as usize / 64] |= 1 << (r % 64);
         let mut union = vec![0u64; words];
         self.node_op(|node| {
@@ -220,8 +224,8 @@ impl Control for NodeComm<'_, '_> {
             let upper = node.upper_step(local, &mut union[..], |level, union| match level {
                 Level::Ours(up) => {
                     for p in up.agree_failed()? {
-                        for t in 0..locals {
-                            set(&mut mine, p * locals + t);
+                        for t in threads[p as usize].clone() {
+                            set(&mut mine, t);
                         }
                     }
                     up.all_reduce_into(&mine[..], union, SystemOperation::bitwise_or())
@@ -233,22 +237,84 @@ impl Control for NodeComm<'_, '_> {
             node.spread_from_proxy(upper, &mut union[..])
         })?;
         let listed = |r: &Rank| union[*r as usize / 64] & (1 << (r % 64)) != 0;
-        Ok((0..locals * procs).filter(listed).collect())
+        Ok((0..size).filter(listed).collect())
     }
 
-    /// Not offered by a node team: its ranks are numbered process ×
-    /// threads + thread, every process with the same number of threads,
-    /// which a shrink would break. [`NodeComm::agree_failed`] gives every
-    /// live thread the same list; a program can then go on with its own
-    /// partition of the work, or shrink each level's communicator alone
-    /// ([`NodeComm::local`], and a process-level `MpiComm`).
+    /// Goes on with the survivors: agrees on the failed global ranks
+    /// ([`NodeComm::agree_failed`]), then every live thread applies that
+    /// one list to both levels, without a further agreement: each process
+    /// leaves out its listed threads (its thread team renumbered), the
+    /// proxies leave out the processes with no thread left (the process
+    /// level renumbered, once per process), and the survivors are numbered
+    /// densely in the old order, each process's threads together. Each
+    /// level's budget is clamped to leave one rank alive, as
+    /// [`Collectives::shrink`] says; processes may now have different
+    /// numbers of threads. With MPI's own collectives between the
+    /// proxies ([`ProcessLevel::Native`]) a process cannot be left out
+    /// (its death ends the job), so only threads are.
+    ///
+    /// Errors: the agreement's; [`Error::Failed`] if this thread is
+    /// listed; [`ConfigError::Unsupported`] if a whole process is listed
+    /// under MPI's own collectives.
     fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
-        Err(Error::Config(ConfigError::Unsupported {
-            what: "shrinking a node team",
-            why: "its global ranks are process x threads + thread, which a shrink would make \
-                  uneven; agree_failed gives every thread the same list, and each level's \
-                  communicator (NodeComm::local, an MpiComm) shrinks alone",
-        }))
+        let failed = Control::agree_failed(self)?;
+        let me = Control::rank(self);
+        if failed.contains(&me) {
+            return Err(Error::Failed(me));
+        }
+        // Each process's listed threads, in its local numbering.
+        let listed: Vec<Vec<Rank>> = (0..self.procs)
+            .map(|p| {
+                let threads = self.threads_of(p);
+                let first = threads.start;
+                (failed.iter().filter(|r| threads.contains(r)))
+                    .map(|&r| r - first)
+                    .collect()
+            })
+            .collect();
+        // Each process's threads left, and the processes left with none.
+        let left: Vec<u32> = (0..self.procs)
+            .map(|p| self.threads_of(p).len() as u32 - listed[p as usize].len() as u32)
+            .collect();
+        let gone: Vec<Rank> = (0..self.procs).filter(|&p| left[p as usize] == 0).collect();
+        self.local.renumber(&listed[self.proc_rank as usize])?;
+        self.shrink_process_level(&gone)?;
+        let mut offsets = vec![0];
+        for &threads in left.iter().filter(|&&t| t > 0) {
+            offsets.push(offsets.last().copied().unwrap_or(0) + threads);
+        }
+        self.proc_rank -= gone.iter().filter(|&&p| p < self.proc_rank).count() as u32;
+        self.procs = offsets.len() as u32 - 1;
+        self.offsets = offsets;
+        // Every thread picks the same new proxy.
+        self.proxy = 0;
+        Ok(failed)
+    }
+}
+
+impl NodeComm<'_, '_> {
+    /// Leaves the processes `gone` out of the process level, once per
+    /// process: the first of its threads to get here does it.
+    fn shrink_process_level(&mut self, gone: &[Rank]) -> Result<(), Error> {
+        let mut level = self.level();
+        let done = self.upper.shrinks.load(Ordering::Relaxed);
+        if done == self.shrinks {
+            match &mut level.0 {
+                State::Ours(up) => up.renumber(gone)?,
+                State::Native(_) if !gone.is_empty() => {
+                    return Err(Error::Config(ConfigError::Unsupported {
+                        what: "leaving a process out of MPI's own collectives",
+                        why: "MPI's collectives end the job when a process dies; a node team \
+                              with ProcessLevel::Corrected survives it",
+                    }))
+                }
+                State::Native(_) | State::Down(_) => {}
+            }
+            self.upper.shrinks.store(done + 1, Ordering::Relaxed);
+        }
+        drop(level);
+        self.shrinks += 1;
+        Ok(())
     }
 }
 

@@ -28,8 +28,10 @@
 //! budget), its process leaves the upper level for good (it is announced
 //! failed to the others, who go on without it), and its threads get
 //! [`Error::UpperLevel`] from then on. Global ranks number the
-//! processes' threads in order: `process × threads + thread`; every process
-//! has the same number of threads.
+//! processes' threads in order: `process × threads + thread` (every
+//! process starts with the same number of threads), then, after a
+//! [shrink](crate::Collectives::shrink) has left some threads or
+//! processes out, densely in the same order.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -200,6 +202,7 @@ impl NodeTeam {
             progress: (0..self.threads.ranks())
                 .map(|_| AtomicU64::new(0))
                 .collect(),
+            shrinks: AtomicU64::new(0),
         };
         // While a thread of this process waits at the thread level, the
         // process still beats at the process level (its proxy may be busy
@@ -214,9 +217,10 @@ impl NodeTeam {
                 spread: Vec::new(),
                 proxy: 0,
                 seq: 0,
-                locals,
+                offsets: (0..=self.procs).map(|p| p * locals).collect(),
                 proc_rank: self.proc_rank,
                 procs: self.procs,
+                shrinks: 0,
             };
             f(&mut comm)
         });
@@ -252,8 +256,12 @@ enum Level<'a> {
 struct Upper {
     level: Mutex<Process>,
     kept: Mutex<History>,
-    /// Per local rank: the last node operation it finished.
+    /// Per thread (the thread team's numbering, which a shrink keeps): the
+    /// last node operation it finished.
     progress: Box<[AtomicU64]>,
+    /// Shrinks the process level has been through: the first thread of the
+    /// process to shrink renumbers it, under its lock.
+    shrinks: AtomicU64,
 }
 
 impl Upper {
@@ -377,9 +385,13 @@ pub struct NodeComm<'c, 't> {
     proxy: Rank,
     /// Node operations started, this one included.
     seq: u64,
-    locals: u32,
+    /// The global rank of each process's first thread, and the size last:
+    /// `process × threads` until a shrink leaves some threads out.
+    offsets: Vec<Rank>,
     proc_rank: u32,
     procs: u32,
+    /// Shrinks this thread has made ([`Upper::shrinks`]).
+    shrinks: u64,
 }
 
 /// The trailing byte of the last local step: the proxy's outcome.
@@ -565,7 +577,7 @@ impl<'t> NodeComm<'_, 't> {
                 if let Some(kept) = self.kept().find(seq).filter(|k| k.by == proxy) {
                     return Some(kept.read(items));
                 }
-                self.proxy = (proxy + 1) % self.locals;
+                self.proxy = (proxy + 1) % self.local.size();
                 None
             }
         }
@@ -582,32 +594,44 @@ impl<'t> NodeComm<'_, 't> {
         let mut outcome = Err(Error::UpperLevel(
             "every thread of this process failed as its proxy".into(),
         ));
-        for _ in 0..self.locals {
+        for _ in 0..self.local.size() {
             if let Some(o) = attempt(self) {
                 outcome = o;
                 break;
             }
         }
-        self.upper.progress[self.local.rank() as usize].store(self.seq, Ordering::Release);
+        let me = self.local.team_rank(self.local.rank());
+        self.upper.progress[me as usize].store(self.seq, Ordering::Release);
         outcome
     }
 
     /// The last node operation every live thread of the process has
     /// finished.
     fn live_progress(&self) -> u64 {
-        (0..self.locals)
+        (0..self.local.size())
             .filter(|&r| !self.local.is_failed(r))
-            .map(|r| self.upper.progress[r as usize].load(Ordering::Acquire))
+            .map(|r| self.local.team_rank(r))
+            .map(|t| self.upper.progress[t as usize].load(Ordering::Acquire))
             .min()
             .unwrap_or(0)
     }
 
+    /// Global rank `root` as its process and its local rank there.
     fn split(&self, root: Rank) -> Result<(u32, Rank), Error> {
-        let procs = self.size();
-        if root >= procs {
-            return Err(Error::RankOutOfRange { rank: root, procs });
+        let ranks = self.offsets[self.procs as usize];
+        if root >= ranks {
+            return Err(Error::RankOutOfRange {
+                rank: root,
+                procs: ranks,
+            });
         }
-        Ok((root / self.locals, root % self.locals))
+        let process = self.offsets.partition_point(|&first| first <= root) - 1;
+        Ok((process as u32, root - self.offsets[process]))
+    }
+
+    /// The global ranks of process `p`'s threads.
+    fn threads_of(&self, p: u32) -> std::ops::Range<Rank> {
+        self.offsets[p as usize]..self.offsets[p as usize + 1]
     }
 }
 
