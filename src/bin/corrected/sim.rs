@@ -681,11 +681,7 @@ impl BroadcastReport {
                     obj.insert("tree".into(), tree.clone().into());
                 }
                 if self.timeouts {
-                    obj.insert("timeouts".into(), serde_json::json!(timeouts));
-                    obj.insert(
-                        "false_suspicions".into(),
-                        serde_json::json!(false_suspicions),
-                    );
+                    insert_timeouts(obj, timeouts, false_suspicions);
                 }
             }
             out!("{v}");
@@ -978,11 +974,7 @@ fn print_collective(
                 obj.extend(more.clone());
             }
             if timeouts {
-                obj.insert("timeouts".into(), serde_json::json!(fired));
-                obj.insert(
-                    "false_suspicions".into(),
-                    serde_json::json!(false_suspicions),
-                );
+                insert_timeouts(obj, fired, false_suspicions);
             }
         }
         out!("{head}");
@@ -1024,4 +1016,18 @@ fn print_collective(
     } else {
         ExitCode::from(1)
     }
+}
+
+/// FTCO's timeouts that fired and, of them, suspicions of live ranks, into
+/// a JSON report.
+fn insert_timeouts(
+    obj: &mut serde_json::Map<String, serde_json::Value>,
+    fired: impl serde::Serialize,
+    false_suspicions: impl serde::Serialize,
+) {
+    obj.insert("timeouts".into(), serde_json::json!(fired));
+    obj.insert(
+        "false_suspicions".into(),
+        serde_json::json!(false_suspicions),
+    );
 }
