@@ -25,6 +25,11 @@
 //! failure timeout, is `p` declared failed as absent
 //! ([`Suspicion::absent`]): it costs one operation timeout, once, and the
 //! operation goes on without it.
+//!
+//! Suspicion is the fallback: a peer whose engine knows its process exited
+//! ([`PeerView::exited`]: the MPI engine, for a process of its node) is
+//! declared failed by the driver as soon as it is awaited, before any of
+//! these rules applies.
 
 use crate::driver::transport::{PeerView, Transport};
 use crate::types::{OpId, Rank, Tick};

@@ -646,6 +646,12 @@ impl<'t, T: Transport> Driver<'t, T> {
                 .map(|p| members.to_transport(p))
                 .filter(|&t| !self.transport.is_failed(t))
                 .and_then(|t| self.transport.peer(t).map(|view| (t, view)));
+            if let Some((t, _)) = watched.filter(|(_, view)| view.exited && !view.left) {
+                // Its process is gone (the engine knows for certain): a
+                // failure, for every rank (announced), without a timeout.
+                self.transport.declare_failed(t);
+                continue;
+            }
             if let (Some(p), Some((_, view))) = (awaiting, watched) {
                 if view.left && view.entered <= op {
                     // Its program ended without calling this operation: it
@@ -808,8 +814,12 @@ impl<'t, T: Transport> Driver<'t, T> {
     /// [`DriverConfig::root_wait`], counted from when this rank first saw
     /// it gone.
     fn root_gone(&self, root: Rank, op: OpId, now: Tick, lost_at: &mut Option<Tick>) -> bool {
-        let failed = self.transport.is_failed(root);
         let view = self.transport.peer(root);
+        if view.is_some_and(|v| v.exited && !v.left) {
+            // Its process is gone: failed, for every rank (announced).
+            self.transport.declare_failed(root);
+        }
+        let failed = self.transport.is_failed(root);
         let never_entered = view.is_some_and(|v| v.entered <= op);
         let left = view.is_some_and(|v| v.left);
         if !(failed || left && never_entered) {

@@ -47,6 +47,11 @@ pub struct PeerView {
     pub beat: u64,
     /// The peer's program has ended: it enters no further operation.
     pub left: bool,
+    /// The peer's process has exited, as its engine knows for certain (the
+    /// MPI engine, for a process of this node: SIGKILLed, crashed): unless
+    /// it [`left`](PeerView::left) first, a failure, taken as soon as a
+    /// rank waits on the peer.
+    pub exited: bool,
 }
 
 impl PeerView {
@@ -56,6 +61,7 @@ impl PeerView {
         returned: 0,
         beat: 0,
         left: false,
+        exited: false,
     };
 
     /// True while the peer is inside a call: it entered an operation and

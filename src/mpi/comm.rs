@@ -36,10 +36,13 @@ use crate::value::segment::SegmentPool;
 /// (docs/mpi.md): a corrected broadcast needs no failure notice and
 /// survives processes that die before or during it (a SIGKILLed one
 /// included); reduce, allreduce, barrier and agreement learn of a process
-/// that died unannounced from the timeout detector (its heartbeat stands
-/// still for the failure timeout while others wait on it inside an
-/// operation), or else wait until the operation timeout
-/// ([`Error::Timeout`]). Failures emulated through the configuration's
+/// that died unannounced from its exit, where it ran on this node (found
+/// within milliseconds by the first process that waits on it, so every
+/// survivor gets the same outcome), else from the timeout detector (its
+/// heartbeat stands still for the failure timeout while others wait on it
+/// inside an operation), or, for one that died between two calls, after
+/// the operation timeout ([`Error::Timeout`] on the ranks that waited).
+/// Failures emulated through the configuration's
 /// [`FaultSchedule`](crate::call::FaultSchedule) (numbered by call here) are
 /// announced, as a detector would, and reduce and allreduce survive those
 /// within the fault budget.

@@ -264,6 +264,9 @@ impl Transport for MailboxTransport<'_> {
             returned,
             beat,
             left,
+            // A thread that ends is marked by the runtime (`left`, the
+            // failure registry): it never vanishes unseen.
+            exited: false,
         })
     }
 

@@ -55,10 +55,12 @@ use crate::value::data::{Data, INLINE_BYTES};
 use crate::value::segment::SegmentPool;
 use crate::value::Packet;
 
+mod exited;
 mod lent_frame;
 mod outgoing;
 mod receive;
 
+use exited::Exited;
 use lent_frame::LentFrame;
 
 use outgoing::*;
@@ -138,6 +140,8 @@ pub struct MpiTransport {
     mine: Cell<PeerView>,
     /// What the others last told.
     views: Vec<PeerView>,
+    /// Which peers' processes have exited, for those on this node.
+    exited: Exited,
     /// Frames received from each peer: counted on receipt (no clock read
     /// on the receive path); a rank whose program has ended serves a peer
     /// that still speaks (see `team_quiet`).
@@ -199,6 +203,7 @@ impl MpiTransport {
         rings: Option<NodeRings>,
     ) -> Self {
         let comm = world.duplicate();
+        let exited = Exited::new(&comm);
         let (rank, procs) = (comm.rank() as Rank, comm.size() as u32);
         let (writers, readers) = match rings {
             Some(r) if r.writers.len() == procs as usize && r.readers.len() == procs as usize => {
@@ -267,6 +272,7 @@ impl MpiTransport {
             leaving: Cell::new(None),
             mine: Cell::new(PeerView::START),
             views: vec![PeerView::START; procs as usize],
+            exited,
             frames_from: vec![0; procs as usize],
             heard: RefCell::new(vec![(0, 0); procs as usize]),
             last_beat: Cell::new(0),
@@ -408,11 +414,13 @@ impl Transport for MpiTransport {
             // The clock is read only here, not on every send.
             let now = crate::driver::nanos(self.started.elapsed());
             let since = *out.full_since[peer].get_or_insert(now);
-            if now.saturating_sub(since) <= self.stuck_after {
+            let exited = self.exited.has_exited(to, now);
+            if now.saturating_sub(since) <= self.stuck_after && !exited {
                 return Err(msg);
             }
             // The peer has left MAX_IN_FLIGHT messages pending for the
-            // failure timeout: failed (see the module doc), unless its
+            // failure timeout, or its process exited: failed (see the
+            // module doc), unless its
             // program has ended: then it takes no more messages, and is
             // not failed (what it sent before it left is still heard; a
             // process declared failed after it left made its peer drop
@@ -568,7 +576,9 @@ impl Transport for MpiTransport {
         // The last heartbeat it sent (or, before any, a peer that never
         // entered the library: only absence after a whole operation
         // timeout is held against it).
-        self.views.get(peer as usize).copied()
+        let mut view = self.views.get(peer as usize).copied()?;
+        view.exited = self.exited.has_exited(peer, self.now());
+        Some(view)
     }
 
     fn publish_entered(&self, op: OpId) {

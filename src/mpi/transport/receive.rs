@@ -166,6 +166,7 @@ impl MpiTransport {
                         returned,
                         beat,
                         left: false,
+                        exited: false,
                     };
                 }
             }
