@@ -1042,6 +1042,45 @@ fn a_node_team_survives_a_dead_thread_and_a_sigkilled_process() {
     assert_same_results(&outcomes, "a sigkilled process in node teams");
 }
 
+/// A process stalled past the operation timeout (alive, silent, outside the
+/// library as far as its last heartbeat says) is declared failed as absent
+/// by the process waiting on it, for good, and told so: from its next
+/// receive its calls end in `Error::Failed` (before, it went on waiting on
+/// processes that no longer heard it, an operation timeout per call). The
+/// others go on without it, alike: their sums from the next operation on
+/// leave its input out.
+#[test]
+fn a_process_taken_for_failed_while_alive_is_told_and_fails_its_calls() {
+    for channel in CHANNELS {
+        let args = [
+            "--op",
+            "allreduce",
+            "--iters",
+            "60",
+            "--stall-at",
+            "1:50:3500",
+            "--timeout",
+            "2",
+        ];
+        let outcomes = mpirun(3, &with(&args, channel));
+        assert_eq!(outcomes.len(), 3, "{channel:?}: {outcomes:?}");
+        let stalled = outcomes
+            .iter()
+            .find(|o| field(o, "rank") == 1)
+            .expect("rank 1");
+        assert_eq!(field(stalled, "ok"), 50, "{stalled}");
+        assert_eq!(stalled["errors"]["Failed"].as_u64(), Some(10), "{stalled}");
+        let sums = |o: &Value| o["firsts"].as_array().cloned().unwrap_or_default();
+        for o in outcomes.iter().filter(|o| field(o, "rank") != 1) {
+            let sums = sums(o);
+            assert_eq!(sums[49], 0b111, "{o}");
+            for later in &sums[51..60] {
+                assert_eq!(later, 0b101, "rank 1's input left out from then on: {o}");
+            }
+        }
+    }
+}
+
 /// The CLI's checker counts a rank planned dead twice (a `--die-at`
 /// thread of a process that `--sigkill` kills later) once: the survivors'
 /// sums, which leave both out, are right, not "wrong".

@@ -8,7 +8,8 @@
 //!   most [`MAX_IN_FLIGHT`] sends per peer are pending (a lane's capacity:
 //!   past it the driver keeps the message in its outbox). Sends to a peer
 //!   found failed are abandoned: never waited for, their buffers never
-//!   freed (MPI may still read them), at most [`MAX_IN_FLIGHT`] per peer.
+//!   freed (MPI may still read them), at most [`MAX_IN_FLIGHT`] per peer
+//!   and the notice that tells it it was declared failed.
 //! * **Receives are probe-driven** (`MPI_Improbe`, then `MPI_Imrecv` into
 //!   one reused buffer, or for a detached value into a segment), tested
 //!   until complete: a message above MPI's eager size completes only with
@@ -25,8 +26,10 @@
 //! * **Failures**: this Open MPI reports none (no ULFM; see docs/mpi.md).
 //!   A rank marked failed here (by this process's driver: the timeout
 //!   detector, or its own emulated death) is announced to every other rank
-//!   with a [`Frame::Failed`]; a SIGKILLed process is known to nobody
-//!   until a detector says so. Corrected broadcast needs no notice.
+//!   with a [`Frame::Failed`], the failed rank included (a live rank
+//!   taken for failed learns it and fails its next call); a SIGKILLed
+//!   process is known to nobody until a detector says so (or, on this
+//!   node, its exit, `exited`). Corrected broadcast needs no notice.
 //! * **Time**: nanoseconds since the transport was made.
 //!
 //! Not `Send` in substance: the communicator that owns this transport
@@ -569,6 +572,15 @@ impl Transport for MpiTransport {
     fn declare_failed(&self, rank: Rank) {
         if self.mark_failed(rank) {
             self.announce(&Frame::Failed(rank));
+            if rank != self.rank {
+                // Told too: a process suspected while alive (stopped,
+                // descheduled for a failure timeout) is out for good, and
+                // learns it from its next receive, so that its calls end in
+                // `Error::Failed` instead of waiting on ranks that no longer
+                // hear it. A dead one never reads it (one more abandoned
+                // send).
+                self.out.borrow_mut().tell_failed(&self.comm, rank);
+            }
         }
     }
 

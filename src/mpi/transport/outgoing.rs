@@ -182,6 +182,16 @@ impl Outgoing {
         self.abandoned.extend(dropped);
     }
 
+    /// Tells `to`, just marked failed, that it was: one try, never waited
+    /// for. Through its ring if there is room now (a notice takes one
+    /// slot, so it is written whole or not at all), else through MPI,
+    /// abandoned at once (a dead peer never completes it).
+    pub(super) fn tell_failed(&mut self, comm: &SimpleCommunicator, to: Rank) {
+        self.start(comm, to, &Frame::Failed(to));
+        self.write_ring(to as usize);
+        self.abandon(to as usize);
+    }
+
     /// Starts sending `frame` to `to` (no capacity check): through its
     /// ring, whole, if it is on this node; else through MPI, the frame,
     /// then its detached value if it has one (MPI keeps the two in order).
