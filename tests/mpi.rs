@@ -4,6 +4,7 @@
 #![cfg(feature = "mpi")]
 
 use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::Value;
 
@@ -11,11 +12,19 @@ use serde_json::Value;
 /// failed processes tolerated by the launcher; returns each process's
 /// outcome, by rank.
 fn mpirun(procs: u32, args: &[&str]) -> Vec<Value> {
+    // Each launch its own session directory: tests run in parallel, and
+    // Open MPI's launchers race on creating and removing a shared one
+    // ("A call to mkdir was unable to create the desired directory").
+    static LAUNCHES: AtomicU32 = AtomicU32::new(0);
+    let n = LAUNCHES.fetch_add(1, Ordering::Relaxed);
+    let session = std::env::temp_dir().join(format!("corrected-mpi-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&session).expect("a session directory");
     // A hang is a failure (exit status 124), not a stuck CI.
     let out = Command::new("timeout")
         .args(["--kill-after=5", "120", "mpirun"])
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_orte_tmpdir_base", &session)
         .args(["--oversubscribe", "--bind-to", "none"])
         .args(["--mca", "pml", "ob1", "--mca", "btl", "self,vader"])
         .args(["--mca", "orte_enable_recovery", "1"])
@@ -25,6 +34,7 @@ fn mpirun(procs: u32, args: &[&str]) -> Vec<Value> {
         .args(args)
         .output()
         .expect("mpirun runs (apt-get install openmpi-bin libopenmpi-dev)");
+    let _ = std::fs::remove_dir_all(&session);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let mut outcomes: Vec<Value> = stdout
         .lines()
