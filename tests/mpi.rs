@@ -486,6 +486,20 @@ fn shrink_between_processes_survives_a_sigkilled_process() {
     }
 }
 
+/// 20 iterations of `op` with `extra` on `procs` processes: the outcomes of
+/// the ranks that ran every iteration (the survivors), of which there must
+/// be `survivors`.
+fn survivors_of(procs: u32, op: &str, extra: &str, survivors: usize) -> Vec<Value> {
+    let mut args = vec!["--op", op, "--iters", "20"];
+    args.extend(extra.split_whitespace());
+    let live: Vec<Value> = mpirun(procs, &args)
+        .into_iter()
+        .filter(|o| field(o, "ok") + errors(o) == 20)
+        .collect();
+    assert_eq!(live.len(), survivors, "{extra}: {live:?}");
+    live
+}
+
 /// Shrink in node teams (threads below MPI): a thread dead before the
 /// call (announced) and a SIGKILLed process (nobody told) are left out by
 /// every survivor alike, the others renumbered densely across processes
@@ -504,14 +518,7 @@ fn shrink_in_node_teams_leaves_out_threads_and_processes_alike() {
         ),
     ];
     for (procs, extra, survivors, [before, after]) in cases {
-        let mut args = vec!["--op", "shrink", "--iters", "20"];
-        args.extend(extra.split_whitespace());
-        let outcomes = mpirun(procs, &args);
-        let live: Vec<Value> = outcomes
-            .into_iter()
-            .filter(|o| field(o, "ok") + errors(o) == 20)
-            .collect();
-        assert_eq!(live.len(), survivors, "{extra}: {live:?}");
+        let live = survivors_of(procs, "shrink", extra, survivors);
         for o in &live {
             assert_eq!(field(o, "wrong"), 0, "{extra}: {o}");
             assert!(
@@ -540,14 +547,7 @@ fn agreement_lists_the_failed_alike_between_processes_and_in_node_teams() {
         (3, "--threads 2 --sigkill 1:10 --timeout 5", 4, 0b1100),
     ];
     for (procs, extra, survivors, last) in cases {
-        let mut args = vec!["--op", "agree", "--iters", "20"];
-        args.extend(extra.split_whitespace());
-        let outcomes = mpirun(procs, &args);
-        let live: Vec<Value> = outcomes
-            .into_iter()
-            .filter(|o| field(o, "ok") + errors(o) == 20)
-            .collect();
-        assert_eq!(live.len(), survivors, "{extra}: {live:?}");
+        let live = survivors_of(procs, "agree", extra, survivors);
         for o in &live {
             assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{extra}: {o}");
             let lists = o["firsts"].as_array().expect("lists");
