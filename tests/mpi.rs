@@ -804,6 +804,121 @@ fn an_allreduce_through_shared_memory_reports_lengths_that_differ() {
     lengths_that_differ(&cases, SLOT);
 }
 
+/// Broadcasts this outcome's process rooted through the shared memory, and
+/// those it sent as bytes because a process still held the slot.
+fn shared_broadcasts(o: &Value) -> (u64, u64) {
+    let pair = o["shared_broadcasts"].as_array().expect("a pair");
+    (pair[0].as_u64().unwrap(), pair[1].as_u64().unwrap())
+}
+
+/// A large broadcast on one node goes through the root's region
+/// (`src/mpi/shared_broadcast.rs`), and its root does not write a slot
+/// again while a live receiver may still read it: rank 1 stops for 300
+/// ms as it enters broadcast 100 (inside the library, below the failure
+/// timeout), and the root, two broadcasts later, waits for it; had it
+/// written the slot, rank 1 would find the value changed and end in
+/// `Failed`. Stopped for 1.5 s (longer than the root waits, a failure
+/// timeout), the root sends the values as bytes meanwhile and nobody
+/// fails either.
+#[test]
+fn a_large_broadcast_through_shared_memory_waits_for_a_slow_receiver() {
+    for (stall, held) in [("1:100:300", false), ("1:100:1500", true)] {
+        let outcomes = mpirun(
+            3,
+            &[
+                "--op",
+                "bcast",
+                "--iters",
+                "300",
+                "--len",
+                "20000",
+                "--stall-at",
+                stall,
+            ],
+        );
+        assert_eq!(outcomes.len(), 3, "{stall}: {outcomes:?}");
+        for o in &outcomes {
+            assert_eq!(o["shared_memory"], true, "{stall}: {o}");
+            assert_eq!(field(o, "ok"), 300, "{stall}: {o}");
+            assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{stall}: {o}");
+        }
+        let (shared, as_bytes) = shared_broadcasts(&outcomes[0]);
+        assert_eq!(shared + as_bytes, 300, "{stall}: {}", outcomes[0]);
+        assert_eq!(as_bytes > 0, held, "{stall}: {}", outcomes[0]);
+    }
+}
+
+/// A large broadcast through shared memory to buffers of another length
+/// is `LengthMismatch` on every receiver whose length differs, whichever
+/// side of `SHARED_MIN_BYTES` it is on, every time, and the calls after
+/// line up; the root delivers.
+#[test]
+fn a_large_broadcast_through_shared_memory_reports_lengths_that_differ() {
+    for (len_at, failing) in [
+        ("1:20001", &[1u64][..]),
+        ("1:100", &[1]),
+        ("0:100", &[1, 2]),
+    ] {
+        let outcomes = mpirun(
+            3,
+            &[
+                "--op", "bcast", "--iters", "5", "--len", "20000", "--len-at", len_at,
+            ],
+        );
+        assert_eq!(outcomes.len(), 3, "{len_at}: {outcomes:?}");
+        for o in &outcomes {
+            let expected = if failing.contains(&field(o, "rank")) {
+                serde_json::json!({ "LengthMismatch": 5 })
+            } else {
+                serde_json::json!({})
+            };
+            assert_eq!(o["errors"], expected, "{len_at}: {o}");
+            assert_eq!(field(o, "wrong"), 0, "{len_at}: {o}");
+        }
+    }
+}
+
+/// A large broadcast through shared memory whose root, or a receiver,
+/// dies right after each of its sends: no survivor ever gets a torn or
+/// wrong value. A receiver's death costs nothing; after the root's, the
+/// ranks it reached, directly or by correction, deliver (the region stays
+/// readable) and the others, and every later broadcast, end in
+/// `RootFailed`, as for a small value.
+#[test]
+fn a_large_broadcast_through_shared_memory_survives_a_death_at_every_send() {
+    for (victim, sends) in [(0u64, 1..=3), (2, 1..=2)] {
+        for n in sends {
+            let kill = format!("{victim}:1:{n}");
+            let outcomes = mpirun(
+                4,
+                &[
+                    "--op",
+                    "bcast",
+                    "--iters",
+                    "4",
+                    "--len",
+                    "20000",
+                    "--die-after-sends",
+                    &kill,
+                    "--timeout",
+                    "5",
+                ],
+            );
+            assert_eq!(outcomes.len(), 4, "{kill}: {outcomes:?}");
+            for o in outcomes.iter().filter(|o| field(o, "rank") != victim) {
+                assert_eq!(field(o, "wrong"), 0, "{kill}: {o}");
+                assert_eq!(field(o, "ok") + errors(o), 4, "{kill}: {o}");
+                if victim == 0 {
+                    assert!(field(o, "ok") >= 1, "{kill}: {o}");
+                    assert_eq!(o["errors"]["RootFailed"], errors(o), "{kill}: {o}");
+                } else {
+                    assert_eq!(errors(o), 0, "{kill}: {o}");
+                }
+            }
+        }
+    }
+}
+
 /// The hierarchy: threads below MPI (`--threads`), ranks numbered
 /// `process × threads + thread`, every result checked on every thread.
 #[test]
@@ -1265,6 +1380,17 @@ mod wire {
         round_trip(Frame::Failed(12));
         round_trip(Frame::Left);
         round_trip(Frame::ViaMpi);
+        // A large broadcast's value named in the root's region of shared
+        // memory, in a tree message and a gossip one.
+        let named = Data::elsewhere([3, u64::MAX, 1 << 20]);
+        round_trip(msg(Tag::Tree, Packet::Value(named.clone())));
+        round_trip(msg(
+            Tag::Tree,
+            Packet::Stamped(Stamped {
+                sent: 9,
+                value: named,
+            }),
+        ));
         round_trip(Frame::Beat {
             entered: 9,
             returned: 8,

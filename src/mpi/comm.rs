@@ -21,7 +21,7 @@ use crate::mpi::transport::MpiTransport;
 use crate::op::Operation;
 use crate::protocol::allreduce::AllreduceAlgorithm;
 use crate::protocol::scatter::BLOCKS_MIN_BYTES;
-use crate::types::{Collective, Rank};
+use crate::types::{Collective, OpId, Rank};
 use crate::value::data::Data;
 use crate::value::data_op;
 use crate::value::segment::SegmentPool;
@@ -58,6 +58,11 @@ pub struct MpiComm {
     /// Every process's region of shared memory, if all run on one node
     /// ([`NodeRegions`]): large allreduces go through them.
     pub(crate) regions: Option<NodeRegions>,
+    /// A process that held a slot this one's broadcast wanted for a
+    /// failure timeout, and the operation it had finished then: until it
+    /// finishes another, large broadcasts go as bytes without waiting
+    /// ([`super::shared_broadcast`]).
+    pub(crate) stalled: Option<(Rank, OpId)>,
     _one_thread: PhantomData<*const ()>,
 }
 
@@ -114,6 +119,7 @@ impl MpiComm {
             by_blocks: config.allreduce == AllreduceAlgorithm::Auto,
             fallbacks: 0,
             regions,
+            stalled: None,
             _one_thread: PhantomData,
         })
     }
@@ -171,10 +177,12 @@ impl Drop for MpiComm {
     }
 }
 
-/// The MPI engine's typed buffers: through the node's shared memory
-/// ([`SHARED_MIN_BYTES`] and up, every process on one node) or by blocks
-/// ([`BLOCKS_MIN_BYTES`] and up) where an allreduce can; otherwise copied
-/// into the messages or a segment, as on threads.
+/// The MPI engine's typed buffers: a broadcast or an allreduce through the
+/// node's shared memory ([`SHARED_MIN_BYTES`] and up, every process on one
+/// node), an allreduce by blocks ([`BLOCKS_MIN_BYTES`] and up) between
+/// nodes; otherwise copied into the messages or a segment, as on threads.
+/// Every call ends by publishing that this process reads no slot of an
+/// earlier one again ([`MpiComm::finish_reads`]).
 impl Communicator for MpiComm {
     fn control(&self) -> &dyn Control {
         &self.caller
@@ -190,14 +198,61 @@ impl Communicator for MpiComm {
     /// unannounced); a root that died unannounced is a
     /// [`Error::Timeout`].
     fn broadcast_items<T: Pod>(&mut self, root: Rank, buf: &mut [T]) -> Result<(), Error> {
-        let me = self.caller.rank();
-        let pool = &self.caller.engine.segments;
-        let value = (root == me).then(|| Data::encode(buf, pool));
-        let got = self.caller.broadcast(root, value)?;
-        self.caller.end_broadcast(root, got, buf)
+        let result = self.broadcast_via(root, buf);
+        self.finish_reads();
+        result
     }
 
     fn reduce_items<T, O>(&mut self, root: Rank, call: Reduction<'_, T, O>) -> Result<(), Error>
+    where
+        T: Pod,
+        O: Operation<T>,
+    {
+        let result = self.reduce_via(root, call);
+        self.finish_reads();
+        result
+    }
+
+    fn all_reduce_items<T, O>(&mut self, call: Reduction<'_, T, O>) -> Result<(), Error>
+    where
+        T: Pod,
+        O: Operation<T>,
+    {
+        let result = self.all_reduce_via(call);
+        self.finish_reads();
+        result
+    }
+}
+
+/// The paths of [`MpiComm`]'s collectives, before each publishes that it
+/// has finished reading others' slots ([`MpiComm::finish_reads`]).
+impl MpiComm {
+    /// A broadcast of `buf` from `root`: a large value on one node by its
+    /// name in the root's region ([`super::shared_broadcast`]), else its
+    /// bytes.
+    fn broadcast_via<T: Pod>(&mut self, root: Rank, buf: &mut [T]) -> Result<(), Error> {
+        let me = self.caller.rank();
+        let value = if root != me {
+            None
+        } else {
+            let bytes: &[u8] = bytemuck::cast_slice(buf);
+            let shared = self.shares_broadcast(bytes.len());
+            let named = shared.then(|| self.publish_broadcast(bytes)).flatten();
+            let pool = &self.caller.engine.segments;
+            Some(named.unwrap_or_else(|| Data::encode(buf, pool)))
+        };
+        let got = self.caller.broadcast(root, value)?;
+        match got.value.elsewhere_name() {
+            Some(name) if root != me => {
+                let result = self.receive_shared(&got, name, buf);
+                self.caller.record_latency(got.started);
+                result
+            }
+            _ => self.caller.end_broadcast(root, got, buf),
+        }
+    }
+
+    fn reduce_via<T, O>(&mut self, root: Rank, call: Reduction<'_, T, O>) -> Result<(), Error>
     where
         T: Pod,
         O: Operation<T>,
@@ -214,7 +269,7 @@ impl Communicator for MpiComm {
         result
     }
 
-    fn all_reduce_items<T, O>(&mut self, call: Reduction<'_, T, O>) -> Result<(), Error>
+    fn all_reduce_via<T, O>(&mut self, call: Reduction<'_, T, O>) -> Result<(), Error>
     where
         T: Pod,
         O: Operation<T>,
@@ -244,7 +299,7 @@ impl Communicator for MpiComm {
     }
 }
 
-/// Allreduces of values from this size (up to a slot,
+/// Broadcasts and allreduces of values from this size (up to a slot,
 /// [`Config::mpi_shared_memory`]) go through the node's shared memory,
 /// where every process runs on one node (docs/mpi.md).
 pub const SHARED_MIN_BYTES: usize = 64 << 10;

@@ -82,6 +82,13 @@ pub struct BroadcastCounts {
     /// told apart into true and false suspicions as on threads: no process
     /// knows when another died.
     pub ftco_timeouts: u64,
+    /// Broadcasts this process rooted through the node's shared memory
+    /// (docs/mpi.md, *Large broadcasts through shared memory*).
+    pub shared: u64,
+    /// Broadcasts this process would have rooted through the shared memory
+    /// but sent as bytes: a live process still held the slot after a
+    /// failure timeout (busy outside the library, or stopped).
+    pub held_slot: u64,
 }
 
 impl BcastObserver<'static, MpiTransport> for MpiEngine {

@@ -8,11 +8,12 @@ use std::sync::Arc;
 use crate::call::{Control, Delivered};
 use crate::error::Error;
 use crate::mpi::comm::MpiComm;
+use crate::mpi::shared_broadcast::Claim;
 use crate::mpi::shm::RefList;
 use crate::op::Operation;
 use crate::protocol::scatter::{Decision, ScatterAllreduce, ScatterOutput, Verdict};
 use crate::types::{Collective, Rank};
-use crate::value::data::Data;
+use crate::value::data::{Data, Wire};
 use crate::value::data_op;
 use crate::value::segment::SegmentPool;
 
@@ -71,8 +72,10 @@ impl MpiComm {
     ) -> Result<(), Error> {
         let me = self.caller.rank();
         let bytes: &[u8] = bytemuck::cast_slice(send);
+        self.claim_slot(Claim::Allreduce);
+        let next = self.caller.driver.next_op();
         let regions = self.regions.as_mut().expect("the caller checked");
-        let mine = regions.publish(bytes);
+        let mine = regions.publish(bytes, next);
         let pool = Arc::clone(&self.caller.engine.segments);
         let list = RefList {
             len: bytes.len() as u64,
@@ -85,7 +88,7 @@ impl MpiComm {
             .allreduce(Collective::SharedAllreduce, input, &combine)
             .map_err(|e| lengths_may_differ(e, bytes.len(), ""))?;
         let list = match value.to_wire() {
-            Some(Ok(b)) => RefList::decode(b),
+            Some(Wire::Bytes(b)) => RefList::decode(b),
             _ => None,
         };
         let Some(list) = list else {
@@ -112,7 +115,7 @@ impl MpiComm {
 
     /// An input slot this process read was written again: its owner went
     /// on without this process, which it took for failed. So it has.
-    fn taken_for_failed(&mut self) -> Error {
+    pub(crate) fn taken_for_failed(&mut self) -> Error {
         self.caller.driver.die();
         Error::Failed(self.caller.rank())
     }
@@ -226,9 +229,9 @@ fn lengths_may_differ(e: Error, bytes: usize, how: &str) -> Error {
 fn join_refs(acc: &mut Data, other: &Data, pool: &SegmentPool) {
     let list = |d: &Data| -> Result<RefList, Option<[u64; 2]>> {
         match d.to_wire() {
-            Some(Ok(bytes)) => RefList::decode(bytes).ok_or(Some([bytes.len() as u64; 2])),
-            Some(Err(lens)) => Err(Some(lens)),
-            None => Err(None),
+            Some(Wire::Bytes(bytes)) => RefList::decode(bytes).ok_or(Some([bytes.len() as u64; 2])),
+            Some(Wire::Mismatch(lens)) => Err(Some(lens)),
+            Some(Wire::Elsewhere(_)) | None => Err(None),
         }
     };
     *acc = match (list(acc), list(other)) {

@@ -34,6 +34,7 @@ pub mod hier;
 mod large;
 mod native;
 mod node;
+mod shared_broadcast;
 #[cfg(feature = "internals")]
 pub mod shm;
 #[cfg(not(feature = "internals"))]

@@ -25,7 +25,7 @@ use crate::protocol::gossip::{FcgPayload, Known, Stamped, KNOWN_CAPACITY};
 use crate::protocol::reduce::{Contribution, FailureInfo};
 use crate::protocol::{Msg, Tag};
 use crate::types::{Collective, OpId, Rank};
-use crate::value::data::Data;
+use crate::value::data::{Data, Wire};
 use crate::value::segment::SegmentPool;
 use crate::value::Packet;
 
@@ -76,6 +76,7 @@ const FTCO_EMPTY: u8 = 2;
 const DATA_BYTES: u8 = 0;
 const DATA_MISMATCH: u8 = 1;
 const DATA_DETACHED: u8 = 2;
+const DATA_ELSEWHERE: u8 = 3;
 
 /// Values this large travel detached from their frame (see the module
 /// doc). The crossover measured on this machine (2 processes, an f64 sum
@@ -218,20 +219,26 @@ fn data(
     detached: &mut Option<Data>,
 ) -> Result<(), Unframeable> {
     match d.to_wire().ok_or(Unframeable::LocalValue)? {
-        Ok(bytes) if bytes.len() >= detach_min => {
+        Wire::Bytes(bytes) if bytes.len() >= detach_min => {
             out.push(DATA_DETACHED);
             out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
             *detached = Some(d.clone());
         }
-        Ok(bytes) => {
+        Wire::Bytes(bytes) => {
             out.push(DATA_BYTES);
             out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
             out.extend_from_slice(bytes);
         }
-        Err(lens) => {
+        Wire::Mismatch(lens) => {
             out.push(DATA_MISMATCH);
             out.extend_from_slice(&lens[0].to_le_bytes());
             out.extend_from_slice(&lens[1].to_le_bytes());
+        }
+        Wire::Elsewhere(name) => {
+            out.push(DATA_ELSEWHERE);
+            for word in name {
+                out.extend_from_slice(&word.to_le_bytes());
+            }
         }
     }
     Ok(())
@@ -272,13 +279,22 @@ impl<'a> Reader<'a> {
         match self.u8()? {
             DATA_BYTES => {
                 let len = usize::try_from(self.u64()?).ok()?;
-                Some(Data::from_wire(Ok(self.take(len)?), pool))
+                Some(Data::from_wire(Wire::Bytes(self.take(len)?), pool))
             }
-            DATA_MISMATCH => Some(Data::from_wire(Err([self.u64()?, self.u64()?]), pool)),
+            DATA_MISMATCH => Some(Data::from_wire(
+                Wire::Mismatch([self.u64()?, self.u64()?]),
+                pool,
+            )),
+            DATA_ELSEWHERE => Some(Data::from_wire(
+                Wire::Elsewhere([self.u64()?, self.u64()?, self.u64()?]),
+                pool,
+            )),
             DATA_DETACHED => {
                 let len = usize::try_from(self.u64()?).ok()?;
                 match self.payload.take() {
-                    Some(d) if matches!(d.to_wire(), Some(Ok(b)) if b.len() == len) => Some(d),
+                    Some(d) if matches!(d.to_wire(), Some(Wire::Bytes(b)) if b.len() == len) => {
+                        Some(d)
+                    }
                     Some(_) => None,
                     None => {
                         self.awaits = Some(len);

@@ -41,6 +41,17 @@ pub struct Inline {
 /// The marker of a length mismatch (the two lengths in the first words).
 const MISMATCH: u8 = u8::MAX;
 
+/// The marker of a value held elsewhere: three words that name it for the
+/// engine that resolves it ([`Data::elsewhere`]).
+const ELSEWHERE: u8 = u8::MAX - 1;
+
+/// What an inline value holds, by marker.
+enum Held<'a> {
+    Bytes(&'a [u8]),
+    Mismatch([u64; 2]),
+    Elsewhere([u64; 3]),
+}
+
 impl Inline {
     /// Seven words whose last byte is replaced by `marker` (never 0).
     #[inline]
@@ -70,12 +81,14 @@ impl Inline {
         self.last.get().to_ne_bytes()[7]
     }
 
-    /// The bytes, or the two lengths that met.
+    /// The bytes, the two lengths that met, or the name of a value held
+    /// elsewhere.
     #[inline]
-    fn bytes(&self) -> Result<&[u8], [u64; 2]> {
+    fn held(&self) -> Held<'_> {
         match self.marker() {
-            MISMATCH => Err([self.words[0], self.words[1]]),
-            m => Ok(&bytemuck::bytes_of(self)[..m as usize - 1]),
+            MISMATCH => Held::Mismatch([self.words[0], self.words[1]]),
+            ELSEWHERE => Held::Elsewhere([self.words[0], self.words[1], self.words[2]]),
+            m => Held::Bytes(&bytemuck::bytes_of(self)[..m as usize - 1]),
         }
     }
 }
@@ -95,16 +108,16 @@ impl Inline {
         let unmarked = u64::from_ne_bytes([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0]);
         let rest_zero = self.words[5] == 0 && self.last.get() & unmarked == 0;
         let [w0, w1, w2, w3, w4, _] = self.words;
-        (marker != MISMATCH && marker as usize - 1 <= SHORT_BYTES && rest_zero)
-            .then_some(([w0, w1, w2, w3, w4], marker))
+        (marker as usize - 1 <= SHORT_BYTES && rest_zero).then_some(([w0, w1, w2, w3, w4], marker))
     }
 }
 
 impl std::fmt::Debug for Inline {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.bytes() {
-            Ok(b) => write!(f, "Inline({b:?})"),
-            Err(lens) => write!(f, "Mismatch({lens:?})"),
+        match self.held() {
+            Held::Bytes(b) => write!(f, "Inline({b:?})"),
+            Held::Mismatch(lens) => write!(f, "Mismatch({lens:?})"),
+            Held::Elsewhere(name) => write!(f, "Elsewhere({name:?})"),
         }
     }
 }
@@ -112,8 +125,9 @@ impl std::fmt::Debug for Inline {
 /// A collective's value on threads: 56 bytes, the size of its inline form.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Data {
-    /// At most [`INLINE_BYTES`] bytes in the message itself, or the
-    /// reduction of values of different lengths.
+    /// At most [`INLINE_BYTES`] bytes in the message itself, the
+    /// reduction of values of different lengths, or the name of a value
+    /// held elsewhere ([`Data::elsewhere`]).
     Inline(Inline),
     /// Larger values, by reference.
     Shared(Shared),
@@ -132,12 +146,25 @@ pub enum Shared {
     Lent(Arc<Lent>),
 }
 
+/// A value as a transport between processes carries it
+/// ([`Data::to_wire`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wire<'a> {
+    /// Its bytes.
+    Bytes(&'a [u8]),
+    /// The two lengths of a mismatch.
+    Mismatch([u64; 2]),
+    /// The name of a value held elsewhere ([`Data::elsewhere`]).
+    Elsewhere([u64; 3]),
+}
+
 /// What a value is, by form.
 enum Form<'a> {
     Bytes(&'a [u8]),
     Lazy(&'a Arc<LazySum>),
     Lent(&'a Arc<Lent>),
     Mismatch([u64; 2]),
+    Elsewhere([u64; 3]),
 }
 
 impl Form<'_> {
@@ -146,7 +173,7 @@ impl Form<'_> {
             Form::Bytes(b) => b.len() as u64,
             Form::Lazy(l) => l.len() as u64,
             Form::Lent(l) => l.len() as u64,
-            Form::Mismatch(_) => 0,
+            Form::Mismatch(_) | Form::Elsewhere(_) => 0,
         }
     }
 }
@@ -187,6 +214,25 @@ impl Data {
             [lens[0], lens[1], 0, 0, 0, 0, 0],
             MISMATCH,
         ))
+    }
+
+    /// A value held outside this process's memory, named by three words
+    /// that the engine which made it resolves (the MPI engine: a large
+    /// broadcast's value in the root's region of the node's shared memory,
+    /// `mpi::shm`). The protocol cores carry it as they carry any value; it
+    /// never combines with another (the result is a mismatch), and
+    /// [`Data::decode_into`] refuses it: the engine resolves it first.
+    pub fn elsewhere(name: [u64; 3]) -> Data {
+        let [a, b, c] = name;
+        Data::Inline(Inline::from_words([a, b, c, 0, 0, 0, 0], ELSEWHERE))
+    }
+
+    /// The name [`Data::elsewhere`] was given, if this is such a value.
+    pub fn elsewhere_name(&self) -> Option<[u64; 3]> {
+        match self.form() {
+            Form::Elsewhere(name) => Some(name),
+            _ => None,
+        }
     }
 
     /// The bytes of `items`: inline if they fit (and need no alignment
@@ -245,33 +291,36 @@ impl Data {
         matches!(self, Data::Shared(Shared::Lazy(_)))
     }
 
-    /// The value as bytes for a transport that copies them between
-    /// processes (the MPI engine, feature `mpi`): its bytes, or the two lengths of a
-    /// mismatch. `None` for the forms that refer to this process's memory
-    /// (a lazy sum, a lent buffer), which such a transport never carries.
-    pub fn to_wire(&self) -> Option<Result<&[u8], [u64; 2]>> {
+    /// The value as a transport that copies values between processes
+    /// carries it (the MPI engine, feature `mpi`). `None` for the forms
+    /// that refer to this process's memory (a lazy sum, a lent buffer),
+    /// which such a transport never carries.
+    pub fn to_wire(&self) -> Option<Wire<'_>> {
         match self.form() {
-            Form::Bytes(b) => Some(Ok(b)),
-            Form::Mismatch(lens) => Some(Err(lens)),
+            Form::Bytes(b) => Some(Wire::Bytes(b)),
+            Form::Mismatch(lens) => Some(Wire::Mismatch(lens)),
+            Form::Elsewhere(name) => Some(Wire::Elsewhere(name)),
             Form::Lazy(_) | Form::Lent(_) => None,
         }
     }
 
     /// The value [`Data::to_wire`] gave, in this process (a segment of
     /// `pool` if it does not fit inline).
-    pub fn from_wire(wire: Result<&[u8], [u64; 2]>, pool: &SegmentPool) -> Data {
+    pub fn from_wire(wire: Wire<'_>, pool: &SegmentPool) -> Data {
         match wire {
-            Ok(bytes) => Data::encode(bytes, pool),
-            Err(lens) => Data::mismatch(lens),
+            Wire::Bytes(bytes) => Data::encode(bytes, pool),
+            Wire::Mismatch(lens) => Data::mismatch(lens),
+            Wire::Elsewhere(name) => Data::elsewhere(name),
         }
     }
 
     #[inline]
     fn form(&self) -> Form<'_> {
         match self {
-            Data::Inline(i) => match i.bytes() {
-                Ok(b) => Form::Bytes(b),
-                Err(lens) => Form::Mismatch(lens),
+            Data::Inline(i) => match i.held() {
+                Held::Bytes(b) => Form::Bytes(b),
+                Held::Mismatch(lens) => Form::Mismatch(lens),
+                Held::Elsewhere(name) => Form::Elsewhere(name),
             },
             Data::Shared(Shared::Bytes(s)) => Form::Bytes(s.bytes()),
             Data::Shared(Shared::Lazy(l)) => Form::Lazy(l),
@@ -300,7 +349,7 @@ impl Data {
         pool: &SegmentPool,
     ) -> Result<(), Error> {
         match self.form() {
-            Form::Bytes(_) | Form::Lent(_) | Form::Mismatch(_) => {
+            Form::Bytes(_) | Form::Lent(_) | Form::Mismatch(_) | Form::Elsewhere(_) => {
                 self.decode_into(out, op, Some(mine))
             }
             Form::Lazy(sum) => {
@@ -396,6 +445,13 @@ impl Data {
                     op,
                     mine: "a value to copy".into(),
                     theirs: "an allreduce's inputs, not reduced".into(),
+                })
+            }
+            Form::Elsewhere(_) => {
+                return Err(Error::Mismatch {
+                    op,
+                    mine: "a value to copy".into(),
+                    theirs: "a value held in another process's shared memory".into(),
                 })
             }
         };
@@ -499,6 +555,37 @@ mod tests {
         d.decode_into(&mut out, 0, None).unwrap();
         assert_eq!(out, items);
         d
+    }
+
+    #[test]
+    fn a_value_held_elsewhere_keeps_its_name_never_combines_and_is_not_decoded() {
+        let pool = SegmentPool::new();
+        let named = Data::elsewhere([2, 7, 1 << 20]);
+        assert_eq!(named.elsewhere_name(), Some([2, 7, 1 << 20]));
+        assert_eq!(Data::encode(&[1u64, 2, 3], &pool).elsewhere_name(), None);
+        assert_eq!(Data::mismatch([1, 2]).elsewhere_name(), None);
+        // Not a short form: a message carries it whole.
+        assert_eq!(named.short(), None);
+        // Through a transport between processes, as it was.
+        let wire = named.to_wire().expect("a wire form");
+        assert_eq!(wire, Wire::Elsewhere([2, 7, 1 << 20]));
+        assert_eq!(Data::from_wire(wire, &pool), named);
+        // Never reduced with another value, nor with itself.
+        for other in [named.clone(), Data::EMPTY, Data::encode(&[5u8; 100], &pool)] {
+            let mut acc = named.clone();
+            Data::combine::<u8>(&mut acc, &other, &SystemOperation::sum(), &pool);
+            assert!(matches!(acc.to_wire(), Some(Wire::Mismatch(_))), "{acc:?}");
+            let mut acc = other.clone();
+            Data::combine::<u8>(&mut acc, &named, &SystemOperation::sum(), &pool);
+            assert!(matches!(acc.to_wire(), Some(Wire::Mismatch(_))), "{acc:?}");
+        }
+        // The engine that made it resolves it: decoding it is refused.
+        let mut out = [0u8; 4];
+        assert!(matches!(
+            named.decode_into(&mut out, 3, None),
+            Err(Error::Mismatch { op: 3, .. })
+        ));
+        assert_eq!(out, [0; 4]);
     }
 
     #[test]

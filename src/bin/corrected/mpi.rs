@@ -135,6 +135,10 @@ struct Outcome {
     /// Timeouts FTCO's broadcasts fired on this process (one rank per
     /// process only).
     ftco_timeouts: u64,
+    /// Broadcasts this process rooted through the node's shared memory,
+    /// and those it sent as bytes because a process still held the slot
+    /// (one rank per process only).
+    shared_broadcasts: (u64, u64),
     /// The cpus this rank's thread may run on at the end of its loop (a
     /// node team's thread: the one it is pinned to).
     cpus: Vec<usize>,
@@ -251,6 +255,7 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
         let counts = comm.broadcast_counts();
         outcome.gossip_colored = counts.gossip_colored;
         outcome.ftco_timeouts = counts.ftco_timeouts;
+        outcome.shared_broadcasts = (counts.shared, counts.held_slot);
         // Serve late messages until the others are done (or the wait passes).
         drop(comm);
         vec![outcome]
@@ -420,6 +425,7 @@ fn new_outcome(me: Rank, size: u32, args: &MpiArgs) -> Outcome {
         algorithm: String::new(),
         gossip_colored: 0,
         ftco_timeouts: 0,
+        shared_broadcasts: (0, 0),
         cpus: Vec::new(),
         fault_budget: 0,
     }

@@ -1,7 +1,8 @@
 //! Regions of shared memory between the MPI processes of one node: the
 //! frame rings that carry every frame between them
-//! ([`NodeRegions::take_rings`], `crate::mailbox::frames`), and large
-//! allreduces: each process copies its input once into its own
+//! ([`NodeRegions::take_rings`], `crate::mailbox::frames`), large
+//! broadcasts (the root's value in its slot, `crate::mpi::shared_broadcast`),
+//! and large allreduces: each process copies its input once into its own
 //! region, messages carry a [`RegionRef`] (whose input, which call), and
 //! the processes fold the inputs the protocol agreed on straight from the
 //! regions, block by block, each block once: a process folds the blocks
@@ -28,10 +29,10 @@
 //! [`NodeRegions`], whoever else dies: a process SIGKILLed after it
 //! published its input leaves it readable, so it can be in every live
 //! process's result or in none, as between threads. A slot is written again
-//! two calls later. By then every process whose next call included this
-//! one's input has read it (it entered that next call after its own call
-//! returned); a process that did not take part in it was left out as
-//! failed, and may still be reading. So a reader checks after it read
+//! two large calls later, once every live process has ended the operation
+//! that last published into it ([`NodeRegions::finished`], waited for by
+//! `crate::mpi::shared_broadcast`'s `claim_slot`); a process left out as
+//! failed may still be reading. So a reader checks after it read
 //! ([`NodeRegions::still`], [`NodeRegions::block_still`]): the writer marks
 //! the slot or block before it writes (0) and numbers it after (Release),
 //! and a reader that finds another number than the one it read by drops
@@ -52,7 +53,7 @@ use mpi::collective::{CommunicatorCollectives, Root};
 use mpi::topology::{Communicator, SimpleCommunicator};
 
 use crate::mailbox::frames::{FrameReader, FrameRing, FrameWriter};
-use crate::types::Rank;
+use crate::types::{OpId, Rank};
 
 /// Bytes of a slot by default: 8 MiB (a process's region is four of them,
 /// two for inputs and two for results, 32 MiB reserved in `/dev/shm`
@@ -71,9 +72,10 @@ pub const BLOCK_BYTES: usize = 64 << 10;
 /// A region's layout for slots of `slot_bytes` on a node of `procs`
 /// processes: a line per slot for its input's call number, a line per slot
 /// for its result's fingerprint, a flag per block per slot (the tag of the
-/// call whose block it holds), a frame ring from each process (the
-/// transport's channel, [`NodeRegions::take_rings`]), then the two input
-/// slots and the two result slots.
+/// call whose block it holds), a line for the operation its owner has
+/// finished reading others' slots before, a frame ring from each process
+/// (the transport's channel, [`NodeRegions::take_rings`]), then the two
+/// input slots and the two result slots.
 #[derive(Clone, Copy, Debug)]
 struct Layout {
     slot_bytes: usize,
@@ -98,6 +100,11 @@ impl Layout {
         self.flags_bytes / 8
     }
     fn header(&self) -> usize {
+        Self::finished(self) + 64
+    }
+    /// The line of the operation number this process's calls that may
+    /// read others' slots have all ended before ([`NodeRegions::finish`]).
+    fn finished(&self) -> usize {
         256 + 2 * self.flags_bytes
     }
     /// The ring that process `from` writes into this region.
@@ -131,12 +138,38 @@ impl Layout {
 pub const RING_SLOTS: usize = 512;
 
 /// This process's ends of the frame rings of the node: the one it writes to
-/// each other process, and the one it reads from each (none to itself).
+/// each other process, and the one it reads from each (none to itself);
+/// and its word of finished operations, for the transport.
 pub struct NodeRings {
     /// Per rank: the ring this process writes to it.
     pub writers: Vec<Option<FrameWriter>>,
     /// Per rank: the ring this process reads from it.
     pub readers: Vec<Option<FrameReader>>,
+    /// The word [`NodeRegions::finish`] writes, which the transport also
+    /// writes as the process enters each operation: a process that entered
+    /// an operation has ended every call before it, and reads no slot of
+    /// theirs again.
+    pub finished: FinishedWord,
+}
+
+/// This process's word of the operation before which it has finished every
+/// call that may read others' slots, in its region
+/// ([`NodeRegions::finished`]).
+pub struct FinishedWord {
+    word: std::ptr::NonNull<AtomicU64>,
+    _keep: Arc<dyn Send + Sync>,
+}
+
+impl FinishedWord {
+    /// This process has ended every call before operation `next`.
+    pub fn publish(&self, next: OpId) {
+        // SAFETY: the word lies in this process's region, 8-byte aligned (a
+        // line of the header), kept mapped by `_keep`, and only ever
+        // accessed as an atomic.
+        let word = unsafe { self.word.as_ref() };
+        // Release, as `NodeRegions::finish`.
+        word.store(u64::from(next), Ordering::Release);
+    }
 }
 
 /// Where a block of a result was found: whose region, which slot and
@@ -166,6 +199,8 @@ pub struct NodeRegions {
     maps: Arc<Vec<MmapRaw>>,
     /// This process's large calls so far.
     calls: u64,
+    /// Per input slot: the operation whose call last published into it.
+    slot_ops: [Option<OpId>; 2],
     /// Whether the rings' ends were handed out ([`NodeRegions::take_rings`]).
     rings_taken: bool,
 }
@@ -227,6 +262,7 @@ impl NodeRegions {
             layout,
             maps: Arc::new(maps),
             calls: 0,
+            slot_ops: [None; 2],
             rings_taken: false,
         })
     }
@@ -261,7 +297,15 @@ impl NodeRegions {
         let readers = (0..procs)
             .map(|from| (from != me).then(|| ring(me, from).1))
             .collect();
-        Some(NodeRings { writers, readers })
+        let finished = FinishedWord {
+            word: std::ptr::NonNull::from(self.word(self.me, self.layout.finished())),
+            _keep: keep,
+        };
+        Some(NodeRings {
+            writers,
+            readers,
+            finished,
+        })
     }
 
     /// The largest input a slot holds.
@@ -270,14 +314,17 @@ impl NodeRegions {
     }
 
     /// Copies `bytes` (at most [`NodeRegions::slot_bytes`]) into this
-    /// process's next slot for a new call, and numbers it.
-    pub fn publish(&mut self, bytes: &[u8]) -> RegionRef {
+    /// process's next slot for the call of operation `op`, and numbers it.
+    /// The caller has made sure that no live process still reads what the
+    /// slot held ([`NodeRegions::next_slot_op`]).
+    pub fn publish(&mut self, bytes: &[u8], op: OpId) -> RegionRef {
         assert!(
             bytes.len() <= self.layout.slot_bytes,
             "a slot holds the input"
         );
         self.calls += 1;
         let seq = self.calls;
+        self.slot_ops[(seq % 2) as usize] = Some(op);
         let (number, data) = self.slot(self.me, seq);
         // Marked first, so that a late reader of the call two back sees a
         // number that is not its own once any byte may have changed.
@@ -291,6 +338,36 @@ impl NodeRegions {
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), data, bytes.len()) };
         number.store(seq, Ordering::Release);
         RegionRef { rank: self.me, seq }
+    }
+
+    /// The operation whose call last published into the slot that the
+    /// next [`NodeRegions::publish`] writes: until every live process has
+    /// finished it ([`NodeRegions::finished`]), one may still read the slot.
+    pub fn next_slot_op(&self) -> Option<OpId> {
+        self.slot_ops[((self.calls + 1) % 2) as usize]
+    }
+
+    /// The operation before which process `rank` has finished every call
+    /// that may read others' slots ([`NodeRegions::finish`]).
+    pub fn finished(&self, rank: Rank) -> OpId {
+        if rank as usize >= self.maps.len() {
+            return 0;
+        }
+        // Acquire: pairs with `finish`'s Release, so that this process's
+        // writes to a slot come after `rank`'s reads of it.
+        let next = self
+            .word(rank, self.layout.finished())
+            .load(Ordering::Acquire);
+        OpId::try_from(next).unwrap_or(OpId::MAX)
+    }
+
+    /// This process has ended every call before operation `next`: it reads
+    /// no slot of a call before it again. Called as each call that may read
+    /// others' slots ends, whatever its outcome.
+    pub fn finish(&self, next: OpId) {
+        // Release: every read of a slot before is ordered before it.
+        self.word(self.me, self.layout.finished())
+            .store(u64::from(next), Ordering::Release);
     }
 
     /// The `len` bytes of input `r`, if its slot holds that call now.
@@ -572,83 +649,8 @@ fn nanos_now() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// A list of region references with the length of each input: a large
-/// allreduce's value between processes ([`RefList::encode`]), which the
-/// protocol cores carry as plain bytes and combine by joining lists.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RefList {
-    /// Bytes of each input.
-    pub len: u64,
-    /// The inputs, in rank order, one per rank.
-    pub refs: Vec<RegionRef>,
-}
-
-/// The first word of an encoded [`RefList`]: tells it from a value's bytes.
-const MAGIC: u64 = u64::from_le_bytes(*b"corr-shm");
-
-impl RefList {
-    /// The list's bytes: magic, length, count, then rank and call number
-    /// of each reference.
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(24 + 12 * self.refs.len());
-        out.extend_from_slice(&MAGIC.to_le_bytes());
-        out.extend_from_slice(&self.len.to_le_bytes());
-        out.extend_from_slice(&(self.refs.len() as u64).to_le_bytes());
-        for r in &self.refs {
-            out.extend_from_slice(&r.rank.to_le_bytes());
-            out.extend_from_slice(&r.seq.to_le_bytes());
-        }
-        out
-    }
-
-    /// The list `bytes` encode, or `None` if they are not one.
-    pub fn decode(bytes: &[u8]) -> Option<RefList> {
-        let word = |i: usize| -> Option<u64> {
-            Some(u64::from_le_bytes(bytes.get(i..i + 8)?.try_into().ok()?))
-        };
-        if word(0)? != MAGIC {
-            return None;
-        }
-        let (len, n) = (word(8)?, usize::try_from(word(16)?).ok()?);
-        if bytes.len() != 24usize.checked_add(n.checked_mul(12)?)? {
-            return None;
-        }
-        let refs: Vec<RegionRef> = bytes[24..]
-            .chunks_exact(12)
-            .map(|c| RegionRef {
-                rank: u32::from_le_bytes(c[..4].try_into().expect("4 bytes")),
-                seq: u64::from_le_bytes(c[4..].try_into().expect("8 bytes")),
-            })
-            .collect();
-        refs.windows(2)
-            .all(|w| w[0].rank < w[1].rank)
-            .then_some(RefList { len, refs })
-    }
-
-    /// A fingerprint of the list and the element size it is reduced as
-    /// (FNV-1a over its bytes): blocks of a result computed from another
-    /// list, or as another type, are not taken for this one's.
-    pub fn fingerprint(&self, element_size: usize) -> u64 {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        let bytes = self.encode();
-        for b in bytes.iter().chain(&(element_size as u64).to_le_bytes()) {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        h
-    }
-
-    /// Both lists' references in rank order (a rank in both once: the
-    /// protocol never joins an input twice, but a list is not trusted).
-    pub fn join(&self, other: &RefList) -> RefList {
-        let mut refs = crate::types::merge_by_rank(&self.refs, &other.refs, |r| r.rank);
-        refs.dedup_by_key(|r| r.rank);
-        RefList {
-            len: self.len,
-            refs,
-        }
-    }
-}
+mod ref_list;
+pub use ref_list::RefList;
 
 #[cfg(test)]
 mod tests;

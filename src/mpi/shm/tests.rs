@@ -18,8 +18,8 @@ fn pair(test: &str, slot_bytes: usize) -> (NodeRegions, NodeRegions, Vec<String>
 #[test]
 fn a_published_input_reads_until_its_slot_is_written_again() {
     let (mut a, mut b, paths) = pair("inputs", 4096);
-    let one = a.publish(&[1u8; 4096]);
-    let other = b.publish(&[7u8; 100]);
+    let one = a.publish(&[1u8; 4096], 0);
+    let other = b.publish(&[7u8; 100], 0);
     // SAFETY: checked with `still` after each read.
     unsafe {
         assert_eq!(b.view(one, 4096), Some(&[1u8; 4096][..]));
@@ -29,11 +29,11 @@ fn a_published_input_reads_until_its_slot_is_written_again() {
     }
     assert!(b.still(one) && a.still(other));
     // The next call takes the other slot: the first stays readable.
-    let two = a.publish(&[2u8; 4096]);
+    let two = a.publish(&[2u8; 4096], 0);
     assert!(b.still(one) && b.still(two));
     // The call after writes the first slot again: a reader of call one
     // sees it changed, and a new view of it is refused.
-    let three = a.publish(&[3u8; 4096]);
+    let three = a.publish(&[3u8; 4096], 0);
     assert_eq!(three.seq % 2, one.seq % 2);
     assert!(!b.still(one));
     // SAFETY: as above.
@@ -51,8 +51,8 @@ fn a_published_input_reads_until_its_slot_is_written_again() {
 #[test]
 fn a_published_block_is_found_under_its_tag_and_fingerprint_only() {
     let (mut a, mut b, paths) = pair("blocks", 4 * BLOCK_BYTES);
-    a.publish(&[1u8; 16]);
-    b.publish(&[2u8; 16]);
+    a.publish(&[1u8; 16], 0);
+    b.publish(&[2u8; 16], 0);
     a.begin_result(77);
     a.publish_block(1, BLOCK_BYTES, 5, &[9u8; 100]);
     // SAFETY: checked with `block_still` after each read.
@@ -67,8 +67,8 @@ fn a_published_block_is_found_under_its_tag_and_fingerprint_only() {
         assert!(a.find_block(5, 77, 1, BLOCK_BYTES, 100).is_none());
         // Two calls on, the same result slot holds another call's
         // block: the one found is seen changed.
-        a.publish(&[3u8; 16]);
-        a.publish(&[4u8; 16]);
+        a.publish(&[3u8; 16], 0);
+        a.publish(&[4u8; 16], 0);
         a.begin_result(78);
         a.publish_block(1, BLOCK_BYTES, 7, &[8u8; 100]);
         assert!(!b.block_still(found));
@@ -87,8 +87,8 @@ fn processes_share_the_fold_and_get_the_same_bits() {
     let n = 7 * BLOCK_BYTES / 16;
     let x: Vec<f64> = (0..n).map(|i| i as f64 * 0.1).collect();
     let y: Vec<f64> = (0..n).map(|i| 1.0 / (i as f64 + 3.0)).collect();
-    let ra = a.publish(bytemuck::cast_slice(&x));
-    let rb = b.publish(bytemuck::cast_slice(&y));
+    let ra = a.publish(bytemuck::cast_slice(&x), 0);
+    let rb = b.publish(bytemuck::cast_slice(&y), 0);
     let list = RefList {
         len: (8 * n) as u64,
         refs: vec![ra],
@@ -123,8 +123,8 @@ fn processes_share_the_fold_and_get_the_same_bits() {
     assert_eq!(again, expected);
     // Two calls on, A's input slot holds another call: B's fold of the
     // old list is refused.
-    a.publish(&[0u8; 64]);
-    a.publish(&[0u8; 64]);
+    a.publish(&[0u8; 64], 0);
+    a.publish(&[0u8; 64], 0);
     let mut late = vec![0.0; n];
     assert!(!b.fold(&list, 9, (1, 2), &sum, &mut late));
     for p in paths {
@@ -169,4 +169,27 @@ fn a_list_round_trips_and_joins_in_rank_order() {
         refs: vec![r(3, 1), r(1, 1)],
     };
     assert_eq!(RefList::decode(&unordered.encode()), None);
+}
+
+#[test]
+fn a_slot_is_held_by_the_operation_that_last_published_into_it_until_readers_finish_it() {
+    let (mut a, b, paths) = pair("finished", 4096);
+    // Nothing published yet: no slot is held.
+    assert_eq!(a.next_slot_op(), None);
+    a.publish(&[1u8; 64], 7);
+    // The next publish takes the other slot, never used.
+    assert_eq!(a.next_slot_op(), None);
+    a.publish(&[2u8; 64], 9);
+    // The one after writes the slot of operation 7 again.
+    assert_eq!(a.next_slot_op(), Some(7));
+    // A reader has finished every call before the operation it names.
+    assert_eq!(a.finished(1), 0);
+    b.finish(8);
+    assert_eq!(a.finished(1), 8);
+    assert_eq!(b.finished(1), 8);
+    // A rank out of range has finished nothing.
+    assert_eq!(a.finished(2), 0);
+    for p in paths {
+        std::fs::remove_file(p).unwrap();
+    }
 }

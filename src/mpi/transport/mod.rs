@@ -50,7 +50,7 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::Equivalence;
 
 use crate::driver::{PeerView, Transport};
-use crate::mpi::shm::NodeRings;
+use crate::mpi::shm::{FinishedWord, NodeRings};
 use crate::mpi::wire::{Decoded, Frame};
 use crate::protocol::Msg;
 use crate::types::{OpId, Rank, Tick};
@@ -107,6 +107,10 @@ pub struct MpiTransport {
     /// Per peer on this node: the frame ring it writes to this rank (empty
     /// if no peer has one).
     rings_in: Vec<Option<RingIn>>,
+    /// This process's word of finished operations in its region of the
+    /// node's shared memory, if it has one: written as it enters each
+    /// operation (`crate::mpi::shared_broadcast`).
+    finished: Option<FinishedWord>,
     /// The peer whose ring is read first next (one frame per ring per turn).
     ring_turn: usize,
     /// Whether some peer talks through MPI (not every one is on this node).
@@ -208,13 +212,14 @@ impl MpiTransport {
         let comm = world.duplicate();
         let exited = Exited::new(&comm);
         let (rank, procs) = (comm.rank() as Rank, comm.size() as u32);
-        let (writers, readers) = match rings {
+        let (writers, readers, finished) = match rings {
             Some(r) if r.writers.len() == procs as usize && r.readers.len() == procs as usize => {
-                (r.writers, r.readers)
+                (r.writers, r.readers, Some(r.finished))
             }
             _ => (
                 (0..procs).map(|_| None).collect(),
                 (0..procs).map(|_| None).collect(),
+                None,
             ),
         };
         let through_mpi = (0..procs as usize).any(|p| p != rank as usize && writers[p].is_none());
@@ -243,6 +248,7 @@ impl MpiTransport {
             }),
             receiving: (0..procs).map(|_| VecDeque::new()).collect(),
             receives: 0,
+            finished,
             // Empty without rings, so that the MPI-only path pays nothing
             // for them.
             rings_in: if readers.iter().any(Option::is_some) {
@@ -594,6 +600,9 @@ impl Transport for MpiTransport {
     }
 
     fn publish_entered(&self, op: OpId) {
+        if let Some(finished) = &self.finished {
+            finished.publish(op);
+        }
         let mut view = self.mine.get();
         view.entered = op + 1;
         self.mine.set(view);

@@ -11,7 +11,7 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use crate::mailbox::frames::{FrameReader, FrameWriter};
 use crate::mpi::wire::{self, Frame};
 use crate::types::{Rank, Tick};
-use crate::value::data::Data;
+use crate::value::data::{Data, Wire};
 
 use super::*;
 
@@ -227,7 +227,8 @@ impl Outgoing {
         });
         self.in_mpi += 1;
         // `encode_parts` detaches only values of bytes.
-        if let Some((value, Some(Ok(bytes)))) = detached.as_ref().map(|v| (v, v.to_wire())) {
+        if let Some((value, Some(Wire::Bytes(bytes)))) = detached.as_ref().map(|v| (v, v.to_wire()))
+        {
             // SAFETY: the bytes are a segment's storage, on the heap behind
             // the segment's `Arc`: moving the value into the `InFlight`
             // below does not move them, and the `InFlight` holds it until
