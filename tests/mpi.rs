@@ -6,7 +6,7 @@
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// Runs `corrected mpi ARGS` on `procs` processes on shared memory, with
 /// failed processes tolerated by the launcher; returns each process's
@@ -365,6 +365,104 @@ fn every_survivor_of_a_sigkill_gets_the_same_outcome_of_every_operation() {
                     );
                 }
                 assert_same_results(&outcomes, &context);
+            }
+        }
+    }
+}
+
+/// A process SIGKILLed right after its first, second or third send of one
+/// operation (`--sigkill-after-sends`, `Fault::SigkillAfterSends`: a real
+/// death inside the operation, nobody told): every survivor gets the same
+/// outcome of every operation, the one of the death included. Within the
+/// budget (f = 1) allreduce, reduce and barrier give every survivor every
+/// result; a broadcast every value while its root lives. Small values, and
+/// large ones through the node's shared memory (an allreduce's and a
+/// broadcast's region, read after their owner died).
+#[test]
+fn every_survivor_of_a_sigkill_inside_an_operation_gets_the_same_outcome() {
+    let cases = [
+        ("allreduce", "1", 0u64),
+        ("allreduce", "1", 2),
+        ("reduce", "1", 0),
+        ("reduce", "1", 3),
+        ("barrier", "1", 0),
+        ("barrier", "1", 2),
+        ("bcast", "1", 2),
+        ("allreduce", "70000", 1),
+        ("bcast", "20000", 3),
+    ];
+    for (op, len, victim) in cases {
+        for sends in 1..=3 {
+            let kill = format!("{victim}:2:{sends}");
+            let context = format!("{op} --len {len} --sigkill-after-sends {kill}");
+            let args = [
+                "--op",
+                op,
+                "--iters",
+                "6",
+                "--len",
+                len,
+                "--f",
+                "1",
+                "--sigkill-after-sends",
+                &kill,
+                "--timeout",
+                "5",
+            ];
+            let outcomes = mpirun(4, &args);
+            assert_eq!(outcomes.len(), 3, "{context}: {outcomes:?}");
+            for o in &outcomes {
+                assert_ne!(field(o, "rank"), victim, "{context}: {o}");
+                assert_eq!(
+                    (field(o, "ok"), field(o, "wrong"), errors(o)),
+                    (6, 0, 0),
+                    "{context}: {o}"
+                );
+                assert_eq!(o["results"], outcomes[0]["results"], "{context}: {o}");
+            }
+            assert_same_results(&outcomes, &context);
+        }
+    }
+}
+
+/// A broadcast's root SIGKILLed right after its first, second or third
+/// send: no survivor gets a wrong value; the ranks it reached deliver, the
+/// others end in `RootFailed`, and every later broadcast from it ends in
+/// `RootFailed` on every survivor (docs/algorithms.md: a root that fails
+/// while it sends), small values and large ones read from its region.
+#[test]
+fn a_broadcast_root_sigkilled_inside_the_operation_leaves_no_survivor_a_wrong_value() {
+    for len in ["1", "20000"] {
+        for sends in 1..=3 {
+            let kill = format!("0:2:{sends}");
+            let context = format!("bcast --len {len} --sigkill-after-sends {kill}");
+            let args = [
+                "--op",
+                "bcast",
+                "--iters",
+                "5",
+                "--len",
+                len,
+                "--sigkill-after-sends",
+                &kill,
+                "--timeout",
+                "5",
+            ];
+            let outcomes = mpirun(4, &args);
+            assert_eq!(outcomes.len(), 3, "{context}: {outcomes:?}");
+            for o in &outcomes {
+                let results = o["results"].as_array().expect("results");
+                assert_eq!(results[..2], [json!("ok"), json!("ok")], "{context}: {o}");
+                assert!(
+                    results[2] == json!("ok") || results[2] == json!("RootFailed"),
+                    "{context}: {o}"
+                );
+                assert_eq!(
+                    results[3..],
+                    [json!("RootFailed"), json!("RootFailed")],
+                    "{context}: {o}"
+                );
+                assert_eq!(field(o, "wrong"), 0, "{context}: {o}");
             }
         }
     }

@@ -351,6 +351,15 @@ fn bad_input_is_a_typed_error() {
             .unwrap_err(),
         ConfigError::FaultRank { rank: 4, procs: 4 }
     );
+    // A thread cannot be SIGKILLed alone: that fault is for MPI processes.
+    assert!(matches!(
+        Team::builder()
+            .ranks(4)
+            .faults(FaultSchedule::none().at(1, 0, Fault::SigkillAfterSends(1)))
+            .build()
+            .unwrap_err(),
+        ConfigError::Unsupported { .. }
+    ));
     let t = Team::builder().ranks(4).build().unwrap();
     let report = t.run(|comm| {
         let mut v = 1u8;

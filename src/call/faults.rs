@@ -25,6 +25,13 @@ pub enum Fault {
     /// meanwhile (a zombie): it then gets [`crate::Error::Failed`] for this
     /// and every later operation, and nothing it would send enters a result.
     Stall(std::time::Duration),
+    /// Between MPI processes, one rank each: the process SIGKILLs itself
+    /// right after its n-th send in the operation (n = 0: before it enters
+    /// it; at its call's end if it sends fewer): a real death that nobody
+    /// is told of, at a chosen point inside an operation. A thread team
+    /// refuses it ([`crate::ConfigError::Unsupported`]): its ranks share
+    /// one process.
+    SigkillAfterSends(u32),
 }
 
 /// What fails where. Operations are numbered from 0 in the order each rank
@@ -79,10 +86,21 @@ impl FaultSchedule {
             r == rank
                 && match f {
                     Fault::Stall(_) => false,
-                    Fault::Dead | Fault::Hang | Fault::DieAfterSends(0) => o <= op,
-                    Fault::DieAfterSends(_) => o < op,
+                    Fault::Dead
+                    | Fault::Hang
+                    | Fault::DieAfterSends(0)
+                    | Fault::SigkillAfterSends(0) => o <= op,
+                    Fault::DieAfterSends(_) | Fault::SigkillAfterSends(_) => o < op,
                 }
         })
+    }
+
+    /// Whether the schedule has a process SIGKILL itself
+    /// ([`Fault::SigkillAfterSends`]).
+    pub fn kills_processes(&self) -> bool {
+        self.entries
+            .iter()
+            .any(|&(_, _, f)| matches!(f, Fault::SigkillAfterSends(_)))
     }
 
     /// Every rank the schedule mentions.

@@ -175,6 +175,14 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
                 self.driver.die_after_sends(n);
                 Ok(op)
             }
+            Some(faults::Fault::SigkillAfterSends(0)) => {
+                self.driver.vanish();
+                Err(Error::Hung(self.rank()))
+            }
+            Some(faults::Fault::SigkillAfterSends(n)) => {
+                self.driver.vanish_after_sends(n);
+                Ok(op)
+            }
             Some(faults::Fault::Stall(pause)) => {
                 std::thread::sleep(pause);
                 Ok(op)

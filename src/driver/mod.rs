@@ -159,6 +159,15 @@ pub struct OpRecord {
     pub latency: Option<Tick>,
 }
 
+/// How an emulated death at a kill point happens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Death {
+    /// The rank fails and the registry is told ([`Driver::die`]).
+    Announced,
+    /// The rank's process dies, nobody told ([`Driver::vanish`]).
+    Vanish,
+}
+
 /// Whether the rank still takes part.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RankState {
@@ -203,8 +212,9 @@ pub struct Driver<'t, T: Transport> {
     /// The failed ranks as of `seen_epoch`.
     known_failed: Vec<Rank>,
     records: Vec<OpRecord>,
-    /// Sends left before an emulated death in the current operation.
-    send_budget: Option<u32>,
+    /// Sends left before an emulated death in the current operation, and
+    /// whether it is announced.
+    send_budget: Option<(u32, Death)>,
     /// The timeout detector's memory (kept across calls).
     suspect: Suspicion,
     /// A message that revealed a mismatch in the current call: the call
@@ -363,7 +373,37 @@ impl<'t, T: Transport> Driver<'t, T> {
     /// call ends (after its last send, before it returns): the kill point
     /// always fires.
     pub fn die_after_sends(&mut self, n: u32) {
-        self.send_budget = Some(n);
+        self.send_budget = Some((n, Death::Announced));
+    }
+
+    /// [`Driver::die_after_sends`], but the rank vanishes
+    /// ([`Driver::vanish`]): nobody is told.
+    pub fn vanish_after_sends(&mut self, n: u32) {
+        self.send_budget = Some((n, Death::Vanish));
+    }
+
+    /// Fail-stop, unannounced: the transport's process dies now
+    /// ([`Transport::vanish`], a real SIGKILL between MPI processes); on a
+    /// transport that cannot, the rank hangs: silent, nobody told.
+    pub fn vanish(&mut self) {
+        self.flush_outbox();
+        self.transport.vanish();
+        self.hang();
+    }
+
+    /// The kill point of the current operation fires.
+    fn kill_point(&mut self, death: Death) -> Error {
+        match death {
+            Death::Announced => {
+                self.flush_outbox();
+                self.die();
+                Error::Failed(self.me)
+            }
+            Death::Vanish => {
+                self.vanish();
+                Error::Hung(self.me)
+            }
+        }
     }
 
     /// Fail-stop: this rank fails now, and the registry is told.
@@ -436,11 +476,11 @@ impl<'t, T: Transport> Driver<'t, T> {
         if let Some(msg) = self.mismatched.take() {
             self.abort_team(op, &core.header(), msg);
         }
-        if self.send_budget.take().is_some() && self.state == RankState::Alive {
-            // Fewer sends than the kill point: it dies at the call's end.
-            self.flush_outbox();
-            self.die();
-            result = Err(Error::Failed(self.me));
+        if let Some((_, death)) = self.send_budget.take() {
+            if self.state == RankState::Alive {
+                // Fewer sends than the kill point: it dies at the call's end.
+                result = Err(self.kill_point(death));
+            }
         }
         self.returned(op);
         if result.is_ok() {
@@ -1102,12 +1142,12 @@ impl<'t, T: Transport> Driver<'t, T> {
                 self.outbox.push_back((to, msg));
             }
         }
-        if let Some(left) = self.send_budget.as_mut() {
+        if let Some((left, death)) = self.send_budget.as_mut() {
             *left -= 1;
             if *left == 0 {
-                self.flush_outbox();
-                self.die();
-                return Err(Error::Failed(self.me));
+                let death = *death;
+                self.send_budget = None;
+                return Err(self.kill_point(death));
             }
         }
         Ok(())

@@ -103,6 +103,12 @@ pub trait Transport {
     /// This rank.
     fn rank(&self) -> Rank;
 
+    /// This rank's process dies now, unannounced, as a SIGKILL would kill
+    /// it (the emulation of [`crate::call::Fault::SigkillAfterSends`]). A
+    /// transport whose ranks share a process cannot, and returns: the
+    /// default, after which the driver hangs the rank.
+    fn vanish(&self) {}
+
     /// The team size.
     fn procs(&self) -> u32;
 

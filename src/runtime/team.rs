@@ -55,6 +55,12 @@ impl TeamBuilder {
             });
         }
         self.pinning.check(self.ranks)?;
+        if self.config.faults.kills_processes() {
+            return Err(ConfigError::Unsupported {
+                what: "a SIGKILL fault (Fault::SigkillAfterSends)",
+                why: "a thread team's ranks share one process; it is for MPI processes, one rank each",
+            });
+        }
         for r in self.config.faults.ranks() {
             if r >= self.ranks {
                 return Err(ConfigError::FaultRank {

@@ -51,6 +51,13 @@ pub struct MpiArgs {
     /// (docs/mpi.md).
     #[arg(long, value_parser = parse_kill_point)]
     die_after_sends: Vec<(Rank, u32, u32)>,
+    /// RANK:ITER:SENDS: that process (one rank per process only) SIGKILLs
+    /// itself right after its SENDS-th send of iteration ITER (at its end
+    /// if it sends fewer; 0: as it enters it): a real death at a point
+    /// inside an operation, nobody told (`Fault::SigkillAfterSends`).
+    /// Needs mpirun's `--mca orte_enable_recovery 1`.
+    #[arg(long, value_parser = parse_kill_point)]
+    sigkill_after_sends: Option<(Rank, u32, u32)>,
     /// RANK:ITER:MS: that rank (a thread with --threads) sleeps MS
     /// milliseconds as it enters iteration ITER, alive (a descheduled or
     /// slow rank; nothing may take it for failed); repeatable.
@@ -121,6 +128,9 @@ struct Outcome {
     /// The first element of each allreduce's result, by iteration (the
     /// first 100; 0 where the call failed): every live rank's must agree.
     firsts: Vec<u64>,
+    /// The outcome of each of the first 100 iterations: `ok`, `wrong` or
+    /// the error's kind (every survivor must list the same).
+    results: Vec<String>,
     /// Large allreduces that fell back from blocks to the eager algorithm
     /// (one rank per process only; docs/mpi.md).
     fallbacks: u64,
@@ -179,8 +189,8 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
         true => Op::Allreduce,
         false => Op::parse(
             &args.op,
-            &[Op::Bcast, Op::Reduce, Op::Allreduce],
-            "bcast, reduce, allreduce, agree or shrink",
+            &[Op::Bcast, Op::Reduce, Op::Allreduce, Op::Barrier],
+            "bcast, reduce, allreduce, barrier, agree or shrink",
         )?,
     };
     // The loops below tell collectives apart by their `--op` name.
@@ -194,6 +204,14 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
             value: args.threads.to_string(),
             why: "a process runs 1 to 64 threads".into(),
             hint: "pass --threads 4".into(),
+        });
+    }
+    if args.threads > 1 && args.sigkill_after_sends.is_some() {
+        return Err(CliError::OutOfRange {
+            option: "--sigkill-after-sends",
+            value: format!("{:?}", args.sigkill_after_sends),
+            why: "kill points inside an operation are for one rank per process".into(),
+            hint: "drop --threads, or use --sigkill".into(),
         });
     }
     if args.threads > 1 && !args.die_after_sends.is_empty() {
@@ -227,6 +245,9 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
         }
         for &(rank, iter, sends) in &args.die_after_sends {
             faults = faults.at(rank, call(iter), Fault::DieAfterSends(sends));
+        }
+        if let Some((rank, iter, sends)) = args.sigkill_after_sends {
+            faults = faults.at(rank, call(iter), Fault::SigkillAfterSends(sends));
         }
         for &(rank, iter, ms) in &args.stall_at {
             let pause = Duration::from_millis(u64::from(ms));
@@ -345,20 +366,28 @@ impl Outcome {
         dead_here: bool,
         wrong: impl FnOnce() -> String,
     ) -> bool {
-        match result {
-            Ok(true) => self.ok += 1,
+        let what = match result {
+            Ok(true) => {
+                self.ok += 1;
+                "ok".to_string()
+            }
             Ok(false) => {
                 self.wrong += 1;
                 self.first_wrong
                     .get_or_insert_with(|| format!("operation {iter}: {}", wrong()));
+                "wrong".to_string()
             }
             Err(Error::Failed(_)) if dead_here => return false,
             Err(e) => {
                 let kind = format!("{e:?}");
                 let kind = kind.split([' ', '(', '{']).next().unwrap_or("").to_string();
-                *self.errors.entry(kind).or_default() += 1;
+                *self.errors.entry(kind.clone()).or_default() += 1;
                 self.first_error.get_or_insert_with(|| e.to_string());
+                kind
             }
+        };
+        if iter < 100 {
+            self.results.push(what);
         }
         true
     }
@@ -390,6 +419,9 @@ fn planned_dead(args: &MpiArgs, iter: u32) -> Vec<Rank> {
     if let Some((p, _)) = args.sigkill.filter(|&(_, at)| at <= iter) {
         gone.extend(p * threads..(p + 1) * threads);
     }
+    if let Some((r, _, _)) = args.sigkill_after_sends.filter(|&(_, at, _)| at <= iter) {
+        gone.push(r);
+    }
     gone
 }
 
@@ -420,6 +452,7 @@ fn new_outcome(me: Rank, size: u32, args: &MpiArgs) -> Outcome {
         slowest_iter: 0,
         bad_frames: (0, 0),
         firsts: Vec::new(),
+        results: Vec::new(),
         fallbacks: 0,
         shared_memory: false,
         algorithm: String::new(),
@@ -547,6 +580,8 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
             buf.fill(if me == 0 { value } else { 0 });
             comm.broadcast_into(0, &mut buf[..])
                 .map(|()| buf.iter().all(|&x| x == value))
+        } else if args.op == "barrier" {
+            comm.barrier().map(|()| true)
         } else {
             let mine = vec![1u64 << me.min(63); len];
             // Every live rank's bit, and a failed rank's or not.

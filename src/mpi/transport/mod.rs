@@ -403,6 +403,17 @@ impl Transport for MpiTransport {
         self.rank
     }
 
+    /// A real SIGKILL of this process: what was sent is sent, nothing else
+    /// happens (no notice, no flush of MPI's buffers, no exit handler).
+    fn vanish(&self) {
+        let _ =
+            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
+        // The signal is taken before the call returns; never goes on.
+        loop {
+            std::thread::park();
+        }
+    }
+
     fn procs(&self) -> u32 {
         self.procs
     }
@@ -642,6 +653,14 @@ impl Transport for MpiTransport {
         // (busy outside MPI, as a process whose proxy thread fails over).
         let now = self.now();
         let leaving = self.leaving.get().unwrap_or(now);
+        // A process of this node that has exited is not waited for: its
+        // sends are abandoned now, not after its operation timeout.
+        for r in 0..self.procs {
+            let running = r != self.rank && !self.left[r as usize] && !self.is_failed(r);
+            if running && self.exited.has_exited(r, now) {
+                self.mark_failed(r);
+            }
+        }
         let failed = self.failed.borrow();
         // A failed rank (an emulated death) serves nobody, and the others,
         // which know it failed, send it nothing more (not even their
