@@ -1298,12 +1298,20 @@ fn a_process_taken_for_failed_while_alive_is_told_and_fails_its_calls() {
         assert_eq!(field(stalled, "ok"), 50, "{stalled}");
         assert_eq!(stalled["errors"]["Failed"].as_u64(), Some(10), "{stalled}");
         let sums = |o: &Value| o["firsts"].as_array().cloned().unwrap_or_default();
-        for o in outcomes.iter().filter(|o| field(o, "rank") != 1) {
+        let first_sums = sums;
+        let others: Vec<&Value> = outcomes.iter().filter(|o| field(o, "rank") != 1).collect();
+        for o in &others {
             let sums = sums(o);
             assert_eq!(sums[49], 0b111, "{o}");
+            // The operation of the absence: the same sum on both, rank 1's
+            // input in it or not (a rank that waited on the other, not on
+            // rank 1, waits for the declaration rather than time out).
+            assert!(sums[50] == 0b101 || sums[50] == 0b111, "{o}");
+            assert_eq!(sums[50], first_sums(others[0])[50], "{o}");
             for later in &sums[51..60] {
                 assert_eq!(later, 0b101, "rank 1's input left out from then on: {o}");
             }
+            assert_eq!(errors(o), 0, "{o}");
         }
     }
 }

@@ -24,7 +24,12 @@
 //! operation timeout has passed, with `p` still outside and silent for the
 //! failure timeout, is `p` declared failed as absent
 //! ([`Suspicion::absent`]): it costs one operation timeout, once, and the
-//! operation goes on without it.
+//! operation goes on without it. A rank whose own operation timeout passes
+//! while the peer it awaits waits inside the same operation too (a chain
+//! that ends at such an absent rank) waits one more operation timeout,
+//! once: the rank at the chain's end declares the absent one when its own
+//! timeout passes, and announces it, so every rank of the chain gets the
+//! operation's outcome rather than its own `Timeout` first.
 //!
 //! Suspicion is the fallback: a peer whose engine knows its process exited
 //! ([`PeerView::exited`]: the MPI engine, for a process of its node) is

@@ -619,6 +619,9 @@ impl<'t, T: Transport> Driver<'t, T> {
         // When this rank learned that the root failed after entering the
         // operation (a value may still come from ranks it reached).
         let mut root_lost_at: Option<Tick> = None;
+        // Whether the deadline was moved for an awaited peer that waits
+        // inside this operation too (once per call).
+        let mut chained = false;
         let mut turns = 0u32;
         loop {
             // The heartbeat: on the first turn and every 64th (a rank busy
@@ -714,6 +717,23 @@ impl<'t, T: Transport> Driver<'t, T> {
                     // Absent for the whole timeout: declared failed, and the
                     // operation goes on without it (one more timeout at most).
                     self.transport.declare_failed(peer);
+                    deadline = Some(now.saturating_add(self.config.op_timeout));
+                    continue;
+                }
+                let waits_too = awaiting
+                    .map(|p| members.to_transport(p))
+                    .filter(|&t| !self.transport.is_failed(t))
+                    .and_then(|t| self.transport.peer(t))
+                    .is_some_and(|v| v.in_call() && v.entered == op + 1);
+                if waits_too && !chained {
+                    // The awaited peer waits inside this operation too
+                    // (still beating, or `watch` would have declared it):
+                    // down a chain that ends at a rank absent or hung,
+                    // which the rank at its end declares when its own
+                    // timeout passes, and announces. One more timeout,
+                    // once, so that every rank of the chain gets the
+                    // operation's outcome, not its own `Timeout` first.
+                    chained = true;
                     deadline = Some(now.saturating_add(self.config.op_timeout));
                     continue;
                 }
