@@ -30,6 +30,11 @@ pub enum Collective {
     /// takes this path and one that does not (an input of another size)
     /// meet as a mismatch, and no value's bytes are ever read as a list.
     SharedAllreduce = 4,
+    /// A reduce between the MPI processes of one node through their shared
+    /// memory: the reduce's algorithm on lists of references to the inputs,
+    /// folded by the root. A kind of its own, as
+    /// [`Collective::SharedAllreduce`].
+    SharedReduce = 5,
 }
 
 impl Collective {
@@ -51,6 +56,7 @@ impl std::fmt::Display for Collective {
             Collective::Allreduce => "allreduce",
             Collective::Barrier => "barrier",
             Collective::SharedAllreduce => "allreduce through shared memory",
+            Collective::SharedReduce => "reduce through shared memory",
         })
     }
 }

@@ -6,7 +6,7 @@
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// Runs `corrected mpi ARGS` on `procs` processes on shared memory, with
 /// failed processes tolerated by the launcher; returns each process's
@@ -75,6 +75,17 @@ const CHANNELS: [&[&str]; 2] = [&[], &["--shared-memory", "0"]];
 /// `base` followed by `extra`.
 fn with<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
     base.iter().chain(extra).copied().collect()
+}
+
+/// The outcomes of the first 100 iterations (`results`, runs expanded).
+fn results(o: &Value) -> Vec<String> {
+    let runs = o["results"].as_array().expect("results");
+    runs.iter()
+        .flat_map(|run| {
+            let kind = run[0].as_str().expect("a kind").to_string();
+            std::iter::repeat(kind).take(run[1].as_u64().expect("a count") as usize)
+        })
+        .collect()
 }
 
 fn errors(o: &Value) -> u64 {
@@ -389,6 +400,7 @@ fn every_survivor_of_a_sigkill_inside_an_operation_gets_the_same_outcome() {
         ("barrier", "1", 2),
         ("bcast", "1", 2),
         ("allreduce", "70000", 1),
+        ("reduce", "70000", 2),
         ("bcast", "20000", 3),
     ];
     for (op, len, victim) in cases {
@@ -418,7 +430,7 @@ fn every_survivor_of_a_sigkill_inside_an_operation_gets_the_same_outcome() {
                     (6, 0, 0),
                     "{context}: {o}"
                 );
-                assert_eq!(o["results"], outcomes[0]["results"], "{context}: {o}");
+                assert_eq!(results(o), results(&outcomes[0]), "{context}: {o}");
             }
             assert_same_results(&outcomes, &context);
         }
@@ -451,17 +463,13 @@ fn a_broadcast_root_sigkilled_inside_the_operation_leaves_no_survivor_a_wrong_va
             let outcomes = mpirun(4, &args);
             assert_eq!(outcomes.len(), 3, "{context}: {outcomes:?}");
             for o in &outcomes {
-                let results = o["results"].as_array().expect("results");
-                assert_eq!(results[..2], [json!("ok"), json!("ok")], "{context}: {o}");
+                let results = results(o);
+                assert_eq!(results[..2], ["ok", "ok"], "{context}: {o}");
                 assert!(
-                    results[2] == json!("ok") || results[2] == json!("RootFailed"),
+                    results[2] == "ok" || results[2] == "RootFailed",
                     "{context}: {o}"
                 );
-                assert_eq!(
-                    results[3..],
-                    [json!("RootFailed"), json!("RootFailed")],
-                    "{context}: {o}"
-                );
+                assert_eq!(results[3..], ["RootFailed", "RootFailed"], "{context}: {o}");
                 assert_eq!(field(o, "wrong"), 0, "{context}: {o}");
             }
         }
@@ -972,6 +980,41 @@ fn a_large_broadcast_through_shared_memory_reports_lengths_that_differ() {
             };
             assert_eq!(o["errors"], expected, "{len_at}: {o}");
             assert_eq!(field(o, "wrong"), 0, "{len_at}: {o}");
+        }
+    }
+}
+
+/// A large reduce through shared memory (`MpiComm::reduce_shared`) with
+/// one rank's input of another length: the root of every call reports it
+/// (`LengthMismatch` where both go through the shared memory, `Mismatch`
+/// where the other rank's input is too small for it and goes as a value),
+/// never a hang or a wrong result; a rank that only contributes may
+/// return before anyone noticed.
+#[test]
+fn a_large_reduce_through_shared_memory_reports_lengths_that_differ_at_its_root() {
+    for (len_at, kind) in [("1:70001", "LengthMismatch"), ("1:100", "Mismatch")] {
+        let args = [
+            "--op",
+            "reduce",
+            "--iters",
+            "8",
+            "--len",
+            "70000",
+            "--len-at",
+            len_at,
+            "--timeout",
+            "5",
+        ];
+        let outcomes = mpirun(4, &args);
+        assert_eq!(outcomes.len(), 4, "{len_at}: {outcomes:?}");
+        for o in &outcomes {
+            let results = results(o);
+            assert_eq!(field(o, "wrong"), 0, "{len_at}: {o}");
+            // The root rotates: rank r is the root of iterations r and r + 4.
+            let rank = field(o, "rank") as usize;
+            for at in [rank, rank + 4] {
+                assert_eq!(results[at], kind, "{len_at}: iteration {at}: {o}");
+            }
         }
     }
 }

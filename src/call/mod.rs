@@ -269,12 +269,15 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
 
     /// A reduce of `input` to `root` (checked) with `combine`: the result
     /// at the root, `None` elsewhere (up-correction reduce, reduce paper
-    /// Section 4; or FTCO's). More than f failures:
+    /// Section 4; or FTCO's). `kind` is [`Collective::Reduce`], or an
+    /// engine's own kind of reduce ([`Collective::SharedReduce`]), which
+    /// meets any other as a mismatch. More than f failures:
     /// [`Error::TooManyFailures`] at the root; a timeout while the root is
     /// known failed: [`Error::RootFailed`].
     pub(crate) fn reduce(
         &mut self,
         root: Rank,
+        kind: Collective,
         input: Data,
         combine: Combine<'_>,
     ) -> Result<Delivered<Option<Data>>, Error> {
@@ -290,7 +293,6 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
         let started = self.driver.call_started();
         let lists = std::mem::take(&mut self.reduce_lists);
         let me = self.rank();
-        let kind = Collective::Reduce;
         let core = Reduce::new_in(reduce, root, me, op, kind, input, combine, lists);
         let mut core = core.map_err(|e| self.abandon(op, e))?;
         let driven = self.driver.drive(op, started, &mut core);

@@ -163,6 +163,17 @@ impl MpiComm {
         self.caller.renumber(failed)
     }
 
+    /// Whether a reduce or allreduce of `bytes` of `T` goes through the
+    /// node's shared memory: regions made, the value from
+    /// [`SHARED_MIN_BYTES`] up to a slot, more than one process, and the
+    /// up-correction algorithms (FTCO's carry values).
+    fn shares_reduction<T>(&self, bytes: usize) -> bool {
+        let fits = self.regions.as_ref().is_some_and(|r| {
+            bytes >= SHARED_MIN_BYTES && bytes <= r.slot_bytes() && std::mem::align_of::<T>() <= 64
+        });
+        fits && !self.ftco_reduces() && self.caller.size() > 1
+    }
+
     /// True if the team reduces with FTCO.
     fn ftco_reduces(&self) -> bool {
         matches!(self.caller.plans().reduction, ReductionPlan::Ftco(_))
@@ -177,8 +188,8 @@ impl Drop for MpiComm {
     }
 }
 
-/// The MPI engine's typed buffers: a broadcast or an allreduce through the
-/// node's shared memory ([`SHARED_MIN_BYTES`] and up, every process on one
+/// The MPI engine's typed buffers: a broadcast, reduce or allreduce through
+/// the node's shared memory ([`SHARED_MIN_BYTES`] and up, every process on one
 /// node), an allreduce by blocks ([`BLOCKS_MIN_BYTES`] and up) between
 /// nodes; otherwise copied into the messages or a segment, as on threads.
 /// Every call ends by publishing that this process reads no slot of an
@@ -257,10 +268,15 @@ impl MpiComm {
         T: Pod,
         O: Operation<T>,
     {
+        if self.shares_reduction::<T>(std::mem::size_of_val(call.send)) {
+            return self.reduce_shared(root, call.send, call.recv, &call.op);
+        }
         let pool = Arc::clone(&self.caller.engine.segments);
         let combine = data_op(&call.op, &pool);
         let input = Data::encode(call.send, &pool);
-        let got = self.caller.reduce(root, input, &combine)?;
+        let got = self
+            .caller
+            .reduce(root, Collective::Reduce, input, &combine)?;
         let result = match got.value {
             Some(value) => value.decode_into(call.recv, got.op, Some(call.send.len())),
             None => Ok(()),
@@ -276,14 +292,11 @@ impl MpiComm {
     {
         let Reduction { send, recv, op } = call;
         let bytes = std::mem::size_of_val(send);
-        let ftco = self.ftco_reduces();
-        let shared = self.regions.as_ref().is_some_and(|r| {
-            bytes >= SHARED_MIN_BYTES && bytes <= r.slot_bytes() && std::mem::align_of::<T>() <= 64
-        });
-        let several = self.caller.size() > 1;
-        if shared && !ftco && several {
+        if self.shares_reduction::<T>(bytes) {
             return self.all_reduce_shared(send, recv, &op);
         }
+        let ftco = self.ftco_reduces();
+        let several = self.caller.size() > 1;
         if self.by_blocks && !ftco && bytes >= BLOCKS_MIN_BYTES && several {
             return self.all_reduce_by_blocks(send, recv, &op);
         }

@@ -12,7 +12,7 @@ use crate::mpi::shared_broadcast::Claim;
 use crate::mpi::shm::RefList;
 use crate::op::Operation;
 use crate::protocol::scatter::{Decision, ScatterAllreduce, ScatterOutput, Verdict};
-use crate::types::{Collective, Rank};
+use crate::types::{Collective, OpId, Rank};
 use crate::value::data::{Data, Wire};
 use crate::value::data_op;
 use crate::value::segment::SegmentPool;
@@ -71,46 +71,71 @@ impl MpiComm {
         op: &impl Operation<T>,
     ) -> Result<(), Error> {
         let me = self.caller.rank();
-        let bytes: &[u8] = bytemuck::cast_slice(send);
-        self.claim_slot(Claim::Allreduce);
-        let next = self.caller.driver.next_op();
-        let regions = self.regions.as_mut().expect("the caller checked");
-        let mine = regions.publish(bytes, next);
+        let input = self.publish_input(send);
         let pool = Arc::clone(&self.caller.engine.segments);
-        let list = RefList {
-            len: bytes.len() as u64,
-            refs: vec![mine],
-        };
-        let input = Data::encode(&list.encode(), &pool);
         let combine = |acc: &mut Data, other: &Data| join_refs(acc, other, &pool);
         let Delivered { op: id, value, .. } = self
             .caller
             .allreduce(Collective::SharedAllreduce, input, &combine)
-            .map_err(|e| lengths_may_differ(e, bytes.len(), ""))?;
-        let list = match value.to_wire() {
-            Some(Wire::Bytes(b)) => RefList::decode(b),
-            _ => None,
-        };
-        let Some(list) = list else {
-            // A mismatch of lengths.
-            return value.decode_into(recv, id, Some(send.len()));
-        };
-        let out: &mut [u8] = bytemuck::cast_slice_mut(recv);
-        if list.len != out.len() as u64 {
-            let size = std::mem::size_of::<T>().max(1) as u64;
-            return Err(Error::LengthMismatch {
-                op: id,
-                mine: recv.len(),
-                theirs: (list.len / size) as usize,
-            });
-        }
+            .map_err(|e| lengths_may_differ(e, std::mem::size_of_val(send), ""))?;
+        let list = delivered_list(&value, id, send.len(), recv)?;
         let regions = self.regions.as_ref().expect("the caller checked");
         // Each process starts at its own share of the blocks.
         let share = (me as usize, self.caller.size().max(1) as usize);
-        if regions.fold(&list, u64::from(id) + 1, share, op, recv) {
+        if regions.fold(&list, Some((u64::from(id) + 1, share)), op, recv) {
             return Ok(());
         }
         Err(self.taken_for_failed())
+    }
+
+    /// A reduce to `root` through the node's shared memory: as
+    /// [`MpiComm::all_reduce_shared`], the up-correction reduce of Section 4
+    /// on lists of region references, and the root alone folds the inputs
+    /// its list names, in rank order, from the regions into `recv` (the
+    /// others' `recv` untouched). What Section 4 proves of the value holds
+    /// of the list: the root's holds every live process's input once and a
+    /// failed one's or not. A non-root's slot is written again only once
+    /// the root has ended this call ([`MpiComm::claim_slot`]), so the root
+    /// reads it whole unless it was itself left out as failed
+    /// ([`Error::Failed`]).
+    pub(crate) fn reduce_shared<T: bytemuck::Pod>(
+        &mut self,
+        root: Rank,
+        send: &[T],
+        recv: &mut [T],
+        op: &impl Operation<T>,
+    ) -> Result<(), Error> {
+        let input = self.publish_input(send);
+        let pool = Arc::clone(&self.caller.engine.segments);
+        let combine = |acc: &mut Data, other: &Data| join_refs(acc, other, &pool);
+        let got = self
+            .caller
+            .reduce(root, Collective::SharedReduce, input, &combine)
+            .map_err(|e| lengths_may_differ(e, std::mem::size_of_val(send), ""))?;
+        let Some(value) = got.value else {
+            return Ok(());
+        };
+        let list = delivered_list(&value, got.op, send.len(), recv)?;
+        let regions = self.regions.as_ref().expect("the caller checked");
+        if regions.fold(&list, None, op, recv) {
+            return Ok(());
+        }
+        Err(self.taken_for_failed())
+    }
+
+    /// Copies `send` into this process's next input slot, once no live
+    /// process may still read what it held ([`Claim::Reduction`]), and
+    /// returns the list of that one reference, as a reduction's value.
+    fn publish_input<T: bytemuck::Pod>(&mut self, send: &[T]) -> Data {
+        let bytes: &[u8] = bytemuck::cast_slice(send);
+        self.claim_slot(Claim::Reduction);
+        let next = self.caller.driver.next_op();
+        let regions = self.regions.as_mut().expect("the caller checked");
+        let list = RefList {
+            len: bytes.len() as u64,
+            refs: vec![regions.publish(bytes, next)],
+        };
+        Data::encode(&list.encode(), &self.caller.engine.segments)
     }
 
     /// An input slot this process read was written again: its owner went
@@ -205,6 +230,51 @@ impl MpiComm {
             }
         }
     }
+}
+
+/// The list of region references a shared reduction of operation `op`
+/// delivered, for inputs of `elements` and an output `recv`: its inputs'
+/// length must be `recv`'s ([`Error::LengthMismatch`] otherwise, and for a
+/// mismatch of lengths the reduction met).
+fn delivered_list<T: bytemuck::Pod>(
+    value: &Data,
+    op: OpId,
+    elements: usize,
+    recv: &mut [T],
+) -> Result<RefList, Error> {
+    let list = match value.to_wire() {
+        Some(Wire::Bytes(b)) => RefList::decode(b),
+        Some(Wire::Mismatch(lens)) => {
+            let size = std::mem::size_of::<T>().max(1) as u64;
+            let theirs = lens.map(|l| (l / size) as usize);
+            let theirs = theirs
+                .into_iter()
+                .find(|&l| l != elements)
+                .unwrap_or(elements);
+            return Err(Error::LengthMismatch {
+                op,
+                mine: elements,
+                theirs,
+            });
+        }
+        _ => None,
+    };
+    let Some(list) = list else {
+        return Err(Error::Mismatch {
+            op,
+            mine: "a list of references to inputs in shared memory".into(),
+            theirs: "another value".into(),
+        });
+    };
+    if list.len != std::mem::size_of_val(recv) as u64 {
+        let size = std::mem::size_of::<T>().max(1) as u64;
+        return Err(Error::LengthMismatch {
+            op,
+            mine: recv.len(),
+            theirs: (list.len / size) as usize,
+        });
+    }
+    Ok(list)
 }
 
 /// A mismatch met by an allreduce whose path depends on its value's size

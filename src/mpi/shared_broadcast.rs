@@ -26,8 +26,8 @@
 //! this node), or has left. A broadcast's root waits at most a failure
 //! timeout, and then sends this value's bytes instead (a receiver busy
 //! outside the library is not a failure); it does not wait again for the
-//! same holder until that one moves on. An allreduce's publisher, which
-//! cannot change its path alone, waits at most the operation timeout and
+//! same holder until that one moves on. An allreduce's or a reduce's
+//! publisher, which cannot change its path alone, waits at most the operation timeout and
 //! then declares the holders failed (the rule the driver applies to a
 //! process absent for a whole operation), which tells them: a holder that
 //! reads the slot afterwards finds it changed and ends with
@@ -47,9 +47,9 @@ use crate::value::data::Data;
 pub(crate) enum Claim {
     /// A broadcast's root: at most a failure timeout, then it goes without.
     Broadcast,
-    /// An allreduce's publisher: at most the operation timeout, then the
-    /// holders are declared failed.
-    Allreduce,
+    /// An allreduce's or a reduce's publisher: at most the operation
+    /// timeout, then the holders are declared failed.
+    Reduction,
 }
 
 impl MpiComm {
@@ -159,7 +159,7 @@ impl MpiComm {
         let config = self.caller.driver.config();
         let limit: Tick = match claim {
             Claim::Broadcast => config.failure_timeout,
-            Claim::Allreduce => config.op_timeout,
+            Claim::Reduction => config.op_timeout,
         };
         let start = self.caller.driver.transport().now();
         self.caller.driver.hold_back(|d| {
@@ -174,7 +174,7 @@ impl MpiComm {
                 self.stalled = Some((holder, regions.finished(holder)));
                 false
             }
-            Claim::Allreduce => {
+            Claim::Reduction => {
                 let transport = self.caller.driver.transport();
                 for p in (0..procs).filter(|&p| holds(&self.caller.driver, p)) {
                     transport.declare_failed(p);

@@ -314,6 +314,7 @@ fn collective(b: u8) -> Option<Collective> {
         Collective::Allreduce,
         Collective::Barrier,
         Collective::SharedAllreduce,
+        Collective::SharedReduce,
     ]
     .into_iter()
     .find(|c| *c as u8 == b)

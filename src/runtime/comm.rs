@@ -255,7 +255,9 @@ impl<'t> Communicator for Comm<'t> {
             op: id,
             value,
             started,
-        } = self.caller.reduce(root, input, &combine)?;
+        } = self
+            .caller
+            .reduce(root, Collective::Reduce, input, &combine)?;
         let result = match value {
             Some(value) => {
                 // The root reduces alone: it computes every chunk, in any order.

@@ -9,9 +9,17 @@ use clap::{Parser, Subcommand};
 /// `println!` that stops quietly when stdout is closed (`corrected ... | head`).
 #[macro_export]
 macro_rules! out {
+    () => {
+        $crate::out!("")
+    };
     ($($arg:tt)*) => {{
         use std::io::Write;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+        // One write per line: stdout's line buffer (1 KiB) would write a
+        // longer line in pieces, which a launcher that merges processes'
+        // output (mpirun) may interleave with another process's line.
+        let mut line = format!($($arg)*);
+        line.push('\n');
+        let _ = std::io::stdout().lock().write_all(line.as_bytes());
     }};
 }
 

@@ -128,9 +128,11 @@ struct Outcome {
     /// The first element of each allreduce's result, by iteration (the
     /// first 100; 0 where the call failed): every live rank's must agree.
     firsts: Vec<u64>,
-    /// The outcome of each of the first 100 iterations: `ok`, `wrong` or
-    /// the error's kind (every survivor must list the same).
-    results: Vec<String>,
+    /// The outcomes of the first 100 iterations, as runs of equal ones
+    /// (`ok`, `wrong` or the error's kind, and how many in a row; every
+    /// survivor must list the same). Runs keep the line short: a launcher
+    /// may interleave long lines of several processes.
+    results: Vec<(String, u32)>,
     /// Large allreduces that fell back from blocks to the eager algorithm
     /// (one rank per process only; docs/mpi.md).
     fallbacks: u64,
@@ -387,7 +389,10 @@ impl Outcome {
             }
         };
         if iter < 100 {
-            self.results.push(what);
+            match self.results.last_mut() {
+                Some((last, n)) if *last == what => *n += 1,
+                _ => self.results.push((what, 1)),
+            }
         }
         true
     }

@@ -402,20 +402,22 @@ impl NodeRegions {
     }
 
     /// Folds the inputs `list` names (each `recv`'s length), in rank order
-    /// with `op`, into `recv`, sharing the work with every other process
-    /// that folds the same list for the operation tagged `tag` (its number
-    /// plus one): by blocks of up to [`BLOCK_BYTES`], starting at block
-    /// `share.0 * blocks / share.1`, each block copied from a process that
-    /// has published it under this tag and the list's fingerprint, else
-    /// folded here and published. A copied block that changed under the
-    /// copy is folded here instead. False if an input's slot does not hold
-    /// its call, or changed under the fold: its owner went on without this
-    /// process, which it took for failed, and `recv` is not the result.
+    /// with `op`, into `recv`. With `shared`, `Some((tag, share))`, it shares
+    /// the work with every other process that folds the same list for the
+    /// operation tagged `tag` (its number plus one): by blocks of up to
+    /// [`BLOCK_BYTES`], starting at block `share.0 * blocks / share.1`,
+    /// each block copied from a process that has published it under this
+    /// tag and the list's fingerprint, else folded here and published. A
+    /// copied block that changed under the copy is folded here instead.
+    /// With `None` (a reduce's root, the only process that folds), every
+    /// block is folded here and none published. False if an input's slot
+    /// does not hold its call, or changed under the fold: its owner went on
+    /// without this process, which it took for failed, and `recv` is not
+    /// the result.
     pub fn fold<T: bytemuck::Pod>(
         &self,
         list: &RefList,
-        tag: u64,
-        share: (usize, usize),
+        shared: Option<(u64, (usize, usize))>,
         op: &(impl crate::op::Operation<T> + ?Sized),
         recv: &mut [T],
     ) -> bool {
@@ -436,9 +438,6 @@ impl NodeRegions {
         let size = std::mem::size_of::<T>().max(1);
         let per_block = (BLOCK_BYTES / size).max(1);
         let blocks = recv.len().div_ceil(per_block);
-        let fingerprint = list.fingerprint(size);
-        self.begin_result(fingerprint);
-        let start = share.0 * blocks / share.1.max(1);
         let fold = |into: &mut [T], j: usize| {
             let range = j * per_block..((j + 1) * per_block).min(into.len());
             let into = &mut into[range.clone()];
@@ -453,6 +452,15 @@ impl NodeRegions {
                 }
             }
         };
+        let Some((tag, share)) = shared else {
+            for j in 0..blocks {
+                fold(recv, j);
+            }
+            return list.refs.iter().all(|r| self.still(*r));
+        };
+        let fingerprint = list.fingerprint(size);
+        self.begin_result(fingerprint);
+        let start = share.0 * blocks / share.1.max(1);
         let bytes_of = |j: usize| j * per_block * size..((j + 1) * per_block * size).min(len);
         let mut copied = Vec::new();
         for k in 0..blocks {

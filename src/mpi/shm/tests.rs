@@ -101,7 +101,7 @@ fn processes_share_the_fold_and_get_the_same_bits() {
     let sum = SystemOperation::sum();
     // A folds every block and publishes it; B copies them all.
     let mut out_a = vec![0.0; n];
-    assert!(a.fold(&list, 9, (0, 2), &sum, &mut out_a));
+    assert!(a.fold(&list, Some((9, (0, 2))), &sum, &mut out_a));
     assert_eq!(out_a, expected);
     let fingerprint = list.fingerprint(8);
     for (j, len) in [
@@ -115,18 +115,22 @@ fn processes_share_the_fold_and_get_the_same_bits() {
         assert!(found.is_some(), "block {j} published by A");
     }
     let mut out_b = vec![0.0; n];
-    assert!(b.fold(&list, 9, (1, 2), &sum, &mut out_b));
+    assert!(b.fold(&list, Some((9, (1, 2))), &sum, &mut out_b));
     assert_eq!(out_b, expected);
     // Under another tag nothing is copied, and B folds the same bits.
     let mut again = vec![0.0; n];
-    assert!(b.fold(&list, 10, (1, 2), &sum, &mut again));
+    assert!(b.fold(&list, Some((10, (1, 2))), &sum, &mut again));
     assert_eq!(again, expected);
+    // Alone (a reduce's root folds every block itself): the same bits.
+    let mut alone = vec![0.0; n];
+    assert!(b.fold(&list, None, &sum, &mut alone));
+    assert_eq!(alone, expected);
     // Two calls on, A's input slot holds another call: B's fold of the
     // old list is refused.
     a.publish(&[0u8; 64], 0);
     a.publish(&[0u8; 64], 0);
     let mut late = vec![0.0; n];
-    assert!(!b.fold(&list, 9, (1, 2), &sum, &mut late));
+    assert!(!b.fold(&list, Some((9, (1, 2))), &sum, &mut late));
     for p in paths {
         std::fs::remove_file(p).unwrap();
     }
