@@ -5,7 +5,8 @@
 //!
 //! `mpirun -np P target/release/examples/mpi_timing OP MODE ITERS BYTES F [THREADS]`
 //! prints the slowest rank's mean time per call in microseconds. OP is
-//! `allreduce` (an f64 sum, element by element) or `bcast` (from rank 0);
+//! `allreduce` (an f64 sum, element by element), `bcast` (from rank 0) or
+//! `reduce` (an f64 sum to rank 0);
 //! MODE `b2b`, `lone` or `step` (see `common/timed.rs`; its `fenced` is for
 //! threads only); BYTES the value's size (a multiple of 8: f64 elements);
 //! F the fault budget between processes.
@@ -42,6 +43,10 @@ fn time_one(
         timed::mean_per_call(comm, iters, mode, |c| {
             c.all_reduce_into(&mine[..], &mut out[..], SystemOperation::sum())
         })
+    } else if op == "reduce" {
+        timed::mean_per_call(comm, iters, mode, |c| {
+            c.reduce_into(0, &mine[..], &mut out[..], SystemOperation::sum())
+        })
     } else {
         timed::mean_per_call(comm, iters, mode, |c| {
             if me == 0 {
@@ -54,16 +59,16 @@ fn time_one(
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (op, mode, iters, bytes, f, threads) = match args.as_slice() {
-        [op, mode, iters, bytes, f] => (op, mode, iters, bytes, f, "1"),
-        [op, mode, iters, bytes, f, threads] => (op, mode, iters, bytes, f, threads.as_str()),
-        _ => {
-            return Err(
-                "usage: mpi_timing allreduce|bcast b2b|lone|step ITERS BYTES F [THREADS]".into(),
-            )
-        }
-    };
-    if !matches!(op.as_str(), "allreduce" | "bcast") {
+    let (op, mode, iters, bytes, f, threads) =
+        match args.as_slice() {
+            [op, mode, iters, bytes, f] => (op, mode, iters, bytes, f, "1"),
+            [op, mode, iters, bytes, f, threads] => (op, mode, iters, bytes, f, threads.as_str()),
+            _ => return Err(
+                "usage: mpi_timing allreduce|bcast|reduce b2b|lone|step ITERS BYTES F [THREADS]"
+                    .into(),
+            ),
+        };
+    if !matches!(op.as_str(), "allreduce" | "bcast" | "reduce") {
         return Err(format!("unknown OP {op}").into());
     }
     let (iters, bytes, f): (u32, usize, u32) = (iters.parse()?, bytes.parse()?, f.parse()?);

@@ -2,7 +2,7 @@
 # Our MPI engine against Open MPI's own collectives, side by side in one run
 # (issue 17).
 #
-#   scripts/vs-openmpi-mpi.sh          # ROUNDS=3 PROCS="2 8" SIZES="8 1024 65536 1048576"
+#   scripts/vs-openmpi-mpi.sh          # ROUNDS=3 PROCS="2 8" SIZES="8 1024 65536 1048576" OPS="allreduce bcast"
 #
 # Contenders, the same processes and launcher flags for both:
 #   allreduce: MPI_Allreduce (doubles, MPI_SUM) against ours over the MPI
@@ -11,6 +11,8 @@
 #              and from 64 KiB f = 1 without it (SHM=0: by blocks from
 #              512 KiB, else by messages);
 #   bcast:     MPI_Bcast from rank 0 against ours (checked correction, f = 1);
+#   reduce:    MPI_Reduce to rank 0 against ours (f = 0 and f = 1; from
+#              64 KiB through the node's shared memory), with OPS naming it;
 #   hier:      ours as a node team, HIER="2x4" (2 processes of 4 threads,
 #              corrected::mpi::NodeTeam, f = 1 between processes, each
 #              process bound to its share of the cores) against Open MPI
@@ -31,6 +33,7 @@ cd "$(dirname "$0")/.."
 rounds=${ROUNDS:-3}
 procs=${PROCS:-"2 8"}
 sizes=${SIZES:-"8 1024 65536 1048576"}
+ops=${OPS:-"allreduce bcast"}
 hier=${HIER:-"2x4"}
 if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null || ! dpkg -s libclang-dev >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
@@ -71,7 +74,7 @@ for round in $(seq "$rounds"); do
   floor start
   for p in $procs; do
     for bytes in $sizes; do
-      for op in allreduce bcast; do
+      for op in $ops; do
         n=$(iters "$p" "$bytes")
         run_ompi() { local v; v=$(launch "$p" target/mpi-timing "$op" b2b "$n" "$bytes"); record "$op $p $bytes ompi $v"; echo "   $op P=$p ${bytes}B open-mpi $v us"; }
         run_ours() {
@@ -82,7 +85,7 @@ for round in $(seq "$rounds"); do
           done
           # The same without the node's shared memory (large allreduces by
           # blocks or by messages, as before it), in the same round.
-          if [ "$op" = allreduce ] && [ "$bytes" -ge 65536 ]; then
+          if [ "$op" != bcast ] && [ "$bytes" -ge 65536 ]; then
             v=$(SHM=0 launch "$p" -x SHM "$ours" "$op" b2b "$n" "$bytes" 1); record "$op $p $bytes f1noshm $v"; echo "   $op P=$p ${bytes}B corrected-mpi-f1-no-shared-memory $v us"
           fi
         }
@@ -93,7 +96,7 @@ for round in $(seq "$rounds"); do
   for h in $hier; do
     hp=${h%x*} ht=${h#*x} total=$(( ${h%x*} * ${h#*x} ))
     for bytes in $sizes; do
-      for op in allreduce bcast; do
+      for op in $ops; do
         n=$(iters "$total" "$bytes")
         run_ompi() { local v; v=$(launch "$total" target/mpi-timing "$op" b2b "$n" "$bytes"); record "$op $h $bytes ompi $v"; echo "   $op ${h} (Open MPI: $total processes) ${bytes}B open-mpi $v us"; }
         pe=$(( cores / hp ))
@@ -114,13 +117,13 @@ echo "Medians over $rounds rounds (us per call, back to back; ratio = corrected 
 echo
 echo "| collective | P | bytes | Open MPI | corrected f=0 | ratio | corrected f=1 | ratio | f=1, no shared memory | ratio |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-python3 - "$results" "$procs $hier" "$sizes" <<'PY'
+python3 - "$results" "$procs $hier" "$sizes" "$ops" <<'PY'
 import sys, statistics
 rows = [l.split() for l in open(sys.argv[1])]
 def med(op, p, b, who):
     v = [float(r[4]) for r in rows if r[:4] == [op, p, b, who]]
     return statistics.median(v) if v else None
-for op in ("allreduce", "bcast"):
+for op in sys.argv[4].split():
     for p in sys.argv[2].split():
         for b in sys.argv[3].split():
             o = med(op, p, b, "ompi")

@@ -4,8 +4,8 @@
  *   mpirun ... timing OP MODE ITERS [BYTES]
  *
  * prints the slowest rank's mean time per call in microseconds. OP is
- * allreduce (MPI_Allreduce of one double, MPI_SUM) or bcast (MPI_Bcast of
- * one double from rank 0); MODE b2b (ITERS calls back to back after one
+ * allreduce (MPI_Allreduce of one double, MPI_SUM), bcast (MPI_Bcast of
+ * one double from rank 0) or reduce (MPI_Reduce to rank 0, MPI_SUM); MODE b2b (ITERS calls back to back after one
  * barrier, each rank timing the whole loop) or lone (ITERS times a barrier
  * then the call, minus ITERS barriers alone, the two loops timed by each
  * rank in LONE_BLOCKS blocks taken in turn, as examples/common/timed.rs
@@ -83,10 +83,14 @@ static void step_barrier(int fenced) {
 static double *x, *y;
 static int n = 1;
 
-static void call(int bcast, int rank) {
+enum op { ALLREDUCE, BCAST, REDUCE };
+
+static void call(enum op op, int rank) {
     (void)rank;
-    if (bcast)
+    if (op == BCAST)
         MPI_Bcast(x, n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    else if (op == REDUCE)
+        MPI_Reduce(x, y, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     else
         MPI_Allreduce(x, y, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 }
@@ -96,10 +100,12 @@ int main(int argc, char **argv) {
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (argc != 4 && argc != 5) {
-        if (rank == 0) fprintf(stderr, "usage: timing allreduce|bcast b2b|lone|fenced|step ITERS [BYTES]\n");
+        if (rank == 0) fprintf(stderr, "usage: timing allreduce|bcast|reduce b2b|lone|fenced|step ITERS [BYTES]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    int bcast = strcmp(argv[1], "bcast") == 0;
+    enum op bcast = strcmp(argv[1], "bcast") == 0    ? BCAST
+                    : strcmp(argv[1], "reduce") == 0 ? REDUCE
+                                                     : ALLREDUCE;
     int fenced = strcmp(argv[2], "fenced") == 0;
     int step = strcmp(argv[2], "step") == 0;
     int lone = fenced || step || strcmp(argv[2], "lone") == 0;

@@ -63,6 +63,9 @@ pub struct MpiComm {
     /// finishes another, large broadcasts go as bytes without waiting
     /// ([`super::shared_broadcast`]).
     pub(crate) stalled: Option<(Rank, OpId)>,
+    /// The node's processes outnumber the cores they may run on: a wait
+    /// yields the core rather than spin.
+    pub(crate) oversubscribed: bool,
     _one_thread: PhantomData<*const ()>,
 }
 
@@ -88,6 +91,7 @@ impl MpiComm {
             slot => NodeRegions::new(world, slot),
         };
         let rings = regions.as_mut().and_then(NodeRegions::take_rings);
+        let oversubscribed = super::node::oversubscribed(world);
         let segments = Arc::new(SegmentPool::new());
         let transport = MpiTransport::new(
             world,
@@ -96,7 +100,7 @@ impl MpiComm {
             op_timeout,
             rings,
         )
-        .yield_when_idle(super::node::oversubscribed(world));
+        .yield_when_idle(oversubscribed);
         let procs = transport.procs();
         for r in config.faults.ranks() {
             if r >= procs {
@@ -120,6 +124,7 @@ impl MpiComm {
             fallbacks: 0,
             regions,
             stalled: None,
+            oversubscribed,
             _one_thread: PhantomData,
         })
     }

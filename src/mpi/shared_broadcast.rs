@@ -42,6 +42,11 @@ use crate::mpi::transport::MpiTransport;
 use crate::types::{Rank, Tick};
 use crate::value::data::Data;
 
+/// How long a process about to write a slot looks at its holders' words
+/// before it waits serving (nanoseconds): a copy of a slot takes
+/// microseconds to a millisecond.
+const CLAIM_SPIN_NS: Tick = 200_000;
+
 /// How long a process waits for the holders of a slot it is about to write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Claim {
@@ -156,12 +161,29 @@ impl MpiComm {
         if claim == Claim::Broadcast && self.stalled == Some((holder, regions.finished(holder))) {
             return false;
         }
+        // The holder is most likely copying or folding right now: look
+        // again and again for a while (yielding the core where processes
+        // share cores), as a message's arrival would wake a wait, before
+        // waiting serving, whose naps are tens of microseconds long.
+        let start = self.caller.driver.transport().now();
+        while self.caller.driver.transport().now().saturating_sub(start) < CLAIM_SPIN_NS {
+            if first_holder(&self.caller.driver).is_none() {
+                self.stalled = None;
+                return true;
+            }
+            if self.oversubscribed {
+                std::thread::yield_now();
+            } else {
+                for _ in 0..64 {
+                    std::hint::spin_loop();
+                }
+            }
+        }
         let config = self.caller.driver.config();
         let limit: Tick = match claim {
             Claim::Broadcast => config.failure_timeout,
             Claim::Reduction => config.op_timeout,
         };
-        let start = self.caller.driver.transport().now();
         self.caller.driver.hold_back(|d| {
             first_holder(d).is_some() && d.transport().now().saturating_sub(start) < limit
         });
