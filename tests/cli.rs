@@ -54,6 +54,24 @@ fn succeeded(line: &str) -> Value {
 /// then waits for 0.2 s: the root's failure is found by the timeout.
 const ROOT_PANICS: &str = "--ranks 4 --iters 2 --panic 0 --timeout 0.2 --failure-timeout-ms 100";
 
+/// A gossip time or an OCG correction time whose cost has no bound is
+/// refused before anything runs (`--gossip-time 100000000` grew to 24 GB
+/// and was killed; 10^12 aborted on an 8 TB allocation), and so is an OCG
+/// that corrects nothing (`ocg:0` is GOS: 10 s per broadcast for every
+/// rank it missed).
+#[test]
+fn gossip_times_without_bound_and_an_empty_ocg_are_refused() {
+    for line in [
+        "run --ranks 8 --algorithm gossip --gossip-time 100000000 --iters 1",
+        "run --ranks 8 --algorithm gossip --gossip-time 999999999999 --iters 1",
+        "sim --procs 1024 --algorithm gossip --gossip-time 999999999999",
+    ] {
+        refused(line, "at most 65536 ticks");
+    }
+    refused("sim --procs 64 --algorithm gossip --correction ocg:99999999", "at most 65536");
+    refused("run --ranks 8 --algorithm gossip --correction ocg:0 --iters 10", "corrects nothing");
+}
+
 #[test]
 fn sim_refuses_a_delay_beyond_the_simulated_clock() {
     refused(

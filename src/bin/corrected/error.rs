@@ -151,6 +151,9 @@ impl CliError {
                 ConfigError::FeatureNotBuilt { feature } => {
                     format!("build with `cargo build --features {feature}`")
                 }
+                ConfigError::BadGossip { why } if why.contains("ticks") => {
+                    "pass --gossip-time auto and --correction ccg, ocg, ocg:C (C from 1 to 65536), fcg or none".into()
+                }
                 ConfigError::BadGossip { .. } => {
                     "pass --procs 2 or more and a --delta above 0 and below 1".into()
                 }

@@ -16,6 +16,13 @@ use crate::protocol::gossip::{
 };
 use crate::types::{LogP, Tick};
 
+/// The longest gossip time T and OCG correction time C taken, in ticks:
+/// thousands of times what Eq. 3-5 choose (T = 50 at 64K ranks), and
+/// bounded because both cost in proportion (a rank gossips a message
+/// every send slot until T, and the model behind an automatic C holds a
+/// word per tick: T = 10^12 asked for 8 TB).
+pub const MAX_GOSSIP_TICKS: Tick = 1 << 16;
+
 /// The paper's δ for its examples (Figures 3 and 5): the chance that the
 /// estimates behind an automatic T or C fall short.
 pub const DEFAULT_DELTA: f64 = 6.93e-7;
@@ -168,8 +175,34 @@ pub struct ChosenGossip {
 impl GossipSpec {
     /// The plan for `procs` nodes, all alive, in `logp`: T and C as given,
     /// or chosen (see the module docs). Errors on fewer than 2 nodes, a bad
-    /// model or a δ outside (0, 1).
+    /// model, a δ outside (0, 1), a T or C above [`MAX_GOSSIP_TICKS`], or
+    /// an OCG correction of 0 ticks (that is GOS).
     pub fn choose(&self, procs: u32, logp: LogP) -> Result<ChosenGossip, ConfigError> {
+        if let GossipTime::Ticks(t) = self.time {
+            if t > MAX_GOSSIP_TICKS {
+                return Err(ConfigError::BadGossip {
+                    why: format!(
+                        "gossip time {t} ticks: each rank would gossip about {} messages per broadcast; at most {MAX_GOSSIP_TICKS} ticks are taken (auto chooses tens)",
+                        t / (2 * logp.overhead).max(1)
+                    ),
+                });
+            }
+        }
+        match self.correction {
+            CorrectionChoice::Opportunistic(Some(0)) => {
+                return Err(ConfigError::BadGossip {
+                    why: "OCG's correction of 0 ticks corrects nothing: that is GOS (none); give ocg:C with C of 1 or more, or ocg for Claim 2's C".into(),
+                })
+            }
+            CorrectionChoice::Opportunistic(Some(c)) if c > MAX_GOSSIP_TICKS => {
+                return Err(ConfigError::BadGossip {
+                    why: format!(
+                        "OCG's correction time {c} ticks: at most {MAX_GOSSIP_TICKS} are taken (a correction of C ticks sends about C / O messages per rank)"
+                    ),
+                })
+            }
+            _ => {}
+        }
         if !(self.delta > 0.0 && self.delta < 1.0) {
             return Err(ConfigError::BadGossip {
                 why: format!("delta {} must be above 0 and below 1", self.delta),
@@ -228,6 +261,50 @@ mod tests {
         assert_eq!("auto".parse(), Ok(GossipTime::Auto));
         assert_eq!("17".parse(), Ok(GossipTime::Ticks(17)));
         assert!("-1".parse::<GossipTime>().is_err());
+    }
+
+    /// A T or C whose cost grows without bound, and an OCG that corrects
+    /// nothing, are refused before anything runs (a T of 10^12 once asked
+    /// the model for 8 TB and aborted).
+    #[test]
+    fn times_beyond_the_bound_and_an_empty_ocg_are_refused() {
+        let logp = LogP {
+            latency: 2,
+            overhead: 1,
+        };
+        let spec = |time, correction| GossipSpec {
+            time,
+            correction,
+            ..GossipSpec::default()
+        };
+        let refused =
+            |s: GossipSpec| matches!(s.choose(8, logp), Err(ConfigError::BadGossip { .. }));
+        assert!(refused(spec(
+            GossipTime::Ticks(MAX_GOSSIP_TICKS + 1),
+            CorrectionChoice::Checked
+        )));
+        assert!(refused(spec(
+            GossipTime::Ticks(999_999_999_999),
+            CorrectionChoice::None
+        )));
+        assert!(refused(spec(
+            GossipTime::Auto,
+            CorrectionChoice::Opportunistic(Some(0))
+        )));
+        let long_ocg = CorrectionChoice::Opportunistic(Some(MAX_GOSSIP_TICKS + 1));
+        assert!(refused(spec(GossipTime::Auto, long_ocg)));
+        // At the bound, and the degenerate but meaningful T = 0 (the
+        // correction alone spreads the value), are taken.
+        let at_bound = spec(
+            GossipTime::Ticks(MAX_GOSSIP_TICKS),
+            CorrectionChoice::Checked,
+        );
+        assert!(at_bound.choose(8, logp).is_ok());
+        assert!(spec(GossipTime::Ticks(0), CorrectionChoice::Checked)
+            .choose(8, logp)
+            .is_ok());
+        let ocg_at_bound = CorrectionChoice::Opportunistic(Some(MAX_GOSSIP_TICKS));
+        assert!(spec(GossipTime::Auto, ocg_at_bound).choose(8, logp).is_ok());
     }
 
     /// The paper's case (N = 1024, L = O = 1): OCG's T is Eq. 3's 24
