@@ -54,6 +54,35 @@ fn succeeded(line: &str) -> Value {
 /// then waits for 0.2 s: the root's failure is found by the timeout.
 const ROOT_PANICS: &str = "--ranks 4 --iters 2 --panic 0 --timeout 0.2 --failure-timeout-ms 100";
 
+/// The argument parser's refusals take the CLI's form: the error on one
+/// line (and clap's tip), a hint, exit code 2, no usage block; a negative
+/// number is named as one. `--help` still prints the help, exit code 0.
+#[test]
+fn the_argument_parsers_refusals_have_a_hint() {
+    for (line, want) in [
+        ("run --ranks -1", "negative number"),
+        ("sim --procs -64", "negative number"),
+        ("run --rank 4", "pass --ranks"),
+        ("run --ranks x", "invalid value 'x'"),
+        ("sim --procs 99999999999999999999", "too large"),
+        ("bogus", "the commands are"),
+        ("run --op", "a value is required"),
+        ("sim --json --json", "pass each option once"),
+        ("soak --nonsense", "no option of this command"),
+    ] {
+        let stderr = refused(line, want);
+        assert!(!stderr.contains("Usage:"), "{line}: {stderr}");
+        assert_eq!(
+            stderr.lines().filter(|l| l.starts_with("hint: ")).count(),
+            1,
+            "{line}"
+        );
+    }
+    let help = corrected("run --help");
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--ranks"));
+}
+
 /// A gossip time or an OCG correction time whose cost has no bound is
 /// refused before anything runs (`--gossip-time 100000000` grew to 24 GB
 /// and was killed; 10^12 aborted on an 8 TB allocation), and so is an OCG
@@ -68,8 +97,14 @@ fn gossip_times_without_bound_and_an_empty_ocg_are_refused() {
     ] {
         refused(line, "at most 65536 ticks");
     }
-    refused("sim --procs 64 --algorithm gossip --correction ocg:99999999", "at most 65536");
-    refused("run --ranks 8 --algorithm gossip --correction ocg:0 --iters 10", "corrects nothing");
+    refused(
+        "sim --procs 64 --algorithm gossip --correction ocg:99999999",
+        "at most 65536",
+    );
+    refused(
+        "run --ranks 8 --algorithm gossip --correction ocg:0 --iters 10",
+        "corrects nothing",
+    );
 }
 
 #[test]

@@ -40,6 +40,7 @@ fn parse_rank_pair<N: std::str::FromStr>(
     ))
 }
 
+mod args_error;
 mod bcast;
 mod error;
 mod limits;
@@ -77,7 +78,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return ExitCode::from(args_error::report(&e)),
+    };
     let (result, cmd) = match cli.command {
         Command::Sim(args) => (sim::run(args), error::Subcommand::Sim),
         Command::Run(args) => (run::run(args), error::Subcommand::Run),
