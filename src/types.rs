@@ -38,6 +38,22 @@ pub enum Collective {
 }
 
 impl Collective {
+    /// Every collective, in the order of their numbers.
+    pub const ALL: [Collective; 6] = [
+        Collective::Broadcast,
+        Collective::Reduce,
+        Collective::Allreduce,
+        Collective::Barrier,
+        Collective::SharedAllreduce,
+        Collective::SharedReduce,
+    ];
+
+    /// The collective numbered `b` (`Collective as u8`), if there is one:
+    /// how engines read it off the wire.
+    pub fn from_u8(b: u8) -> Option<Collective> {
+        Collective::ALL.get(usize::from(b)).copied()
+    }
+
     /// Whether an operation of this kind runs the allreduce of RA Section
     /// 5 (completing one means every live rank entered it, property 1).
     pub fn is_allreduce(self) -> bool {

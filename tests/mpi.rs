@@ -1019,6 +1019,53 @@ fn a_large_reduce_through_shared_memory_reports_lengths_that_differ_at_its_root(
     }
 }
 
+/// One process calls another collective at one operation (`--call-at`):
+/// every process reports `Mismatch` there or returns its own call's right
+/// result, at least one reports it, none waits out the operation timeout,
+/// and every operation before and after is right. Between processes a
+/// waiting rank learns its awaited peer's call from its heartbeat
+/// (`PeerView::call`) where no message shows the mismatch.
+#[test]
+fn a_call_of_another_collective_is_reported_between_processes() {
+    for (op, call_at) in [
+        ("allreduce", "1:2:bcast"),
+        ("allreduce", "0:2:barrier"),
+        ("allreduce", "3:2:reduce"),
+        ("bcast", "2:2:allreduce"),
+        ("barrier", "0:2:bcast"),
+    ] {
+        let args = [
+            "--op",
+            op,
+            "--iters",
+            "5",
+            "--f",
+            "1",
+            "--call-at",
+            call_at,
+            "--timeout",
+            "30",
+        ];
+        let outcomes = mpirun(4, &args);
+        let context = format!("--op {op} --call-at {call_at}");
+        assert_eq!(outcomes.len(), 4, "{context}: {outcomes:?}");
+        let mut reported = 0;
+        for o in &outcomes {
+            let results = results(o);
+            assert_eq!(results.len(), 5, "{context}: {o}");
+            assert_eq!(field(o, "wrong"), 0, "{context}: {o}");
+            for (at, result) in results.iter().enumerate() {
+                match (at, result.as_str()) {
+                    (2, "Mismatch") => reported += 1,
+                    (_, "ok") => {}
+                    _ => panic!("{context}: iteration {at}: {result}: {o}"),
+                }
+            }
+        }
+        assert!(reported > 0, "{context}: nobody reported it: {outcomes:?}");
+    }
+}
+
 /// A large broadcast through shared memory whose root, or a receiver,
 /// dies right after each of its sends: no survivor ever gets a torn or
 /// wrong value. A receiver's death costs nothing; after the root's, the
@@ -1544,6 +1591,7 @@ mod wire {
             entered: 9,
             returned: 8,
             beat: u64::MAX,
+            call: u64::MAX - 1,
         });
         for len in [0usize, 1, 55, 56, 1000] {
             let items: Vec<u8> = (0..len).map(|i| i as u8).collect();

@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::driver::transport::{PeerView, Progress, Transport};
-use crate::protocol::Msg;
+use crate::protocol::{Header, Msg};
 use crate::types::{OpId, Rank, Tick};
 
 #[derive(Debug)]
@@ -155,7 +155,7 @@ pub struct MemoryTransport<P> {
     rank: Rank,
 }
 
-impl<P: Clone + Send + 'static> Transport for MemoryTransport<P> {
+impl<P: Clone + Send + Default + 'static> Transport for MemoryTransport<P> {
     type Payload = P;
 
     fn rank(&self) -> Rank {
@@ -243,6 +243,10 @@ impl<P: Clone + Send + 'static> Transport for MemoryTransport<P> {
 
     fn publish_returned(&self, op: OpId) {
         self.net.net().peers[self.rank as usize].returned = op + 1;
+    }
+
+    fn publish_call(&self, header: Header) {
+        self.net.net().peers[self.rank as usize].call = Some(header);
     }
 
     fn beat(&mut self) {

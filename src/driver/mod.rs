@@ -47,6 +47,7 @@ pub mod memory;
 mod transport;
 
 pub use members::Members;
+pub(crate) use transport::{pack_call, unpack_call};
 pub use transport::{Carries, PeerView, Progress, Transport};
 
 use std::alloc::Layout;
@@ -615,6 +616,7 @@ impl<'t, T: Transport> Driver<'t, T> {
         // When the call could have returned but for the core's grace.
         let mut ready_at: Option<Tick> = None;
         let header = core.header();
+        self.transport.publish_call(header);
         let root = header.root.filter(|&r| r != me);
         // When this rank learned that the root failed after entering the
         // operation (a value may still come from ranks it reached).
@@ -696,6 +698,24 @@ impl<'t, T: Transport> Driver<'t, T> {
                 continue;
             }
             if let (Some(p), Some((_, view))) = (awaiting, watched) {
+                if let Some(theirs) = view.call.filter(|c| !header.agrees(c)) {
+                    // It drives another call of this operation: no message
+                    // of either may ever show it (a star allreduce's root
+                    // waits for inputs while the others wait for its
+                    // broadcast). Aborted for the team, as a message met.
+                    self.mismatched = Some(Msg {
+                        op,
+                        kind: theirs.kind,
+                        root: theirs.root.unwrap_or(0),
+                        tag: Tag::Abort,
+                        payload: T::Payload::default(),
+                    });
+                    return Err(Error::Mismatch {
+                        op,
+                        mine: header.to_string(),
+                        theirs: format!("{theirs} (called by rank {p}, which this rank waits on)"),
+                    });
+                }
                 if view.left && view.entered <= op {
                     // Its program ended without calling this operation: it
                     // will never take part, which for this operation is

@@ -7,8 +7,8 @@
 //! of protocol cores: it carries [`Msg`]s whose payload is its own wire
 //! type, which [`Carries`] the payload of each core it serves.
 
-use crate::protocol::Msg;
-use crate::types::{OpId, Rank, Tick};
+use crate::protocol::{Header, Msg};
+use crate::types::{Collective, OpId, Rank, Tick};
 
 /// A wire payload type that can carry a core's payload `P`: the engine's one
 /// message type wraps every core's (an enum of them, or `P` itself).
@@ -52,6 +52,13 @@ pub struct PeerView {
     /// it [`left`](PeerView::left) first, a failure, taken as soon as a
     /// rank waits on the peer.
     pub exited: bool,
+    /// The collective of the last operation the peer began to drive (its
+    /// number, kind and root, [`Transport::publish_call`]): a rank waiting
+    /// on a peer that calls another collective at the same number finds
+    /// the mismatch here when no message of either call can show it (a
+    /// star allreduce's root waits for inputs while the others wait for a
+    /// broadcast from it).
+    pub call: Option<Header>,
 }
 
 impl PeerView {
@@ -62,6 +69,7 @@ impl PeerView {
         beat: 0,
         left: false,
         exited: false,
+        call: None,
     };
 
     /// True while the peer is inside a call: it entered an operation and
@@ -98,7 +106,9 @@ pub trait Progress<T>: crate::helping::Pump {
 /// detector).
 pub trait Transport {
     /// The wire payload: one type for every core this transport serves.
-    type Payload: Clone + Send + 'static;
+    /// Its default is what an abort carries when no message showed the
+    /// mismatch (a peer's [`PeerView::call`] did).
+    type Payload: Clone + Send + Default + 'static;
 
     /// This rank.
     fn rank(&self) -> Rank;
@@ -182,6 +192,11 @@ pub trait Transport {
     /// Publishes that this rank entered operation `op`.
     fn publish_entered(&self, op: OpId);
 
+    /// Publishes the collective this rank's current operation runs, as
+    /// its core names it ([`PeerView::call`]), when the driver begins to
+    /// drive it: one store.
+    fn publish_call(&self, header: Header);
+
     /// Publishes that this rank's call of operation `op` returned.
     fn publish_returned(&self, op: OpId);
 
@@ -217,5 +232,53 @@ pub trait Transport {
     /// not count has nothing to wait for).
     fn team_quiet(&self) -> bool {
         true
+    }
+}
+
+/// [`PeerView::call`] in one word, for engines that publish it as an
+/// atomic or on the wire: the operation number plus one in the low 32 bits
+/// (0: no call yet), the collective in the next 8, the root plus one in the
+/// top 24 (0: none; a root above 2^24 - 2 reads as none, so such a root's
+/// mismatch is found by messages alone).
+pub(crate) fn pack_call(call: Option<Header>) -> u64 {
+    let Some(h) = call else { return 0 };
+    let root = h
+        .root
+        .and_then(|r| r.checked_add(1))
+        .filter(|&r| r < (1 << 24) - 1)
+        .unwrap_or(0);
+    u64::from(h.op.wrapping_add(1)) | (h.kind as u64) << 32 | u64::from(root) << 40
+}
+
+/// The call [`pack_call`] packed, or `None` for 0 or an unknown collective.
+pub(crate) fn unpack_call(word: u64) -> Option<Header> {
+    let op = (word as u32).checked_sub(1)?;
+    let kind = Collective::from_u8((word >> 32) as u8)?;
+    let root = ((word >> 40) as u32).checked_sub(1);
+    Some(Header { op, kind, root })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_packs_into_one_word_and_back() {
+        assert_eq!(unpack_call(pack_call(None)), None);
+        for kind in Collective::ALL {
+            assert_eq!(Collective::from_u8(kind as u8), Some(kind));
+            for op in [0, 1, 77, OpId::MAX - 1] {
+                for root in [None, Some(0), Some(5), Some((1 << 24) - 3)] {
+                    let h = Header { op, kind, root };
+                    assert_eq!(unpack_call(pack_call(Some(h))), Some(h), "{h:?}");
+                }
+            }
+        }
+        // A root too large for its 24 bits reads as none (messages still
+        // find such a root's mismatch); the number and kind stay.
+        let big = Header::broadcast(3, 1 << 24);
+        let back = unpack_call(pack_call(Some(big))).unwrap();
+        assert_eq!((back.op, back.kind, back.root), (3, big.kind, None));
+        assert_eq!(Collective::from_u8(Collective::ALL.len() as u8), None);
     }
 }

@@ -49,6 +49,8 @@ pub enum Frame {
         returned: OpId,
         /// Its heartbeat count.
         beat: u64,
+        /// The call it drives ([`crate::driver::PeerView::call`], packed).
+        call: u64,
     },
     /// In a frame ring: the sender's next frame to this receiver is too
     /// large for the ring and travels through MPI; the ring's next frames
@@ -130,11 +132,13 @@ pub fn encode_parts(
             entered,
             returned,
             beat,
+            call,
         } => {
             out.push(FRAME_BEAT);
             out.extend_from_slice(&entered.to_le_bytes());
             out.extend_from_slice(&returned.to_le_bytes());
             out.extend_from_slice(&beat.to_le_bytes());
+            out.extend_from_slice(&call.to_le_bytes());
         }
         Frame::Msg(msg) => {
             out.push(FRAME_MSG);
@@ -307,19 +311,6 @@ impl<'a> Reader<'a> {
     }
 }
 
-fn collective(b: u8) -> Option<Collective> {
-    [
-        Collective::Broadcast,
-        Collective::Reduce,
-        Collective::Allreduce,
-        Collective::Barrier,
-        Collective::SharedAllreduce,
-        Collective::SharedReduce,
-    ]
-    .into_iter()
-    .find(|c| *c as u8 == b)
-}
-
 /// Reads a frame written by [`encode`]; values that do not fit inline go
 /// into segments of `pool`. `None` for bytes that are not a whole frame
 /// (a frame with a detached value included).
@@ -348,10 +339,11 @@ pub fn decode_parts(bytes: &[u8], pool: &SegmentPool, payload: Option<Data>) -> 
             entered: r.u32()?,
             returned: r.u32()?,
             beat: r.u64()?,
+            call: r.u64()?,
         },
         FRAME_MSG => {
             let op = r.u32()?;
-            let kind = collective(r.u8()?)?;
+            let kind = Collective::from_u8(r.u8()?)?;
             let tag = *Tag::ALL.get(usize::from(r.u8()?))?;
             let root = r.u32()?;
             let payload = match r.u8()? {

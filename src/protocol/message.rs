@@ -71,6 +71,20 @@ impl Header {
     pub fn accepts<P>(&self, msg: &Msg<P>) -> bool {
         msg.kind == self.kind && self.root.map_or(true, |r| r == msg.root)
     }
+
+    /// True unless `other`, another rank's call, is of the same operation
+    /// but could send nothing this call [`accepts`](Header::accepts):
+    /// another collective, or another root where both name one. Calls of
+    /// other operations agree (they are not this one's business).
+    #[inline]
+    pub fn agrees(&self, other: &Header) -> bool {
+        other.op != self.op
+            || (other.kind == self.kind
+                && match (self.root, other.root) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => true,
+                })
+    }
 }
 
 impl fmt::Display for Header {

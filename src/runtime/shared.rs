@@ -77,6 +77,9 @@ pub(crate) struct Counters {
     /// One more than the last operation the rank's call returned from: the
     /// rank is inside a call while `entered > returned`.
     pub(crate) returned: AtomicU32,
+    /// The call the rank drives now ([`crate::driver::pack_call`]): a rank
+    /// waiting on it finds a mismatch no message shows.
+    pub(crate) call: AtomicU64,
     /// The rank's heartbeat, raised whenever it runs inside the library:
     /// a rank waiting behind a hung peer keeps it moving, so it is never
     /// taken for hung.

@@ -4,9 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::driver::{PeerView, Progress, Transport};
+use crate::driver::{pack_call, unpack_call, PeerView, Progress, Transport};
 use crate::mailbox::Endpoint;
-use crate::protocol::Msg;
+use crate::protocol::{Header, Msg};
 use crate::runtime::one_line::OneLine;
 use crate::runtime::shared::Shared;
 use crate::sync::{thread, Ordering};
@@ -259,8 +259,10 @@ impl Transport for MailboxTransport<'_> {
         let returned = c.returned.load(Ordering::Acquire);
         let beat = c.beat.load(Ordering::Acquire);
         let entered = c.entered.load(Ordering::Acquire);
+        let call = unpack_call(c.call.load(Ordering::Acquire));
         Some(PeerView {
             entered,
+            call,
             returned,
             beat,
             left,
@@ -276,6 +278,12 @@ impl Transport for MailboxTransport<'_> {
 
     fn publish_returned(&self, op: OpId) {
         self.counters().returned.store(op + 1, Ordering::Release);
+    }
+
+    fn publish_call(&self, header: Header) {
+        self.counters()
+            .call
+            .store(pack_call(Some(header)), Ordering::Release);
     }
 
     // One writer, as for the message counters below.

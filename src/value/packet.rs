@@ -34,6 +34,13 @@ pub enum Packet {
     Ftco(Box<FtcoData<Data>>),
 }
 
+/// What an abort carries when no message showed the mismatch: nothing.
+impl Default for Packet {
+    fn default() -> Self {
+        Packet::Optional(None)
+    }
+}
+
 // A lane slot is the message and an 8-byte stamp, 64-byte aligned: keep it
 // two cache lines, one fewer transfer per message than three (and a
 // message of a short value moves one: `runtime/one_line.rs`).

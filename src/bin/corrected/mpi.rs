@@ -67,6 +67,11 @@ pub struct MpiArgs {
     /// (a length mismatch, which every rank must report, not hang on).
     #[arg(long, value_parser = crate::parse_rank_pair::<usize>)]
     len_at: Option<(Rank, usize)>,
+    /// RANK:ITER:OP: at iteration ITER that rank calls OP (bcast, reduce,
+    /// allreduce or barrier) instead of --op: a mismatch, which every rank
+    /// must report or survive, never hang on.
+    #[arg(long, value_parser = parse_call_point)]
+    call_at: Option<(Rank, u32, String)>,
     /// Fault budget f of allreduce.
     #[arg(long)]
     f: Option<u32>,
@@ -170,6 +175,20 @@ fn parse_kill_point(text: &str) -> Result<(Rank, u32, u32), String> {
         .parse()
         .map_err(|_| format!("bad number of sends in '{text}'"))?;
     Ok((rank, iter, sends))
+}
+
+/// `RANK:ITER:OP` of `--call-at`.
+fn parse_call_point(text: &str) -> Result<(Rank, u32, String), String> {
+    let (point, op) = text.rsplit_once(':').ok_or(format!(
+        "expected RANK:ITER:OP, e.g. 1:3:bcast; got '{text}'"
+    ))?;
+    let (rank, iter) = crate::parse_rank_pair::<u32>(point)?;
+    match op.trim() {
+        op @ ("bcast" | "reduce" | "allreduce" | "barrier") => Ok((rank, iter, op.to_string())),
+        other => Err(format!(
+            "'{other}' in '{text}' is not one of bcast, reduce, allreduce, barrier"
+        )),
+    }
 }
 
 /// Runs the loop on this process (on each of its threads with
@@ -580,12 +599,16 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
     for iter in 0..args.iters {
         let op_started = Instant::now();
         sigkill_if_due(args, me / threads, iter);
-        let result = if args.op == "bcast" {
+        let op = match &args.call_at {
+            Some((rank, at, op)) if (*rank, *at) == (me, iter) => op.as_str(),
+            _ => args.op.as_str(),
+        };
+        let result = if op == "bcast" {
             let value = u64::from(iter) + 1;
             buf.fill(if me == 0 { value } else { 0 });
             comm.broadcast_into(0, &mut buf[..])
                 .map(|()| buf.iter().all(|&x| x == value))
-        } else if args.op == "barrier" {
+        } else if op == "barrier" {
             comm.barrier().map(|()| true)
         } else {
             let mine = vec![1u64 << me.min(63); len];
@@ -598,7 +621,7 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
                 let first = buf[0];
                 buf.iter().all(|&x| x == first) && first & !gone == all & !gone
             };
-            if args.op == "reduce" {
+            if op == "reduce" {
                 let root = rotating_root(iter, size, &dead(iter));
                 const UNTOUCHED: u64 = 0xdead_beef;
                 buf.fill(UNTOUCHED);
@@ -629,8 +652,8 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
         }
         if args.op == "allreduce" && iter < 100 {
             let first = match result {
-                Ok(_) => buf.first().copied().unwrap_or(0),
-                Err(_) => 0,
+                Ok(_) if op == "allreduce" => buf.first().copied().unwrap_or(0),
+                _ => 0,
             };
             outcome.firsts.push(first);
         }

@@ -49,10 +49,10 @@ use mpi::request::StaticScope;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::Equivalence;
 
-use crate::driver::{PeerView, Transport};
+use crate::driver::{pack_call, unpack_call, PeerView, Transport};
 use crate::mpi::shm::{FinishedWord, NodeRings};
 use crate::mpi::wire::{Decoded, Frame};
-use crate::protocol::Msg;
+use crate::protocol::{Header, Msg};
 use crate::types::{OpId, Rank, Tick};
 use crate::value::data::{Data, INLINE_BYTES};
 use crate::value::segment::SegmentPool;
@@ -357,6 +357,7 @@ impl MpiTransport {
             entered: view.entered,
             returned: view.returned,
             beat: view.beat,
+            call: pack_call(view.call),
         });
     }
 
@@ -616,6 +617,14 @@ impl Transport for MpiTransport {
         }
         let mut view = self.mine.get();
         view.entered = op + 1;
+        self.mine.set(view);
+    }
+
+    fn publish_call(&self, header: Header) {
+        // Told with the next heartbeat: a peer waiting on this rank sees
+        // it within a beat interval.
+        let mut view = self.mine.get();
+        view.call = Some(header);
         self.mine.set(view);
     }
 

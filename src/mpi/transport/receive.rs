@@ -157,6 +157,7 @@ impl MpiTransport {
                 entered,
                 returned,
                 beat,
+                call,
             })) => {
                 if let Some(v) = self.views.get_mut(from as usize) {
                     // Frames of one sender arrive in order: the last is the
@@ -167,6 +168,7 @@ impl MpiTransport {
                         beat,
                         left: false,
                         exited: false,
+                        call: unpack_call(call),
                     };
                 }
             }
