@@ -66,7 +66,7 @@ pub enum ConfigError {
         procs: u32,
     },
     /// A tree description could not be parsed or has a bad parameter.
-    #[error("bad tree '{spec}': {why} (expected binomial, lame:K, kary:K or optimal, optionally prefixed with inorder-)")]
+    #[error("bad tree '{spec}': {why} (expected binomial, lame:K, kary:K, knomial:K, multiroot:K or optimal, optionally prefixed with inorder-)")]
     BadTree {
         /// The text given.
         spec: String,

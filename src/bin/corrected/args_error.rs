@@ -23,7 +23,12 @@ pub fn report(e: &clap::Error) -> u8 {
     let rendered = e.render().to_string();
     let mut lines = rendered.lines().map(str::trim_end);
     if let Some(first) = lines.next() {
-        eprintln!("{first}");
+        match negative_number(e) {
+            // clap names the first "short flag" of `-64`, `-6`: the
+            // number as typed instead.
+            Some(typed) => eprintln!("error: unexpected negative number '{typed}'"),
+            None => eprintln!("{first}"),
+        }
     }
     for tip in lines.filter(|l| l.trim_start().starts_with("tip:")) {
         eprintln!("{}", tip.trim_start());
@@ -42,9 +47,9 @@ fn hint(e: &clap::Error) -> String {
     match e.kind() {
         ErrorKind::UnknownArgument => {
             let token = invalid.unwrap_or_default();
-            if token.starts_with('-') && token[1..].starts_with(|c: char| c.is_ascii_digit()) {
+            if let Some(typed) = negative_number(e) {
                 format!(
-                    "'{token}' is a negative number, and no option takes one here: counts, sizes and times are 0 or more (`--help` gives each option's range)"
+                    "'{typed}' is a negative number, and no option takes one here: counts, sizes and times are 0 or more (`--help` gives each option's range)"
                 )
             } else if let Some(similar) = e.get(ContextKind::SuggestedArg) {
                 match similar {
@@ -78,4 +83,21 @@ fn hint(e: &clap::Error) -> String {
         }
         _ => "`corrected --help` and `corrected COMMAND --help` list the options".into(),
     }
+}
+
+/// The negative number typed where clap found an unknown argument (it
+/// names only its first characters, `-6` of `-64`), as typed.
+fn negative_number(e: &clap::Error) -> Option<String> {
+    if e.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(token)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    if !(token.starts_with('-') && token[1..].starts_with(|c: char| c.is_ascii_digit())) {
+        return None;
+    }
+    let typed =
+        std::env::args().find(|arg| arg.starts_with(token.as_str()) && arg.parse::<f64>().is_ok());
+    Some(typed.unwrap_or_else(|| token.clone()))
 }

@@ -22,10 +22,11 @@ pub struct BcastArgs {
     /// Dissemination tree: auto (binomial, but for the corrected broadcast a flat tree, kary:P-1, where ranks outnumber cores), binomial, lame:K, kary:K, knomial:K, multiroot:K (FTCO 5.2.1; its roots exchange in an FTCO allreduce) or optimal; prefix inorder- for depth-first numbering.
     #[arg(long, default_value = "auto")]
     pub tree: String,
-    /// Correction: none, opportunistic:D, optimized:D, relaying:D, forwarding:D, checked, checked-sync or delayed:NANOS (NANOS + (ranks - 1) x --pace-us below --timeout);
-    /// with --algorithm gossip: none (GOS), ocg, ocg:C, ccg or fcg:F (FCG surviving F failures during the correction).
-    #[arg(long, default_value = "checked")]
-    pub correction: String,
+    /// Correction: none, opportunistic:D, optimized:D, relaying:D, forwarding:D, checked (the default), checked-sync or delayed:NANOS (NANOS + (ranks - 1) x --pace-us below --timeout);
+    /// with --algorithm gossip: none (GOS), ocg, ocg:C, ccg (the default) or fcg:F (FCG surviving F failures during the correction).
+    /// Refused with big, ftco and ack-tree, which have none.
+    #[arg(long)]
+    pub correction: Option<String>,
     /// Broadcast algorithm: tree (a corrected tree), gossip (corrected
     /// gossip: random gossip until --gossip-time, then --correction), big
     /// (the binomial graph baseline), ftco (FTCO's DATA/KEEPALIVE/ACK
@@ -42,9 +43,10 @@ pub struct BcastArgs {
     #[arg(long)]
     pub timeout_ms: Option<f64>,
     /// Corrected gossip's T in ticks of the paper's model (L = 2, o = 1),
-    /// counted in each rank's own send slots, or auto (Eq. 3 / Eq. 4).
-    #[arg(long, default_value = "auto")]
-    pub gossip_time: String,
+    /// counted in each rank's own send slots, or auto (Eq. 3 / Eq. 4; the
+    /// default). With --algorithm gossip only.
+    #[arg(long)]
+    pub gossip_time: Option<String>,
     /// Seed of gossip's random peers.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -105,8 +107,16 @@ impl BcastArgs {
                 "pass --timeout-ms with --algorithm ftco only",
             ));
         }
+        if self.gossip_time.is_some() && !matches!(algorithm, BroadcastAlgorithm::Gossip(_)) {
+            return Err(out_of_range(
+                "--gossip-time",
+                self.gossip_time.as_deref().unwrap_or_default(),
+                "only corrected gossip has a gossip time",
+                "pass --gossip-time with --algorithm gossip only",
+            ));
+        }
         let correction: Correction = if matches!(algorithm, BroadcastAlgorithm::Tree) {
-            self.correction.parse()?
+            self.tree_correction().parse()?
         } else {
             Correction::Checked
         };
@@ -119,6 +129,13 @@ impl BcastArgs {
             reduce,
             seed: self.seed,
         })
+    }
+}
+
+impl BcastArgs {
+    /// `--correction` for a corrected tree: checked unless given.
+    pub fn tree_correction(&self) -> &str {
+        self.correction.as_deref().unwrap_or("checked")
     }
 }
 
@@ -158,7 +175,7 @@ fn broadcast_algorithm(
 ) -> Result<(BroadcastAlgorithm, Delivery, String), CliError> {
     match args.algorithm.to_ascii_lowercase().as_str() {
         "tree" => {
-            let correction: Correction = args.correction.parse()?;
+            let correction: Correction = args.tree_correction().parse()?;
             let delivery = Delivery {
                 always: true,
                 despite_dead_ranks: correction.guarantees_delivery(),
@@ -167,19 +184,21 @@ fn broadcast_algorithm(
             Ok((BroadcastAlgorithm::Tree, delivery, correction.to_string()))
         }
         "gossip" if op == Op::Bcast => {
+            let time = args.gossip_time.as_deref().unwrap_or("auto");
+            let correction = args.correction.as_deref().unwrap_or("ccg");
             let spec = GossipSpec {
-                time: args.gossip_time.parse().map_err(|_| {
+                time: time.parse().map_err(|_| {
                     out_of_range(
                         "--gossip-time",
-                        &args.gossip_time,
+                        time,
                         "T is a number of ticks, or auto",
                         "pass --gossip-time auto or a number of ticks",
                     )
                 })?,
-                correction: args.correction.parse().map_err(|_| {
+                correction: correction.parse().map_err(|_| {
                     out_of_range(
                         "--correction",
-                        &args.correction,
+                        correction,
                         "corrected gossip's corrections are none, ocg[:C], ccg (checked) and fcg[:F] (F from 1 to 7)",
                         "pass --correction ccg, ocg, ocg:C, fcg, fcg:F or none",
                     )
@@ -199,6 +218,7 @@ fn broadcast_algorithm(
             Ok((BroadcastAlgorithm::Gossip(spec), delivery, name))
         }
         "big" if op == Op::Bcast => {
+            no_correction(args)?;
             // Consistent while fewer than ⌈log2 P⌉ ranks fail: counted as
             // promised only fault-free (the tally does not know P here).
             let delivery = Delivery {
@@ -258,15 +278,15 @@ fn ftco_name(args: &BcastArgs, timeout: Option<Duration>) -> String {
     )
 }
 
-/// A `--correction` other than the default, refused with FTCO and the ack
-/// tree, which have none.
+/// A `--correction`, refused with BIG, FTCO and the ack tree, which have
+/// none.
 fn no_correction(args: &BcastArgs) -> Result<(), CliError> {
-    if args.correction != "checked" {
+    if let Some(correction) = &args.correction {
         return Err(out_of_range(
             "--correction",
-            &args.correction,
-            "FTCO and the ack tree have no correction",
-            "leave out --correction with --algorithm ftco or ack-tree",
+            correction,
+            "BIG, FTCO and the ack tree have no correction",
+            "leave out --correction with --algorithm big, ftco or ack-tree",
         ));
     }
     Ok(())

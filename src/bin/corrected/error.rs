@@ -95,80 +95,121 @@ pub enum Subcommand {
 }
 
 impl CliError {
-    /// Which option to change, where the library's message cannot say it.
-    pub fn hint(&self, cmd: Subcommand) -> Option<String> {
-        let e =
-            match self {
-                CliError::Corrected(e) => e,
-                CliError::UnknownOp { .. } => return None,
-                CliError::OutOfRange { hint, .. } => return Some(hint.clone()),
-                CliError::FaultConflict { rank, .. } => {
-                    return Some(format!(
-                    "name rank {rank} once, in one of --kill, --hang, --kill-after-sends or --panic"
-                ))
-                }
-                CliError::NoSurvivor { .. } => return Some(
-                    "leave at least one rank out of --kill, --hang, --kill-after-sends and --panic"
-                        .into(),
-                ),
-                CliError::NotEnoughMemory { shrink, .. } => return Some(format!("pass {shrink}")),
-            };
+    /// Which option to change: every refusal of the command line has one
+    /// (`tests/cli_fuzz.rs` checks it for every line of its table).
+    pub fn hint(&self, cmd: Subcommand) -> String {
+        let e = match self {
+            CliError::Corrected(e) => e,
+            CliError::UnknownOp { expected, .. } => return format!("pass --op {expected}"),
+            CliError::OutOfRange { hint, .. } => return hint.clone(),
+            CliError::FaultConflict { rank, .. } => {
+                return format!(
+                    "name rank {rank} once, in one of {}",
+                    if cmd == Subcommand::Sim {
+                        "--dead or --die-at"
+                    } else {
+                        "--kill, --hang, --kill-after-sends or --panic"
+                    }
+                )
+            }
+            CliError::NoSurvivor { .. } => {
+                return "leave at least one rank out of --kill, --hang, --kill-after-sends and --panic"
+                    .into()
+            }
+            CliError::NotEnoughMemory { shrink, .. } => return format!("pass {shrink}"),
+        };
         let ranks = if cmd == Subcommand::Sim {
             "--procs"
         } else {
             "--ranks"
         };
-        Some(match e {
-            Error::Config(c) => match c {
-                ConfigError::ZeroRanks => format!("pass {ranks} 1 or more"),
-                ConfigError::TooManyRanks { max, .. } => format!("pass {ranks} {max} or fewer"),
-                ConfigError::DeadRoot(_) if cmd == Subcommand::Sim => {
-                    "the root is rank 0: leave it out of --dead".into()
-                }
-                ConfigError::DeadRoot(_) => {
-                    "pick another --root, or leave the root out of --kill and --hang".into()
-                }
-                ConfigError::FaultBudget { procs, .. } => {
-                    format!("pass --f {} or less", procs.saturating_sub(1))
-                }
-                ConfigError::BadLogP { .. } => "pass --latency and --overhead of 1 or more".into(),
-                ConfigError::BadMessageSize { .. } => {
-                    "pass a smaller --bytes or --gap-per-byte".into()
-                }
-                ConfigError::BadFaults(_) if cmd == Subcommand::Topo => {
-                    "pass a smaller --kill-domain, or more --ranks".into()
-                }
-                ConfigError::BadFaults(_) => "pass a --fault-rate of at least 0 and below 1".into(),
-                ConfigError::BadTopology(_) => {
-                    "pass --synthetic DESC to plan for a machine described by hand".into()
-                }
-                ConfigError::NotEnoughPus { pus, .. } => {
-                    format!("pass --ranks {pus} or fewer, or a larger machine")
-                }
-                ConfigError::FeatureNotBuilt { feature: "hwloc" } => {
-                    "build with `cargo build --features hwloc` (needs libhwloc-dev)".into()
-                }
-                ConfigError::FeatureNotBuilt { feature } => {
-                    format!("build with `cargo build --features {feature}`")
-                }
-                ConfigError::BadGossip { why } if why.contains("ticks") => {
-                    "pass --gossip-time auto and --correction ccg, ocg, ocg:C (C from 1 to 65536), fcg or none".into()
-                }
-                ConfigError::BadGossip { .. } => {
-                    "pass --procs 2 or more and a --delta above 0 and below 1".into()
-                }
-                ConfigError::BadAllreduce { .. } if cmd == Subcommand::Sim => {
-                    "pass --allreduce tree or star".into()
-                }
-                ConfigError::BadAllreduce { .. } => "pass --allreduce auto, tree or star".into(),
-                _ => return None,
-            },
+        let out_of_range = |procs: u32| {
+            format!(
+                "name ranks from 0 to {}, or pass a larger {ranks}",
+                procs.saturating_sub(1)
+            )
+        };
+        match e {
+            Error::Config(c) => config_hint(c, cmd, ranks),
+            Error::RankOutOfRange { procs, .. } => out_of_range(*procs),
             Error::TooManyFailures { .. } if cmd == Subcommand::Run => {
                 "raise the fault budget --f, or pass --allreduce star (it has no up-correction group that failures can empty)".into()
             }
             Error::TooManyFailures { .. } => "raise the fault budget --f".into(),
             Error::Timeout { .. } => "raise --timeout if the machine is only slow".into(),
-            _ => return None,
-        })
+            _ => "this is an outcome of the run, not of the options: `docs/cli.md` lists what each error means".into(),
+        }
+    }
+}
+
+/// The hint of a configuration the library refused, in `cmd`'s options
+/// (`ranks`: the option giving the team's size).
+fn config_hint(c: &ConfigError, cmd: Subcommand, ranks: &str) -> String {
+    match c {
+        ConfigError::ZeroRanks => format!("pass {ranks} 1 or more"),
+        ConfigError::TooManyRanks { max, .. } => format!("pass {ranks} {max} or fewer"),
+        ConfigError::DeadRoot(root) if cmd == Subcommand::Sim => {
+            format!("rank {root} is a root of this operation: leave it out of --dead")
+        }
+        ConfigError::DeadRoot(_) => {
+            "pick another --root, or leave the root out of --kill and --hang".into()
+        }
+        ConfigError::FaultRank { procs, .. } => format!(
+            "name ranks from 0 to {}, or pass a larger {ranks}",
+            procs.saturating_sub(1)
+        ),
+        ConfigError::FaultBudget { procs, .. } => {
+            format!("pass --f {} or less", procs.saturating_sub(1))
+        }
+        ConfigError::BadTree { .. } => {
+            "pass --tree binomial, lame:K (K >= 1), kary:K, knomial:K or multiroot:K (K from 2 to the ranks), or optimal".into()
+        }
+        ConfigError::BadCorrection { .. } => {
+            "pass --correction checked (the default), checked-sync, none, or NAME:D with D a whole number of ticks or nanoseconds".into()
+        }
+        ConfigError::BadLogP { .. } => "pass --latency and --overhead of 1 or more".into(),
+        ConfigError::BadMessageSize { .. } => "pass a smaller --bytes or --gap-per-byte".into(),
+        ConfigError::BadFaults(_) if cmd == Subcommand::Topo => {
+            "pass a smaller --kill-domain, or more --ranks".into()
+        }
+        ConfigError::BadFaults(_) => "pass a --fault-rate of at least 0 and below 1".into(),
+        ConfigError::BadTopology(_) => {
+            "pass --synthetic DESC to plan for a machine described by hand".into()
+        }
+        ConfigError::BadSynthetic { .. } => {
+            "pass e.g. --synthetic 'package:1 core:2 pu:1' (levels package, numa, l3, l2, core, pu)"
+                .into()
+        }
+        ConfigError::UnknownDomain { .. } => {
+            "pass --kill-domain LEVEL:INDEX with a level and index the machine has (`topo --table` lists them)".into()
+        }
+        ConfigError::BadPlacement(_) => "pass --placement compact, scatter or separated".into(),
+        ConfigError::NotEnoughPus { pus, .. } => {
+            format!("pass --ranks {pus} or fewer, or a larger machine")
+        }
+        ConfigError::FeatureNotBuilt { feature: "hwloc" } => {
+            "build with `cargo build --features hwloc` (needs libhwloc-dev)".into()
+        }
+        ConfigError::FeatureNotBuilt { feature } => {
+            format!("build with `cargo build --features {feature}`")
+        }
+        ConfigError::BadGossip { why } if why.contains("ticks") => {
+            "pass --gossip-time auto and --correction ccg, ocg, ocg:C (C from 1 to 65536), fcg or none".into()
+        }
+        ConfigError::BadGossip { why } if why.contains("correction") || why.contains("FCG") => {
+            "pass --correction ccg, ocg, ocg:C, fcg, fcg:F (F from 1 to 7) or none".into()
+        }
+        ConfigError::BadGossip { .. } => {
+            "pass --procs 2 or more and a --delta above 0 and below 1".into()
+        }
+        ConfigError::BadAllreduce { .. } if cmd == Subcommand::Sim => {
+            "pass --allreduce tree, star or blocks".into()
+        }
+        ConfigError::BadAllreduce { .. } => "pass --allreduce auto, tree or star".into(),
+        ConfigError::BadFailureScheme { .. } => "pass --failure-scheme list, count or bit".into(),
+        ConfigError::BadTimeout { .. } => {
+            "pass --timeout-ms (run) or --timeout (sim) above 0, or leave it out".into()
+        }
+        _ => "the options name a configuration the library refuses: `corrected <command> --help` lists what each option takes".into(),
     }
 }

@@ -1,7 +1,14 @@
 //! Limits the command line checks before it starts anything: ranges of
 //! times and the memory a run or simulation will need.
 
+use corrected::topology::{Shape, TreeSpec};
+
 use crate::error::CliError;
+
+/// The shortest `--timeout` of `corrected run`, in seconds: a rank that
+/// shares its core with others may wait out a time slice (milliseconds)
+/// before it runs, so shorter operation timeouts fail live ranks.
+pub const MIN_TIMEOUT_S: f64 = 0.001;
 
 /// The longest `--timeout` of `corrected run`, in seconds (one day).
 pub const MAX_TIMEOUT_S: f64 = 86_400.0;
@@ -19,19 +26,39 @@ pub const MAX_WAIT_TICKS: u64 = 1_000_000_000_000;
 /// Memory the process needs besides what a run sizes by its inputs.
 const BASE_BYTES: u64 = 16 << 20;
 
-/// `Err(OutOfRange)` for `option`, with the value as given.
+/// `Err(OutOfRange)` for `option`, with the value as given: a number as
+/// it was typed (`18446744073709551000`, not the `f64`'s
+/// `18446744073709552000`).
 pub fn out_of_range(
     option: &'static str,
     value: impl ToString,
     why: impl Into<String>,
     hint: impl Into<String>,
 ) -> CliError {
+    let value = value.to_string();
     CliError::OutOfRange {
         option,
-        value: value.to_string(),
+        value: as_typed(option, &value).unwrap_or(value),
         why: why.into(),
         hint: hint.into(),
     }
+}
+
+/// The text typed for `option` (its last `--option V` or `--option=V`)
+/// where it is the number `value` spells.
+fn as_typed(option: &str, value: &str) -> Option<String> {
+    let number = value.parse::<f64>().ok()?;
+    let args: Vec<String> = std::env::args().collect();
+    let typed = args.iter().enumerate().rev().find_map(|(i, arg)| {
+        if arg == option {
+            args.get(i + 1).cloned()
+        } else {
+            arg.strip_prefix(option)?
+                .strip_prefix('=')
+                .map(String::from)
+        }
+    })?;
+    (typed.trim().parse::<f64>().ok()? == number).then_some(typed)
 }
 
 /// Checks a number of ticks of `option` against `max` ([`MAX_LOGP_TICKS`]
@@ -111,4 +138,18 @@ pub fn check_memory(
 /// `a * b` in bytes, saturating (estimates only need to say "too much").
 pub fn bytes(a: u64, b: u64) -> u64 {
     a.saturating_mul(b)
+}
+
+/// Refuses a tree larger than the team: `multiroot:K` with more roots than
+/// its `ranks` (`size`: the option that gives them).
+pub fn check_tree_fits(tree: TreeSpec, ranks: u32, size: &str) -> Result<(), CliError> {
+    match tree.shape {
+        Shape::MultiRoot(k) if k > ranks => Err(out_of_range(
+            "--tree",
+            tree,
+            format!("{k} roots cannot be among {ranks} ranks"),
+            format!("pass --tree multiroot:K with K from 2 to {ranks}, or a larger {size}"),
+        )),
+        _ => Ok(()),
+    }
 }

@@ -94,9 +94,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e}");
-            if let Some(hint) = e.hint(cmd) {
-                eprintln!("hint: {hint}");
-            }
+            eprintln!("hint: {}", e.hint(cmd));
             ExitCode::from(2)
         }
     }

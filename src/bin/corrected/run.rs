@@ -22,7 +22,9 @@ use corrected::{ConfigError, Error};
 
 use crate::bcast::{BcastArgs, Delivery};
 use crate::error::CliError;
-use crate::limits::{at_least_one, bytes, check_memory, out_of_range, MAX_TIMEOUT_S};
+use crate::limits::{
+    at_least_one, bytes, check_memory, check_tree_fits, out_of_range, MAX_TIMEOUT_S, MIN_TIMEOUT_S,
+};
 use crate::op::Op;
 use crate::progress::Progress;
 
@@ -46,16 +48,18 @@ pub struct RunArgs {
     failure_scheme: String,
     /// Milliseconds a rank waits on a silent peer inside an operation before
     /// declaring it failed (finds --hang ranks in reduce and allreduce);
-    /// above 0 and at most --timeout.
-    #[arg(long, default_value_t = 1000.0)]
-    failure_timeout_ms: f64,
+    /// above 0 and at most --timeout. Default: 1000, or half of --timeout
+    /// where that is shorter.
+    #[arg(long)]
+    failure_timeout_ms: Option<f64>,
     #[command(flatten)]
     bcast: BcastArgs,
     /// Allreduce and barrier algorithm: tree (up-correction reduce, then the
     /// corrected broadcast), star (inputs straight to a root, the result
-    /// straight back), or auto (star where ranks outnumber cores).
-    #[arg(long, default_value = "auto")]
-    allreduce: String,
+    /// straight back), or auto (star where ranks outnumber cores; the
+    /// default). With --op allreduce or barrier only.
+    #[arg(long)]
+    allreduce: Option<String>,
     /// Ranks dead from the first operation on, comma separated. A rank may
     /// be in one of --kill, --hang, --kill-after-sends and --panic only, and
     /// at least one rank must be in none.
@@ -81,9 +85,9 @@ pub struct RunArgs {
     /// checked). A broadcast's root writes a new value before each call, so
     /// the latency includes that write (its receivers are in the call
     /// already) and the copies of lines its core just wrote. A barrier
-    /// carries none.
-    #[arg(long, default_value_t = 8)]
-    bytes: u64,
+    /// carries none: --bytes is refused with it. Default: 8.
+    #[arg(long)]
+    bytes: Option<u64>,
     /// Least microseconds between two correction messages of one rank
     /// (0: no pacing); a full sweep, (ranks - 1) x pace, must take less than --timeout.
     #[arg(long, default_value_t = 0.0)]
@@ -92,7 +96,7 @@ pub struct RunArgs {
     #[arg(long)]
     no_pin: bool,
     /// Seconds a rank waits inside one operation before giving up
-    /// (above 0 and at most 86400).
+    /// (at least 0.001 and at most 86400).
     #[arg(long, default_value_t = 10.0)]
     timeout: f64,
     /// Print one JSON object instead of text.
@@ -273,30 +277,60 @@ fn bandwidth(bytes: u64, latency_ns: f64) -> f64 {
     }
 }
 
+impl RunArgs {
+    /// `--bytes`, 8 unless given.
+    fn bytes(&self) -> u64 {
+        self.bytes.unwrap_or(8)
+    }
+
+    /// `--failure-timeout-ms`: unless given, 1000 or half of `--timeout`
+    /// where that is shorter.
+    fn failure_timeout_ms(&self) -> f64 {
+        self.failure_timeout_ms
+            .unwrap_or_else(|| (self.timeout * 1e3 / 2.0).min(1000.0))
+    }
+}
+
 /// The options' own checks: values out of range, a rank with two faults.
 /// Before the team is built: nothing has started.
-fn check_options(args: &RunArgs) -> Result<(), CliError> {
+fn check_options(args: &RunArgs, op: Op) -> Result<(), CliError> {
     at_least_one("--iters", args.iters.into())?;
-    if args.bytes == 0 || args.bytes % 8 != 0 {
+    if let (Some(bytes), Op::Barrier) = (args.bytes, op) {
         return Err(out_of_range(
             "--bytes",
-            args.bytes,
+            bytes,
+            "a barrier carries no data",
+            "leave out --bytes with --op barrier",
+        ));
+    }
+    if let (Some(allreduce), Op::Bcast | Op::Reduce) = (&args.allreduce, op) {
+        return Err(out_of_range(
+            "--allreduce",
+            allreduce,
+            format!("--op {} runs no allreduce", op.name()),
+            "pass --allreduce with --op allreduce or barrier only",
+        ));
+    }
+    if args.bytes() == 0 || args.bytes() % 8 != 0 {
+        return Err(out_of_range(
+            "--bytes",
+            args.bytes(),
             "it must be a positive multiple of 8 (values are vectors of u64)",
             "pass --bytes 8 (the default), or e.g. --bytes 1048576",
         ));
     }
-    if !(args.timeout > 0.0 && args.timeout <= MAX_TIMEOUT_S) {
+    if !(args.timeout >= MIN_TIMEOUT_S && args.timeout <= MAX_TIMEOUT_S) {
         return Err(out_of_range(
             "--timeout",
             args.timeout,
-            format!("it must be above 0 and at most {MAX_TIMEOUT_S} seconds"),
+            format!("it must be at least {MIN_TIMEOUT_S} and at most {MAX_TIMEOUT_S} seconds (a rank sharing a core waits out a time slice of milliseconds)"),
             "pass --timeout in seconds, e.g. --timeout 10 (the default)",
         ));
     }
-    if !(args.failure_timeout_ms > 0.0 && args.failure_timeout_ms <= args.timeout * 1e3) {
+    if !(args.failure_timeout_ms() > 0.0 && args.failure_timeout_ms() <= args.timeout * 1e3) {
         return Err(out_of_range(
             "--failure-timeout-ms",
-            args.failure_timeout_ms,
+            args.failure_timeout_ms(),
             format!(
                 "it must be above 0 and at most --timeout ({} ms): a silent peer must be found before the operation times out",
                 args.timeout * 1e3
@@ -361,7 +395,7 @@ fn check_team(args: &RunArgs, correction: Correction, ranks: u32) -> Result<(), 
         return Err(if delay_ns > 0.0 {
             out_of_range(
                 "--correction",
-                &args.bcast.correction,
+                args.bcast.tree_correction(),
                 why,
                 format!(
                     "pass delayed:NANOS with NANOS below {:.0}, or raise --timeout",
@@ -388,14 +422,14 @@ fn check_team(args: &RunArgs, correction: Correction, ranks: u32) -> Result<(), 
     let (ranks, iters) = (u64::from(ranks), u64::from(args.iters));
     let need = bytes(bytes(ranks, iters), per_rank_op).saturating_add(bytes(iters, per_op));
     // And its input and output vectors, plus about as much in segments.
-    let data = bytes(ranks, args.bytes.saturating_mul(4));
+    let data = bytes(ranks, args.bytes().saturating_mul(4));
     check_memory(
         "this run",
         need.saturating_add(data),
         || {
             format!(
                 "{ranks} ranks x ({iters} operations x {per_rank_op} bytes of results + 4 x {} bytes of values)",
-                args.bytes
+                args.bytes()
             )
         },
         "fewer --iters, --ranks or --bytes",
@@ -549,16 +583,16 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let ftco_reduce = matches!(chosen.reduce, ReduceAlgorithm::Ftco { .. });
     let ftco = ftco_reduce || matches!(algorithm, BroadcastAlgorithm::Ftco { .. });
     let timed = ftco || matches!(algorithm, BroadcastAlgorithm::AckTree);
-    let allreduce: AllreduceAlgorithm = args.allreduce.parse()?;
+    let allreduce: AllreduceAlgorithm = args.allreduce.as_deref().unwrap_or("auto").parse()?;
     let scheme: FailureScheme = args.failure_scheme.parse()?;
-    check_options(&args)?;
+    check_options(&args, op)?;
     // The JSON's latency and message counts come from the operation records.
     let mut builder = chosen
         .apply(Team::builder())
         .op_records(true)
         .allreduce(allreduce)
         .failure_scheme(scheme)
-        .failure_timeout(Duration::from_secs_f64(args.failure_timeout_ms / 1e3))
+        .failure_timeout(Duration::from_secs_f64(args.failure_timeout_ms() / 1e3))
         .op_timeout(Duration::from_secs_f64(args.timeout))
         .correction_pace(Duration::from_secs_f64(args.pace_us / 1e6))
         .pinning(if args.no_pin {
@@ -572,7 +606,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     if let Some(f) = args.f {
         builder = builder.fault_budget(f);
     }
-    if op == Op::Bcast && (args.kill.contains(&args.root) || args.hang.contains(&args.root)) {
+    if op.rooted() && (args.kill.contains(&args.root) || args.hang.contains(&args.root)) {
         return Err(ConfigError::DeadRoot(args.root).into());
     }
     // FTCO's root never fails (Section 2): an allreduce's and a barrier's
@@ -613,8 +647,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         }
     }
     check_team(&args, correction, ranks)?;
+    check_tree_fits(tree, ranks, "--ranks")?;
     let (iters, root, panics) = (args.iters, args.root, &args.panic);
-    let n = (args.bytes / 8) as usize;
+    let n = (args.bytes() / 8) as usize;
     let progress = Progress::new(ranks, iters);
     let started = std::time::Instant::now();
     let report = progress.show_while(|| {
@@ -664,6 +699,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         .iter()
         .filter_map(|o| o.latency_ns.iter().max().map(|&ns| ns as f64))
         .collect();
+    let timed_ops = latencies.len();
     let lat = Stats::of(latencies);
     let answers = Stats::of(report.answer_delays_ns.iter().map(|&ns| ns as f64));
     let messages: u64 = report.ops.iter().map(|o| o.messages).sum();
@@ -705,9 +741,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             })),
             "allreduce": matches!(op, Op::Allreduce | Op::Barrier).then(|| reduction.clone()),
             "reduce": (op == Op::Reduce).then(|| if ftco_reduce { bcast_name.clone() } else { "up-correction".to_string() }),
-            "bytes": (op != Op::Barrier).then_some(args.bytes),
+            "bytes": (op != Op::Barrier).then_some(args.bytes()),
             "latency_ns": { "p50": lat.p50, "p99": lat.p99, "max": lat.max, "mean": lat.mean },
-            "bandwidth_gbs": (op != Op::Barrier).then(|| bandwidth(args.bytes, lat.p50)),
+            "bandwidth_gbs": (op != Op::Barrier).then(|| bandwidth(args.bytes(), lat.p50)),
             "messages_per_op": messages_per_op,
             "helped_pumps_per_op": report.helped as f64 / report.ops.len().max(1) as f64,
             "segment_allocations": report.segment_allocations,
@@ -773,17 +809,21 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
                 answers.max / 1e3
             );
         }
-        out!(
-            "latency per operation (slowest rank's call): p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs",
-            lat.p50 / 1e3,
-            lat.p99 / 1e3,
-            lat.max / 1e3
-        );
-        if op != Op::Barrier {
+        if timed_ops == 0 {
+            out!("latency per operation: none (no call delivered)");
+        } else {
+            out!(
+                "latency per operation (slowest rank's call): p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs",
+                lat.p50 / 1e3,
+                lat.p99 / 1e3,
+                lat.max / 1e3
+            );
+        }
+        if op != Op::Barrier && timed_ops > 0 {
             out!(
                 "{} bytes per rank: {:.3} GB/s at the p50 latency",
-                args.bytes,
-                bandwidth(args.bytes, lat.p50)
+                args.bytes(),
+                bandwidth(args.bytes(), lat.p50)
             );
         }
         out!(
@@ -801,7 +841,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             t.delivered,
             t.missing,
             t.wrong,
-            t.consistent
+            if t.delivered == 0 {
+                "none to compare".to_string()
+            } else {
+                t.consistent.to_string()
+            }
         );
         out!(
             "expected misses: {}, operations with a failed root: {}, violations: {}",

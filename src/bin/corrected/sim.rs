@@ -25,7 +25,7 @@ use corrected::ConfigError;
 
 use crate::error::CliError;
 use crate::limits::{
-    at_least_one, bytes, check_memory, out_of_range, ticks_at_most, MAX_WAIT_TICKS,
+    at_least_one, bytes, check_memory, check_tree_fits, out_of_range, ticks_at_most, MAX_WAIT_TICKS,
 };
 use crate::op::Op;
 
@@ -46,9 +46,10 @@ pub struct SimArgs {
     /// broadcast), star (inputs straight to a root, the result straight
     /// back), or blocks (the large allreduce by blocks' data phase, each
     /// rank reducing one block of --bytes, in LogGP with --gap-per-byte).
-    /// Simulated ranks have a core each, so there is no auto.
-    #[arg(long, default_value = "tree")]
-    allreduce: String,
+    /// Simulated ranks have a core each, so there is no auto. Default:
+    /// tree. With --op allreduce only.
+    #[arg(long)]
+    allreduce: Option<String>,
     /// Broadcast algorithm: tree (a corrected tree, --tree and --correction),
     /// gossip (corrected gossip: random gossip until --gossip-time, then
     /// the correction --correction names: none (GOS), ocg[:C] (opportunistic
@@ -65,14 +66,14 @@ pub struct SimArgs {
     /// Corrected gossip's T: ticks of gossip, or auto (Eq. 3 for OCG, Eq. 4
     /// for CCG, Eq. 5 for FCG, for GOS the first T after which Lemma 1
     /// leaves at most δ nodes uncolored; plus one overhead, as the paper
-    /// chooses it).
-    #[arg(long, default_value = "auto")]
-    gossip_time: String,
+    /// chooses it; the default). With --algorithm gossip only.
+    #[arg(long)]
+    gossip_time: Option<String>,
     /// Corrected gossip's δ: the chance the estimates behind T and C (auto)
     /// may fail (the paper's 6.93e-7: all of 10^6 runs succeed with
-    /// probability about 1/2).
-    #[arg(long, default_value_t = 6.93e-7)]
-    delta: f64,
+    /// probability about 1/2; the default). With --algorithm gossip only.
+    #[arg(long)]
+    delta: Option<f64>,
     /// FTCO's timeout unit T in ticks: a message to a node d tree levels
     /// away is suspected after d·T + o·(the two nodes' children) ticks.
     /// Default: one hop's round trip 2(2o + L) (8 for L = 2, o = 1).
@@ -92,9 +93,10 @@ pub struct SimArgs {
     /// papers' model).
     #[arg(long, default_value_t = 0)]
     gap_per_byte: Tick,
-    /// Failure information of reduce: list, count or bit.
-    #[arg(long, default_value = "bit")]
-    failure_scheme: String,
+    /// Failure information of reduce: list, count or bit (the default).
+    /// With --op reduce or allreduce only.
+    #[arg(long)]
+    failure_scheme: Option<String>,
     /// Ticks after a rank dies until every rank is told (failure detector; at most 10^12).
     #[arg(long, default_value_t = 8)]
     detector: Tick,
@@ -115,7 +117,8 @@ pub struct SimArgs {
     /// Seed of the first run; run i uses seed + i.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Worker threads (default: all cores; each holds one simulation's state).
+    /// Worker threads (default: all cores; each holds one simulation's
+    /// state; at most 1024, and no more than --runs are started).
     #[arg(long)]
     threads: Option<usize>,
     /// Print one JSON object instead of a table.
@@ -170,6 +173,30 @@ fn check(args: &SimArgs, op: Op) -> Result<(), CliError> {
     if args.threads == Some(0) {
         at_least_one("--threads", 0)?;
     }
+    if let Some(threads) = args.threads.filter(|&t| t > MAX_THREADS) {
+        return Err(out_of_range(
+            "--threads",
+            threads,
+            format!("at most {MAX_THREADS} worker threads are started (each holds one simulation)"),
+            format!(
+                "pass --threads {} (this machine's cores), or leave it out",
+                std::thread::available_parallelism().map_or(1, |n| n.get())
+            ),
+        ));
+    }
+    if args.bytes == 0 {
+        return Err(out_of_range(
+            "--bytes",
+            0,
+            "a message carries at least one byte",
+            "pass --bytes 8 (the default) or more",
+        ));
+    }
+    check_faults(args)?;
+    check_used(args, op)?;
+    if let Ok(tree) = args.model.tree().parse() {
+        check_tree_fits(tree, args.procs, "--procs")?;
+    }
     ticks_at_most("--detector", args.detector, MAX_WAIT_TICKS)?;
     if let Some(&(rank, tick)) = args.die_at.iter().find(|(_, t)| *t > MAX_WAIT_TICKS) {
         return Err(out_of_range(
@@ -196,6 +223,108 @@ fn check(args: &SimArgs, op: Op) -> Result<(), CliError> {
         },
         "fewer --procs, --threads or --runs",
     )
+}
+
+/// The most worker threads `--threads` starts.
+const MAX_THREADS: usize = 1024;
+
+impl SimArgs {
+    /// `--allreduce`, tree unless given.
+    fn allreduce(&self) -> &str {
+        self.allreduce.as_deref().unwrap_or("tree")
+    }
+
+    /// `--delta`, the paper's 6.93e-7 unless given.
+    fn delta(&self) -> f64 {
+        self.delta.unwrap_or(6.93e-7)
+    }
+}
+
+/// A rank named twice in `--dead` and `--die-at`: it can fail once.
+fn check_faults(args: &SimArgs) -> Result<(), CliError> {
+    let named = args.dead.iter().map(|&r| (r, "--dead"));
+    let named = named.chain(args.die_at.iter().map(|&(r, _)| (r, "--die-at")));
+    let mut seen = std::collections::HashMap::new();
+    for (rank, list) in named {
+        if let Some(first) = seen.insert(rank, list) {
+            return Err(CliError::FaultConflict {
+                rank,
+                first,
+                second: list,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Options given that the algorithm or collective would ignore, refused:
+/// a run must be what its command line says.
+fn check_used(args: &SimArgs, op: Op) -> Result<(), CliError> {
+    let algorithm = args.algorithm.as_str();
+    let gossip = algorithm == "gossip";
+    let m = &args.model;
+    let unused: [(Option<String>, &'static str, bool, &str, &str); 7] = [
+        (
+            args.gossip_time.clone(),
+            "--gossip-time",
+            gossip,
+            "only corrected gossip has a gossip time",
+            "--algorithm gossip",
+        ),
+        (
+            args.delta.map(|d| d.to_string()),
+            "--delta",
+            gossip,
+            "only corrected gossip's T and C are chosen with a δ",
+            "--algorithm gossip",
+        ),
+        (
+            args.curve.map(|c| c.to_string()),
+            "--curve",
+            gossip || algorithm == "big",
+            "only gossip and BIG draw a coloring curve",
+            "--algorithm gossip or big",
+        ),
+        (
+            m.correction.clone(),
+            "--correction",
+            !matches!(algorithm, "big" | "ftco" | "ack-tree"),
+            "BIG, FTCO and the ack tree have no correction",
+            "--algorithm tree or gossip",
+        ),
+        (
+            m.tree.clone(),
+            "--tree",
+            !matches!(algorithm, "gossip" | "big"),
+            "corrected gossip and BIG send along no tree",
+            "--algorithm tree, ftco or ack-tree",
+        ),
+        (
+            args.allreduce.clone(),
+            "--allreduce",
+            op == Op::Allreduce,
+            "only --op allreduce runs an allreduce",
+            "--op allreduce",
+        ),
+        (
+            args.failure_scheme.clone(),
+            "--failure-scheme",
+            op != Op::Bcast,
+            "only the reduce (and the allreduce, which reduces first) carries failure information",
+            "--op reduce or allreduce",
+        ),
+    ];
+    for (given, option, used, why, with) in unused {
+        if let (Some(value), false) = (given, used) {
+            return Err(out_of_range(
+                option,
+                value,
+                why,
+                format!("pass {option} with {with} only"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Runs `corrected sim`. Exit code 1 if any semantic check failed.
@@ -294,8 +423,8 @@ fn print_table(s: &BcastSummary, args: &SimArgs, dissemination: Tick, expected_m
     out!(
         "P={} tree={} correction={} L={} o={} fault-rate={} runs={} ({:.1} sims/s)",
         s.procs,
-        args.model.tree,
-        args.model.correction,
+        args.model.tree(),
+        args.model.correction(),
         args.model.latency,
         args.model.overhead,
         args.fault_rate,
@@ -391,10 +520,11 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
     ticks_at_most("--latency", m.latency, crate::limits::MAX_LOGP_TICKS)?;
     ticks_at_most("--overhead", m.overhead, crate::limits::MAX_LOGP_TICKS)?;
     let logp = LogP::new(m.latency, m.overhead)?;
-    let choice: CorrectionChoice = m.correction.parse().map_err(|_| {
+    let correction = m.correction.as_deref().unwrap_or("ccg");
+    let choice: CorrectionChoice = correction.parse().map_err(|_| {
         out_of_range(
             "--correction",
-            &m.correction,
+            correction,
             "corrected gossip's corrections are none, ocg[:C], ccg (checked) and fcg[:F] (F from 1 to 7)",
             "pass --correction ccg, ocg, ocg:C, fcg, fcg:F or none",
         )
@@ -402,10 +532,11 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
     if let CorrectionChoice::Opportunistic(Some(c)) = choice {
         ticks_at_most("--correction", c, MAX_WAIT_TICKS)?;
     }
-    let time: GossipTime = args.gossip_time.parse().map_err(|_| {
+    let gossip_time = args.gossip_time.as_deref().unwrap_or("auto");
+    let time: GossipTime = gossip_time.parse().map_err(|_| {
         out_of_range(
             "--gossip-time",
-            &args.gossip_time,
+            gossip_time,
             "T is a number of ticks, or auto",
             "pass --gossip-time auto or a number of ticks",
         )
@@ -419,7 +550,7 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
     let chosen = GossipSpec {
         time,
         correction: choice,
-        delta: args.delta,
+        delta: args.delta(),
     }
     .choose(args.procs, logp)?;
     let model = GossipModel::new(args.procs, args.procs, logp)?;
@@ -645,7 +776,7 @@ impl BroadcastReport {
                 "gossip_time": self.gossip_time,
                 "estimated_latency": self.estimated_latency,
                 "correction": self.correction,
-                "delta": args.delta,
+                "delta": args.delta(),
                 "latency": logp.latency,
                 "overhead": logp.overhead,
                 "fault_rate": args.fault_rate,
@@ -815,11 +946,11 @@ fn collective_head(args: &SimArgs, logp: LogP, size: MessageSize) -> (serde_json
 
 /// `corrected sim --op reduce|allreduce`: Monte Carlo over the fault plan.
 fn run_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<ExitCode, CliError> {
-    if op == Op::Allreduce && args.allreduce == "blocks" {
+    if op == Op::Allreduce && args.allreduce() == "blocks" {
         return run_blocks(args, faults);
     }
     let (spec, correction, logp) = args.model.parse()?;
-    let scheme: FailureScheme = args.failure_scheme.parse()?;
+    let scheme: FailureScheme = args.failure_scheme.as_deref().unwrap_or("bit").parse()?;
     let config = ReduceConfig {
         tree: spec,
         procs: args.procs,
@@ -838,13 +969,13 @@ fn run_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<ExitCode,
             |sim: &mut ReduceSim, s| sim.run(s),
         )
     } else {
-        let sc = match args.allreduce.parse()? {
+        let sc = match args.allreduce().parse()? {
             AllreduceAlgorithm::Star => AllreduceScenario::star(config)?,
             AllreduceAlgorithm::Tree => AllreduceScenario::new(config, correction)?,
             AllreduceAlgorithm::Auto => {
                 return Err(CliError::OutOfRange {
                     option: "--allreduce",
-                    value: args.allreduce.clone(),
+                    value: args.allreduce().to_string(),
                     why: "auto picks by the cores ranks share, and simulated ranks have one each"
                         .into(),
                     hint: "pass tree or star".into(),
@@ -864,7 +995,7 @@ fn run_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<ExitCode,
     head["failure_scheme"] = scheme.to_string().into();
     head["tree"] = spec.to_string().into();
     head["correction"] = correction.to_string().into();
-    head["allreduce"] = serde_json::json!((op == Op::Allreduce).then_some(args.allreduce.as_str()));
+    head["allreduce"] = serde_json::json!((op == Op::Allreduce).then_some(args.allreduce()));
     let title = format!(
         "P={} op={} f={} tree={spec} correction={correction} {tail}",
         args.procs,

@@ -189,6 +189,18 @@ pub fn run(args: SoakArgs) -> Result<ExitCode, CliError> {
             "pass fewer --elements or --ranks",
         ));
     }
+    let episodes = args.ops.div_ceil(args.episode as u64);
+    if args.from_episode.checked_add(episodes).is_none() {
+        return Err(out_of_range(
+            "--from-episode",
+            args.from_episode,
+            format!(
+                "the {episodes} episodes of --ops from it would number past {}",
+                u64::MAX
+            ),
+            "pass the episode a failing soak named, e.g. --from-episode 920",
+        ));
+    }
     if args.ranks < 2 {
         return Err(out_of_range(
             "--ranks",
@@ -221,7 +233,6 @@ pub fn run(args: SoakArgs) -> Result<ExitCode, CliError> {
             quiet_planned_panics(info);
         }
     }));
-    let episodes = args.ops.div_ceil(args.episode as u64);
     let mut tally = Tally::default();
     let started = Instant::now();
     for episode in args.from_episode..args.from_episode + episodes {

@@ -107,7 +107,7 @@ impl FromStr for CorrectionChoice {
         };
         match s.as_str() {
             "none" | "gos" => Ok(CorrectionChoice::None),
-            "ccg" | "checked" | "checked-sync" => Ok(CorrectionChoice::Checked),
+            "ccg" | "checked" => Ok(CorrectionChoice::Checked),
             "ocg" => Ok(CorrectionChoice::Opportunistic(None)),
             "fcg" => fcg(1),
             other => match (
@@ -175,10 +175,16 @@ pub struct ChosenGossip {
 impl GossipSpec {
     /// The plan for `procs` nodes, all alive, in `logp`: T and C as given,
     /// or chosen (see the module docs). Errors on fewer than 2 nodes, a bad
-    /// model, a δ outside (0, 1), a T or C above [`MAX_GOSSIP_TICKS`], or
-    /// an OCG correction of 0 ticks (that is GOS).
+    /// model, a δ outside (0, 1), a T or C above [`MAX_GOSSIP_TICKS`], GOS
+    /// with a T of 0 (it reaches nobody), or an OCG correction of 0 ticks
+    /// (that is GOS).
     pub fn choose(&self, procs: u32, logp: LogP) -> Result<ChosenGossip, ConfigError> {
         if let GossipTime::Ticks(t) = self.time {
+            if t == 0 && self.correction == CorrectionChoice::None {
+                return Err(ConfigError::BadGossip {
+                    why: "GOS with a gossip time of 0 ticks reaches nobody: only the root would hold the value; give T of 1 or more ticks, or auto".into(),
+                });
+            }
             if t > MAX_GOSSIP_TICKS {
                 return Err(ConfigError::BadGossip {
                     why: format!(
@@ -293,16 +299,18 @@ mod tests {
         )));
         let long_ocg = CorrectionChoice::Opportunistic(Some(MAX_GOSSIP_TICKS + 1));
         assert!(refused(spec(GossipTime::Auto, long_ocg)));
-        // At the bound, and the degenerate but meaningful T = 0 (the
-        // correction alone spreads the value), are taken.
+        // GOS without gossip reaches nobody: refused. With a correction,
+        // T = 0 is the degenerate but meaningful case where the
+        // correction alone spreads the value: taken, as is the bound.
+        assert!(refused(spec(GossipTime::Ticks(0), CorrectionChoice::None)));
+        assert!(spec(GossipTime::Ticks(0), CorrectionChoice::Checked)
+            .choose(8, logp)
+            .is_ok());
         let at_bound = spec(
             GossipTime::Ticks(MAX_GOSSIP_TICKS),
             CorrectionChoice::Checked,
         );
         assert!(at_bound.choose(8, logp).is_ok());
-        assert!(spec(GossipTime::Ticks(0), CorrectionChoice::Checked)
-            .choose(8, logp)
-            .is_ok());
         let ocg_at_bound = CorrectionChoice::Opportunistic(Some(MAX_GOSSIP_TICKS));
         assert!(spec(GossipTime::Auto, ocg_at_bound).choose(8, logp).is_ok());
     }
