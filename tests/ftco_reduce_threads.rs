@@ -199,8 +199,8 @@ fn the_multi_root_tree_reduces_every_live_input_once() {
 /// Dead sets fixed before the operations (inner ranks, leaves, siblings, a
 /// parent with its child), binomial and kary:2 trees, P up to 17, the
 /// reduce to a non-zero root: the dead out, no input twice, the same
-/// result everywhere, every live rank's input in the first operation;
-/// timeouts fired.
+/// result everywhere, every live rank's input in the first operation; no
+/// timeout (the dead are known).
 #[test]
 fn ranks_dead_before_are_left_out_and_every_live_input_is_in_once() {
     let _serial = serial();
@@ -223,9 +223,45 @@ fn ranks_dead_before_are_left_out_and_every_live_input_is_in_once() {
             let case = format!("{tree} P={procs} dead={dead:?}");
             definition_3_2(&report, 3, root, dead, 1, &case);
             assert_eq!(report.failed, dead.to_vec(), "{case}");
-            assert!(report.timeouts > 0, "{case}: no timeout fired");
+            // The team knows them (`Fault::Dead`): routed around without a
+            // timeout, none suspected.
+            assert_eq!((report.timeouts, report.false_suspicions), (0, 0), "{case}");
         }
     }
+}
+
+/// A rank that hangs (alive, silent, nobody told) is found by FTCO's
+/// timeouts in each operation until the team's failure detector, watching
+/// the rank FTCO suspected (`Protocol::awaiting`), finds it silent for
+/// the failure timeout (50 ms) and reports it failed; from then on the
+/// reduce, allreduce and barrier route around it from the start: the last
+/// 15 of 30 operations fire no timeout (the first 15 take at least 15 × T
+/// = 300 ms, six failure timeouts). Definition 3.2 in every operation.
+#[test]
+fn a_hung_rank_is_remembered_once_the_detector_reports_it() {
+    let _serial = serial();
+    let faults = FaultSchedule::none().at(3, 0, Fault::Hang);
+    let team = Team::builder()
+        .ranks(8)
+        .tree("binomial".parse().expect("a tree"))
+        .reduce(ftco(Duration::from_millis(20)))
+        .faults(faults)
+        .failure_timeout(Duration::from_millis(50))
+        .op_timeout(Duration::from_secs(20))
+        .op_records(true)
+        .build()
+        .expect("a team");
+    let report = mixed(&team, 30, 5);
+    definition_3_2(&report, 30, 5, &[], 1, "a hung rank");
+    assert_eq!(
+        (report.hung.clone(), report.failed.clone()),
+        (vec![3], vec![3])
+    );
+    let late: Vec<u64> = report.ops[15..].iter().map(|o| o.timeouts).collect();
+    assert!(
+        late.iter().all(|&t| t == 0),
+        "timeouts by operation: {late:?}"
+    );
 }
 
 /// A rank killed during the operation after its n-th send (n = 0 to 3:

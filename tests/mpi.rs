@@ -233,9 +233,10 @@ fn every_broadcast_algorithm_delivers_between_processes() {
 /// every survivor; GOS and OCG reach a live rank with probability 1 - δ
 /// for a dead set fixed before the operation, GOS here with a longer T
 /// than its automatic one, which Lemma 1 counts for no dead rank. The ack
-/// tree promises nothing: no wrong value, but the root waits for the dead
-/// rank's ACK until the operation timeout in every later broadcast, and a
-/// rank behind it may time out too.
+/// tree has no fault tolerance of its own, but it routes around a failure
+/// the team reports (as this one is): every later broadcast on every
+/// survivor too (it used to wait for the dead rank's ACK until the
+/// operation timeout in every one).
 #[test]
 fn every_broadcast_algorithm_meets_an_announced_death_as_it_promises() {
     let tree: &[&str] = &["--algorithm", "tree"];
@@ -251,9 +252,8 @@ fn every_broadcast_algorithm_meets_an_announced_death_as_it_promises() {
         .into_iter()
         .chain(ALGORITHMS.into_iter().skip(1));
     for algorithm in algorithms {
-        let ack = algorithm[1] == "ack-tree";
-        let (iters, timeout) = if ack { (23, "0.3") } else { (60, "10") };
-        let args = format!("--op bcast --iters {iters} --len 3 --die-at 2:20 --timeout {timeout}");
+        let iters = 60;
+        let args = format!("--op bcast --iters {iters} --len 3 --die-at 2:20 --timeout 10");
         let outcomes = mpirun_with(4, algorithm, &args);
         assert_eq!(outcomes.len(), 4, "{algorithm:?}: {outcomes:?}");
         for o in &outcomes {
@@ -261,16 +261,6 @@ fn every_broadcast_algorithm_meets_an_announced_death_as_it_promises() {
             assert_eq!(field(o, "wrong"), 0, "{algorithm:?}: {o}");
             if rank == 2 {
                 assert_eq!((field(o, "ok"), errors(o)), (20, 0), "{algorithm:?}: {o}");
-            } else if ack {
-                assert!(field(o, "ok") >= 20, "{o}");
-                assert_eq!(
-                    field(o, "ok") + o["errors"]["Timeout"].as_u64().unwrap_or(0),
-                    iters
-                );
-                assert_eq!(errors(o), iters - field(o, "ok"), "only timeouts: {o}");
-                if rank == 0 {
-                    assert_eq!(field(o, "ok"), 20, "the root waits for every ACK: {o}");
-                }
             } else {
                 assert_eq!(
                     (field(o, "ok"), errors(o)),

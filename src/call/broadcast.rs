@@ -122,7 +122,12 @@ where
         BroadcastPlan::AckTree(plan) => {
             let core = AckTree::new(plan, root, me, op, value);
             let mut core = core.map_err(|e| abandon(driver, e))?;
-            driver.drive(op, started, &mut core)
+            let got = driver.drive(op, started, &mut core);
+            if got.is_ok() {
+                // It acks a node that takes over from its failed parent.
+                driver.keep(core);
+            }
+            got
         }
         BroadcastPlan::Tree(plan) => {
             let core = Bcast::new(plan, root, me, op, value);

@@ -233,8 +233,12 @@ pub trait Protocol {
     }
 
     /// A peer this core is blocked on: it cannot finish before that peer's
-    /// message or its [`Event::PeerFailed`]. An engine's timeout detector
-    /// suspects this rank when nothing comes for too long. `None` (the
+    /// message or its [`Event::PeerFailed`]; or one its own timeouts
+    /// suspected and routed around (FTCO), which the engine should find
+    /// failed if it is, so that later operations route around it from the
+    /// start. An engine's detector watches this rank's heartbeat and
+    /// declares it failed when it stays silent for the failure timeout (a
+    /// live rank's heartbeat goes on: it is never declared). `None` (the
     /// default) for algorithms that never wait on a particular peer.
     fn awaiting(&self) -> Option<Rank> {
         None
@@ -323,6 +327,29 @@ pub(crate) fn virtual_rank(procs: u32, root: Rank, me: Rank) -> Result<Rank, cra
 /// the team's.
 pub(crate) fn virtual_peer(procs: u32, root: Rank, rank: Rank) -> Option<Rank> {
     (rank < procs).then(|| crate::topology::ring::left(rank, root, procs))
+}
+
+/// An event as a rooted core sees it, ranks relabelled so that the root
+/// is 0 ([`virtual_peer`]); ranks outside the team dropped.
+pub(crate) enum Rooted<M> {
+    /// A message from a node.
+    Message(Rank, M),
+    /// A node reported failed ([`Event::PeerFailed`]).
+    Failed(Rank),
+    /// Anything else (the start, a timer, a rank outside the team).
+    Other,
+}
+
+/// `event` relabelled for a core of `procs` nodes rooted at `root`.
+pub(crate) fn rooted_event<M>(procs: u32, root: Rank, event: Event<M>) -> Rooted<M> {
+    match event {
+        Event::Message { from, msg } => match virtual_peer(procs, root, from) {
+            Some(from) => Rooted::Message(from, msg),
+            None => Rooted::Other,
+        },
+        Event::PeerFailed(r) => virtual_peer(procs, root, r).map_or(Rooted::Other, Rooted::Failed),
+        _ => Rooted::Other,
+    }
 }
 
 /// Every rank of `ranks` is one of the `procs` nodes (a root and the node

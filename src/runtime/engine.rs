@@ -90,6 +90,11 @@ impl<'t> BcastObserver<'t, MailboxTransport<'t>> for ThreadEngine<'t> {
             let mut delays = shared.answer_delays.lock();
             let delays = delays.as_mut().unwrap_or_else(|e| e.get_mut());
             delays.extend_from_slice(clock.answer_delays());
+            if core.timeouts() > 0 {
+                let mut by_op = shared.op_timeouts.lock();
+                let by_op = by_op.as_mut().unwrap_or_else(|e| e.get_mut());
+                by_op.push((op, u64::from(core.timeouts())));
+            }
         }
         if core.timeouts() == 0 {
             return;

@@ -39,6 +39,10 @@ pub struct OpStats {
     pub completed: u32,
     /// Each completing rank's time inside the call, in nanoseconds.
     pub latency_ns: Vec<u64>,
+    /// FTCO timeouts fired in it by all ranks (FTCO, Appendix A: a DATA or
+    /// KEEPALIVE unanswered past its timeout); 0 for other algorithms. A
+    /// failure the team knows of is routed around without one.
+    pub timeouts: u64,
 }
 
 /// What happened in one [`Team::run`](crate::runtime::Team::run).

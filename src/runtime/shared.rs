@@ -53,6 +53,9 @@ pub(crate) struct Shared<'t> {
     /// FTCO's answer delays, with operation records on
     /// ([`TeamReport::answer_delays_ns`]).
     pub(crate) answer_delays: std::sync::Mutex<Vec<Tick>>,
+    /// FTCO's timeouts by operation, with operation records on
+    /// ([`crate::runtime::OpStats::timeouts`]).
+    pub(crate) op_timeouts: std::sync::Mutex<Vec<(crate::types::OpId, u64)>>,
     /// Called by a rank about to wait (a node team's process-level
     /// heartbeat, `crate::mpi::hier`): never blocks.
     pub(crate) idle: Option<&'t (dyn Fn() + Sync)>,

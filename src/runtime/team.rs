@@ -164,6 +164,7 @@ impl Team {
             core_mates: core_mates(&self.config.pinning, self.config.ranks, &cores),
             segments: SegmentPool::new(),
             answer_delays: std::sync::Mutex::default(),
+            op_timeouts: std::sync::Mutex::default(),
             idle,
         };
         // One pinned rank per core: nobody else needs the core, so a waiting
@@ -232,6 +233,16 @@ impl Team {
                 }
             }
         }
+        let op_timeouts = shared.op_timeouts.lock();
+        for &(op, n) in op_timeouts.as_deref().unwrap_or_else(|e| e.get_ref()) {
+            let i = op as usize;
+            if ops.len() <= i {
+                ops.resize_with(i + 1, OpStats::default);
+            }
+            ops[i].op = op;
+            ops[i].timeouts += n;
+        }
+        drop(op_timeouts);
         TeamReport {
             outcomes,
             failed: shared.liveness.failed(),

@@ -73,11 +73,11 @@ use std::collections::VecDeque;
 
 use crate::error::Error;
 use crate::protocol::timer::TimerTable;
-use crate::protocol::{Event, Header, Leave, Msg, Protocol, Tag, Transmit};
+use crate::protocol::{rooted_event, Event, Header, Leave, Msg, Protocol, Rooted, Tag, Transmit};
 use crate::topology::ring;
 use crate::types::{OpId, Rank, Tick};
 
-use super::suspicion::Suspicions;
+use super::suspicion::{Known, Suspicions};
 use super::FtcoPlan;
 
 /// The two deadlines of a node: the earliest watched DATA, and the wait
@@ -143,6 +143,8 @@ pub struct Ftco<'p, P> {
     backoff: u32,
     timers: TimerTable<2>,
     suspicions: Suspicions,
+    /// Failures the engine's detector reported: routed around at once.
+    known: Known,
 }
 
 impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
@@ -212,6 +214,7 @@ impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
             backoff: 0,
             timers: TimerTable::new(),
             suspicions: Suspicions::default(),
+            known: Known::default(),
         };
         if let Some(v) = value {
             core.take_value(v);
@@ -288,8 +291,8 @@ impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
                     if self.watches[i].deadline <= now {
                         let w = self.watches.swap_remove(i);
                         self.suspicions.raise(w.rank, now);
-                        let kids = self.plan.tree.children(w.rank);
-                        self.to_send.extend(kids.iter().map(|&c| (c, w.dist + 1)));
+                        let kids = self.plan.live_children(w.rank, w.dist, &self.known);
+                        self.to_send.extend(kids);
                     } else {
                         i += 1;
                     }
@@ -303,7 +306,10 @@ impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
                 continue;
             }
             self.suspicions.raise(up.rank, now);
-            match self.plan.above(up.rank, up.dist) {
+            match self
+                .plan
+                .live_above(up.rank, up.dist, &self.known, self.immune)
+            {
                 Some((rank, dist)) => {
                     self.up = Some(Up {
                         rank,
@@ -317,6 +323,46 @@ impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
                     self.gave_up = true;
                     self.to_answer.clear();
                 }
+            }
+        }
+    }
+
+    /// `rank` failed, as the engine's detector reports (before the
+    /// operation or during it): DATA meant for it goes to its children at
+    /// once, without a timeout, and a node waiting on it for the value
+    /// waits on the first live node above it (Algorithm 4's circumvention
+    /// and Appendix D's walk, taken from certain news instead of a
+    /// timeout). Roots that never fail are not routed around.
+    fn peer_failed(&mut self, rank: Rank) {
+        if rank < self.immune || !self.known.add(rank) {
+            return;
+        }
+        let plan = self.plan;
+        let reroute = |list: &mut Vec<(Rank, u32)>, known: &Known| {
+            if let Some(i) = list.iter().position(|&(r, _)| r == rank) {
+                let (_, dist) = list.remove(i);
+                let kids = plan.live_children(rank, dist, known);
+                list.splice(i..i, kids);
+            }
+        };
+        reroute(&mut self.down, &self.known);
+        let mut to_send: Vec<_> = self.to_send.drain(..).collect();
+        reroute(&mut to_send, &self.known);
+        self.to_send.extend(to_send);
+        if let Some(i) = self.watches.iter().position(|w| w.rank == rank) {
+            let w = self.watches.swap_remove(i);
+            let kids = plan.live_children(rank, w.dist, &self.known);
+            self.to_send.extend(kids);
+            self.rearm_down();
+        }
+        if let Some(up) = self.up.filter(|u| u.rank == rank) {
+            if let Some((rank, dist)) = plan.live_above(up.rank, up.dist, &self.known, self.immune)
+            {
+                self.up = Some(Up {
+                    rank,
+                    dist,
+                    state: UpState::Patient,
+                });
             }
         }
     }
@@ -337,11 +383,10 @@ impl<P: Clone + Send + 'static> Protocol for Ftco<'_, P> {
 
     fn handle(&mut self, now: Tick, event: Event<Msg<Option<P>>>) {
         self.expire(now);
-        let Event::Message { from, msg } = event else {
-            return;
-        };
-        let Some(from) = crate::protocol::virtual_peer(self.plan.procs(), self.root, from) else {
-            return;
+        let (from, msg) = match rooted_event(self.plan.procs(), self.root, event) {
+            Rooted::Message(from, msg) => (from, msg),
+            Rooted::Failed(rank) => return self.peer_failed(rank),
+            Rooted::Other => return,
         };
         self.suspicions.heard(from);
         match msg.tag {
@@ -475,6 +520,14 @@ impl<P: Clone + Send + 'static> Protocol for Ftco<'_, P> {
     fn uses_time(&self) -> bool {
         true
     }
+
+    /// The latest node its timeouts suspected and that has not been heard
+    /// from since: not what it waits on any more (it routed around it), but
+    /// what an engine's detector should watch, so that a failed node is
+    /// found failed and later operations route around it from the start.
+    fn awaiting(&self) -> Option<Rank> {
+        self.suspicions.unheard().map(|r| self.real(r))
+    }
 }
 
 #[cfg(test)]
@@ -543,6 +596,46 @@ mod tests {
         );
         assert_eq!(root.refuted(), 1);
         assert_eq!(root.suspicions().collect::<Vec<_>>(), vec![(kids[0], 13)]);
+    }
+
+    /// A failure the engine reports is routed around at once, without a
+    /// timeout: DATA for a known-failed child goes to its children, and a
+    /// node whose parent is known failed waits on its grand-parent.
+    #[test]
+    fn known_failures_are_routed_around_without_a_timeout() {
+        let plan = binary(15, None);
+        let kids = plan.tree().children(0).to_vec();
+        let grandkids = plan.tree().children(kids[0]).to_vec();
+        let mut root = Ftco::new(&plan, 0, 0, 0, Some(7u8)).unwrap();
+        root.handle(0, Event::Start);
+        root.handle(0, Event::PeerFailed(kids[0]));
+        assert_eq!(send(&mut root, 0), Some((grandkids[0], Tag::Tree)));
+        assert_eq!(send(&mut root, 1), Some((grandkids[1], Tag::Tree)));
+        assert_eq!(send(&mut root, 2), Some((kids[1], Tag::Tree)));
+        assert_eq!(send(&mut root, 3), None);
+        for (at, from) in [(5, grandkids[0]), (6, grandkids[1]), (7, kids[1])] {
+            let ack = msg(Tag::Ack, None);
+            root.handle(at, Event::Message { from, msg: ack });
+        }
+        assert_eq!(root.may_return(), Leave::Now);
+        assert_eq!(root.timeouts(), 0);
+        // A DATA out when the news comes: its children are sent to at once.
+        let mut root = Ftco::new(&plan, 0, 0, 0, Some(7u8)).unwrap();
+        root.handle(0, Event::Start);
+        assert_eq!(send(&mut root, 0), Some((kids[0], Tag::Tree)));
+        root.handle(1, Event::PeerFailed(kids[0]));
+        assert_eq!(send(&mut root, 1), Some((kids[1], Tag::Tree)));
+        assert_eq!(send(&mut root, 2), Some((grandkids[0], Tag::Tree)));
+        assert_eq!(root.timeouts(), 0);
+        // The orphan waits on the root, and asks it, not its dead parent.
+        let me = grandkids[0];
+        let mut node = Ftco::new(&plan, 0, me, 0, None::<u8>).unwrap();
+        node.handle(0, Event::Start);
+        node.handle(0, Event::PeerFailed(kids[0]));
+        let ask = node.poll_deadline().unwrap();
+        node.handle(ask, Event::Timer);
+        assert_eq!(send(&mut node, ask), Some((0, Tag::KeepAlive)));
+        assert_eq!(node.timeouts(), 0);
     }
 
     /// A node without the value asks its parent at ETA + T, then, with no

@@ -6,6 +6,8 @@ use crate::error::ConfigError;
 use crate::topology::{multiroot, Tree, TreeSpec};
 use crate::types::{LogP, Rank, Tick};
 
+use super::suspicion::Known;
+
 /// What every node of one FTCO broadcast, reduce or allreduce shares: the
 /// tree, the model, the timeout unit and every node's expected arrival
 /// times (FTCO, Section 4: f_tree, f_ETA, f_timeout; Appendix A).
@@ -189,6 +191,40 @@ impl FtcoPlan {
     /// fall-back); `None` past the root.
     pub(super) fn above(&self, rank: Rank, dist: u32) -> Option<(Rank, u32)> {
         self.tree.parent(rank).map(|p| (p, dist + 1))
+    }
+
+    /// The first node above `rank` (at `dist` from the asking node) that is
+    /// not known failed, or is one of the `immune` roots (virtual ranks
+    /// `0..immune`, which never fail: Section 2).
+    pub(super) fn live_above(
+        &self,
+        rank: Rank,
+        dist: u32,
+        known: &Known,
+        immune: u32,
+    ) -> Option<(Rank, u32)> {
+        let mut at = self.above(rank, dist)?;
+        while at.0 >= immune && known.contains(at.0) {
+            match self.above(at.0, at.1) {
+                Some(next) => at = next,
+                None => return Some(at),
+            }
+        }
+        Some(at)
+    }
+
+    /// The children of `rank` (at `dist`), each replaced by its own where
+    /// it is known failed: where DATA goes around the known failures.
+    pub(super) fn live_children(&self, rank: Rank, dist: u32, known: &Known) -> Vec<(Rank, u32)> {
+        let mut out = Vec::new();
+        for &c in self.tree.children(rank) {
+            if known.contains(c) {
+                out.extend(self.live_children(c, dist + 1, known));
+            } else {
+                out.push((c, dist + 1));
+            }
+        }
+        out
     }
 }
 

@@ -17,7 +17,7 @@ use crate::topology::{multiroot, ring};
 use crate::types::{Collective, OpId, Rank, Tick};
 
 use super::cover::{Covers, Piece};
-use super::suspicion::Suspicions;
+use super::suspicion::{Known, Suspicions};
 use super::{Ftco, FtcoPlan};
 
 /// What an FTCO reduce or allreduce message carries (Section 3, "Message
@@ -136,6 +136,8 @@ pub struct FtcoReduce<'p, P, O> {
     peer_parts: Vec<Option<P>>,
     /// A root of several: peers its own partial is still to go to.
     to_peers: VecDeque<Rank>,
+    /// Failures the engine's detector reported: routed around at once.
+    known: Known,
 }
 
 impl<'p, P, O> FtcoReduce<'p, P, O>
@@ -207,6 +209,7 @@ where
             roots,
             peer_parts: Vec::new(),
             to_peers: VecDeque::new(),
+            known: Known::default(),
         };
         if roots > 1 && me < roots {
             core.peer_parts = vec![None; roots as usize];
@@ -247,6 +250,7 @@ where
             roots: self.roots,
             peer_parts: self.peer_parts,
             to_peers: self.to_peers,
+            known: self.known,
         }
     }
 
@@ -340,6 +344,12 @@ where
             }
             if self.covers.covers(plan, c) {
                 self.descend(c);
+            } else if self.known.contains(c) && !self.immune(c) {
+                // Known failed: left out, its children waited on.
+                if !self.suspects.contains(&c) {
+                    self.suspects.push(c);
+                }
+                self.descend(c);
             } else if !self.pending.iter().any(|p| p.rank == c) {
                 self.pending.push(Pending {
                     rank: c,
@@ -418,7 +428,7 @@ where
             self.rearm();
             return;
         }
-        match self.plan.above(self.me, 0) {
+        match self.plan.live_above(self.me, 0, &self.known, self.roots) {
             Some((rank, dist)) => {
                 self.up = Some(UpWatch {
                     rank,
@@ -483,6 +493,10 @@ where
             patience,
         )
         .with_immune_roots(self.roots);
+        let mut down = down;
+        for failed in self.known.iter() {
+            down.handle(self.now, Event::PeerFailed(self.real(failed)));
+        }
         self.down = Some(down);
     }
 
@@ -523,7 +537,7 @@ where
                     // The root never fails (Section 2): the walk ends there.
                     self.up = self
                         .plan
-                        .above(up.rank, up.dist)
+                        .live_above(up.rank, up.dist, &self.known, self.roots)
                         .map(|(rank, dist)| UpWatch {
                             rank,
                             dist,
@@ -549,6 +563,50 @@ where
         }
     }
 
+    /// `rank` failed, as the engine's detector reports (before the
+    /// operation or during it): a Down node is circumvented at once, as a
+    /// timeout would (Algorithm 4 lines 9-10, without the wait), its input
+    /// left out; DATA meant for it goes to the first live node above; the
+    /// down phase routes around it too. The roots never fail (Section 2).
+    fn peer_failed(&mut self, rank: Rank) {
+        if self.immune(rank) || !self.known.add(rank) {
+            return;
+        }
+        if let Some(down) = self.down.as_mut() {
+            down.handle(
+                self.now,
+                Event::PeerFailed(ring::right(rank, self.root, self.plan.procs())),
+            );
+        }
+        if let Some(i) = self.pending.iter().position(|p| p.rank == rank) {
+            self.pending.swap_remove(i);
+            self.suspects.push(rank);
+            let before = self.pending.len();
+            self.descend(rank);
+            if self.now > 0 {
+                // News during the operation: a child may have handed its
+                // partial to the failed node already, and will not send
+                // it again unasked. Known from the start (operation time
+                // 0), the children send here themselves.
+                let now = self.now;
+                for p in &mut self.pending[before..] {
+                    p.ask_at = now;
+                }
+            }
+        }
+        if let Some(up) = self.up.filter(|u| u.rank == rank) {
+            self.up = self
+                .plan
+                .live_above(up.rank, up.dist, &self.known, self.roots)
+                .map(|(rank, dist)| UpWatch {
+                    rank,
+                    dist,
+                    deadline: None,
+                });
+        }
+        self.progress();
+    }
+
     fn up_has_send(&self) -> bool {
         self.up.is_some_and(|u| u.deadline.is_none())
             || !self.to_peers.is_empty()
@@ -572,11 +630,20 @@ where
 
     fn handle(&mut self, now: Tick, event: Event<Msg<FtcoData<P>>>) {
         self.expire(now);
-        let Event::Message { from, msg } = event else {
-            if let Some(down) = self.down.as_mut() {
-                down.handle(now, Event::Timer);
+        let (from, msg) = match event {
+            Event::Message { from, msg } => (from, msg),
+            Event::PeerFailed(r) => {
+                if let Some(r) = crate::protocol::virtual_peer(self.plan.procs(), self.root, r) {
+                    self.peer_failed(r);
+                }
+                return;
             }
-            return;
+            _ => {
+                if let Some(down) = self.down.as_mut() {
+                    down.handle(now, Event::Timer);
+                }
+                return;
+            }
         };
         let real = from;
         let Some(from) = crate::protocol::virtual_peer(self.plan.procs(), self.root, from) else {
@@ -761,6 +828,15 @@ where
     fn uses_time(&self) -> bool {
         true
     }
+
+    /// The latest node its timeouts suspected and that has not been heard
+    /// from since (then the down phase's): see [`Ftco`]'s.
+    fn awaiting(&self) -> Option<Rank> {
+        match self.suspicions.unheard() {
+            Some(r) => Some(self.real(r)),
+            None => self.down.as_ref().and_then(|d| d.awaiting()),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -844,6 +920,66 @@ mod tests {
         let want = (1 << me) | live_sum | grandkids.iter().fold(0, |s, &g| s | 1 << g);
         assert_eq!((value, missing), (want, vec![dead]));
         assert_eq!(core.missing(), Some(vec![dead]));
+    }
+
+    /// A Down child the engine reports failed is circumvented at once, as
+    /// a timeout would, but without one: its children's partials come
+    /// straight here (asked at once where the news comes during the
+    /// operation), and the partial goes up missing it; with the parent
+    /// known failed, the DATA goes to the grand-parent.
+    #[test]
+    fn known_failures_are_circumvented_without_a_timeout() {
+        let plan = binary(15);
+        let t = plan.tree();
+        let me = t.children(0)[0];
+        let (dead, live) = (t.children(me)[0], t.children(me)[1]);
+        let grandkids = t.children(dead).to_vec();
+        let mut core = reduce(&plan, me);
+        core.handle(0, Event::Start);
+        core.handle(0, Event::PeerFailed(dead));
+        let live_sum = (1 << live) | t.children(live).iter().fold(0, |s, &c| s | 1 << c);
+        let at = plan.up_eta(live);
+        core.handle(
+            at,
+            Event::Message {
+                from: live,
+                msg: part(live_sum, live, vec![]),
+            },
+        );
+        for &g in &grandkids {
+            core.handle(
+                at,
+                Event::Message {
+                    from: g,
+                    msg: part(1 << g, g, vec![]),
+                },
+            );
+        }
+        let sent: Vec<_> = std::iter::from_fn(|| core.poll_transmit(at)).collect();
+        let up = sent
+            .iter()
+            .find(|t| t.msg.tag == Tag::Upward)
+            .expect("DATA up");
+        let FtcoData::Part { value, missing, .. } = &up.msg.payload else {
+            panic!("DATA up carries a partial");
+        };
+        let want = (1 << me) | live_sum | grandkids.iter().fold(0, |s, &g| s | 1 << g);
+        assert_eq!((up.to, *value, missing.clone()), (0, want, vec![dead]));
+        assert_eq!(core.timeouts(), 0);
+        // News during the operation: the children may have handed their
+        // partials to `dead` already, so they are asked at once.
+        let mut core = reduce(&plan, me);
+        core.handle(0, Event::Start);
+        core.handle(5, Event::PeerFailed(dead));
+        for &g in &grandkids {
+            assert_eq!(send(&mut core, 5), Some((g, Tag::KeepAlive)));
+        }
+        // A leaf under `dead`: its DATA goes to `me`, the first live node
+        // above.
+        let mut leaf = reduce(&plan, grandkids[0]);
+        leaf.handle(0, Event::Start);
+        leaf.handle(0, Event::PeerFailed(dead));
+        assert_eq!(send(&mut leaf, 0), Some((me, Tag::Upward)));
     }
 
     /// A late partial that shares nodes with one folded in already counts
