@@ -256,7 +256,7 @@ fn the_ack_tree_sends_exactly_two_messages_per_non_root_rank() {
 /// child whose ACK is missing (`Protocol::awaiting`), finds it silent for
 /// the failure timeout (100 ms) and reports it failed; the parent stops
 /// waiting, and every other rank delivers, none waiting out the operation
-/// timeout (20 s; before, each ancestor got `Error::Timeout` after it).
+/// timeout (20 s: `Error::Timeout` for each ancestor).
 #[test]
 fn the_ack_tree_stops_waiting_for_a_hung_leaf_once_the_detector_reports_it() {
     let _serial = serial();
@@ -283,8 +283,7 @@ fn the_ack_tree_stops_waiting_for_a_hung_leaf_once_the_detector_reports_it() {
 /// communicator's failed set would leave it: its children take the value
 /// from its parent and ack to it. Every broadcast after delivers to every
 /// live rank with exactly 2 messages per live non-root rank: nobody waits
-/// for the dead rank's ACK (before, every later broadcast waited out the
-/// operation timeout).
+/// for the dead rank's ACK.
 #[test]
 fn the_ack_tree_routes_around_a_known_failure() {
     let _serial = serial();

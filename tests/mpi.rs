@@ -235,8 +235,7 @@ fn every_broadcast_algorithm_delivers_between_processes() {
 /// than its automatic one, which Lemma 1 counts for no dead rank. The ack
 /// tree has no fault tolerance of its own, but it routes around a failure
 /// the team reports (as this one is): every later broadcast on every
-/// survivor too (it used to wait for the dead rank's ACK until the
-/// operation timeout in every one).
+/// survivor too, none waiting for the dead rank's ACK.
 #[test]
 fn every_broadcast_algorithm_meets_an_announced_death_as_it_promises() {
     let tree: &[&str] = &["--algorithm", "tree"];
