@@ -875,6 +875,29 @@ mod tests {
         }
     }
 
+    /// Root 0's first child `me`, its children `dead` and `live`, the
+    /// children of `dead`, and the inputs `live`'s subtree holds.
+    struct Family {
+        me: Rank,
+        dead: Rank,
+        live: Rank,
+        grandkids: Vec<Rank>,
+        live_sum: u64,
+    }
+
+    fn family(plan: &FtcoPlan) -> Family {
+        let t = plan.tree();
+        let me = t.children(0)[0];
+        let (dead, live) = (t.children(me)[0], t.children(me)[1]);
+        Family {
+            me,
+            dead,
+            live,
+            grandkids: t.children(dead).to_vec(),
+            live_sum: (1 << live) | t.children(live).iter().fold(0, |s, &c| s | 1 << c),
+        }
+    }
+
     fn send(core: &mut Core<'_>, now: Tick) -> Option<(Rank, Tag)> {
         core.poll_transmit(now).map(|t| (t.to, t.msg.tag))
     }
@@ -886,13 +909,15 @@ mod tests {
     #[test]
     fn silent_child_is_asked_then_circumvented() {
         let plan = binary(15);
-        let t = plan.tree();
-        let me = t.children(0)[0];
-        let (dead, live) = (t.children(me)[0], t.children(me)[1]);
-        let grandkids = t.children(dead).to_vec();
+        let Family {
+            me,
+            dead,
+            live,
+            grandkids,
+            live_sum,
+        } = family(&plan);
         let mut core = reduce(&plan, me);
         core.handle(0, Event::Start);
-        let live_sum = (1 << live) | t.children(live).iter().fold(0, |s, &c| s | 1 << c);
         let at = plan.up_eta(live);
         let msg = part(live_sum, live, vec![]);
         core.handle(at, Event::Message { from: live, msg });
@@ -930,14 +955,16 @@ mod tests {
     #[test]
     fn known_failures_are_circumvented_without_a_timeout() {
         let plan = binary(15);
-        let t = plan.tree();
-        let me = t.children(0)[0];
-        let (dead, live) = (t.children(me)[0], t.children(me)[1]);
-        let grandkids = t.children(dead).to_vec();
+        let Family {
+            me,
+            dead,
+            live,
+            grandkids,
+            live_sum,
+        } = family(&plan);
         let mut core = reduce(&plan, me);
         core.handle(0, Event::Start);
         core.handle(0, Event::PeerFailed(dead));
-        let live_sum = (1 << live) | t.children(live).iter().fold(0, |s, &c| s | 1 << c);
         let at = plan.up_eta(live);
         core.handle(
             at,
