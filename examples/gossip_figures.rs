@@ -107,20 +107,20 @@ fn figure_7(rows: &[Value], fig: &str) -> Res<()> {
         "BIG (analytic)",
         3,
         true,
-        series("BIG", &["estimated_latency"]),
+        series("BIG", &["estimated_latency_ticks"]),
     ));
     lines.push(line(
         "BFB (analytic, best case)",
         4,
         true,
-        series("BIG", &["bfb_latency"]),
+        series("BIG", &["bfb_latency_ticks"]),
     ));
     if fig == "7a" {
         lines.push(line(
             "opt (optimal tree)",
             6,
             true,
-            series("opt", &["coloring_latency", "p50"]),
+            series("opt", &["latency_ticks", "p50"]),
         ));
     }
     lines.retain(|l| !l.points.is_empty());
@@ -174,7 +174,7 @@ fn figures_3_and_5(rows: &[Value]) -> Res<()> {
             Axis::plain("gossip time T"),
             "ticks",
             &[
-                line(eq, 0, true, pick(&["estimated_latency"])),
+                line(eq, 0, true, pick(&["estimated_latency_ticks"])),
                 line(
                     "simulated max latency",
                     1,

@@ -74,9 +74,9 @@ if table:
         print(f"| {f} | {a} (simulated) | {t} | {r['latency_ticks']['mean']:.2f} | {r['quiescence_ticks']['mean']:.2f} "
               f"| {work:.0f} | {1 - r['consistency']['mean']:.2e} | {r['incomplete_runs']} |")
         if a == "BIG":
-            print(f"| {f} | BIG (analytic) | - | {r['estimated_latency']} | {r['estimated_latency']} "
+            print(f"| {f} | BIG (analytic) | - | {r['estimated_latency_ticks']} | {r['estimated_latency_ticks']} "
                   f"| {r['estimated_messages_per_process'] * r['procs']:.0f} | 0 | - |")
-            bfb = r["bfb_latency"] if f == 0 else r["bfb_expected_latency"]
+            bfb = r["bfb_latency_ticks"] if f == 0 else r["bfb_expected_latency_ticks"]
             print(f"| {f} | BFB (analytic) | - | {bfb:.1f} | {bfb:.1f} "
                   f"| {r['bfb_messages_per_process'] * r['procs']:.0f} | 0 | - |")
     print()
@@ -109,11 +109,11 @@ if table:
           lambda f: f"{pct(lat(f, 'OCG'), lat(f, 'GOS'))} / {pct(done(f, 'OCG'), done(f, 'GOS'))}")
     claim("FCG: over 50 % less work than BIG", lambda f: pct(work(f, "FCG"), work(f, "BIG")))
     claim("FCG: 15 % lower latency than BIG (analytic)",
-          lambda f: f"{pct(lat(f, 'FCG'), by[(f, 'BIG')]['estimated_latency'])} / {pct(done(f, 'FCG'), by[(f, 'BIG')]['estimated_latency'])}")
+          lambda f: f"{pct(lat(f, 'FCG'), by[(f, 'BIG')]['estimated_latency_ticks'])} / {pct(done(f, 'FCG'), by[(f, 'BIG')]['estimated_latency_ticks'])}")
     claim("FCG: latency nearly 3 times below BFB's",
-          lambda f: f"{(by[(f, 'BIG')]['bfb_latency'] if f == 0 else by[(f, 'BIG')]['bfb_expected_latency']) / lat(f, 'FCG'):.2f}x")
+          lambda f: f"{(by[(f, 'BIG')]['bfb_latency_ticks'] if f == 0 else by[(f, 'BIG')]['bfb_expected_latency_ticks']) / lat(f, 'FCG'):.2f}x")
     claim("(not a claim) CCG against BIG (analytic): work, latency",
-          lambda f: f"{pct(work(f, 'CCG'), work(f, 'BIG'))}, {pct(lat(f, 'CCG'), by[(f, 'BIG')]['estimated_latency'])} / {pct(done(f, 'CCG'), by[(f, 'BIG')]['estimated_latency'])}")
+          lambda f: f"{pct(work(f, 'CCG'), work(f, 'BIG'))}, {pct(lat(f, 'CCG'), by[(f, 'BIG')]['estimated_latency_ticks'])} / {pct(done(f, 'CCG'), by[(f, 'BIG')]['estimated_latency_ticks'])}")
     print()
 
 scaling = rows(scaling_path)
@@ -141,15 +141,15 @@ for fig, title in (("7a", "fault-free"), ("7b", "N/64 nodes dead")):
             r = at.get(a)
             cells.append(f"{r['latency_ticks']['p50']:.0f} ({r['quiescence_ticks']['p50']:.0f})" if r else "-")
         big = at.get("BIG")
-        cells.append(str(big["estimated_latency"]) if big else "-")
+        cells.append(str(big["estimated_latency_ticks"]) if big else "-")
         if big:
-            cells.append(str(big["bfb_latency"]) if fig == "7a"
-                         else f"{big['bfb_latency']} ({big['bfb_expected_latency']:.0f})")
+            cells.append(str(big["bfb_latency_ticks"]) if fig == "7a"
+                         else f"{big['bfb_latency_ticks']} ({big['bfb_expected_latency_ticks']:.0f})")
         else:
             cells.append("-")
         if has_opt:
             o = at.get("opt")
-            cells.append(f"{o['coloring_latency']['p50']:.0f}" if o else "-")
+            cells.append(f"{o['latency_ticks']['p50']:.0f}" if o else "-")
         if fig == "7b":
             cells.append(str(n // 64))
             cells.append(" / ".join(str(at[a]["incomplete_runs"]) if a in at else "-" for a in ("OCG", "BIG")))

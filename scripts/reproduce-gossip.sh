@@ -35,6 +35,6 @@ print("| T | OCG C | OCG Eq. 3 | OCG max latency | OCG incomplete runs | CCG Eq.
 print("| --- | --- | --- | --- | --- | --- | --- | --- |")
 for t in ts:
     o, c = by[(t, "ocg")], by[(t, "ccg")]
-    print(f"| {t} | {o['correction'].split(':')[1]} | {o['estimated_latency']} | {o['latency_ticks']['max']:.0f} | {o['incomplete_runs']} "
-          f"| {c['estimated_latency']} | {c['latency_ticks']['max']:.0f} | {c['quiescence_ticks']['max']:.0f} |")
+    print(f"| {t} | {o['correction'].split(':')[1]} | {o['estimated_latency_ticks']} | {o['latency_ticks']['max']:.0f} | {o['incomplete_runs']} "
+          f"| {c['estimated_latency_ticks']} | {c['latency_ticks']['max']:.0f} | {c['quiescence_ticks']['max']:.0f} |")
 PY

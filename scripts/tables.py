@@ -39,7 +39,7 @@ def table1(rows):
         rs = by_rate[rate]
         runs = sum(r["runs"] for r in rs)
         g = [max(r["max_gap"][k] for r in rs) for k in ("p99", "p999", "max")]
-        l = [max(r["correction_latency"][k] for r in rs) for k in ("p99", "p999", "max")]
+        l = [max(r["correction_ticks"][k] for r in rs) for k in ("p99", "p999", "max")]
         p = PAPER.get(rate, ("?",) * 6)
         out.append(
             f"| {fmt(rate)} | {runs} | {' | '.join(fmt(x) for x in g)} | {' | '.join(fmt(x) for x in l)} "
@@ -50,7 +50,7 @@ def table1(rows):
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for rate in sorted(by_rate):
         for r in by_rate[rate]:
-            g, l = r["max_gap"], r["correction_latency"]
+            g, l = r["max_gap"], r["correction_ticks"]
             out.append(
                 f"| {fmt(rate)} | {r['tree']} | {r['runs']} | {g['mean']:.2f} | {fmt(g['p99'])} | {fmt(g['p999'])} "
                 f"| {fmt(g['max'])} | {l['mean']:.2f} | {fmt(l['p99'])} | {fmt(l['p999'])} | {fmt(l['max'])} | {r['violations']} |"

@@ -243,7 +243,7 @@ fn sim_charges_loggp_per_byte() {
         corrected("sim --procs 8 --correction none --runs 1 --bytes 10 --gap-per-byte 3 --json");
     let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     // Three hops of o + (k - 1) G + L + o = 1 + 27 + 2 + 1.
-    assert_eq!(v["coloring_latency"]["max"], 93.0, "{v}");
+    assert_eq!(v["latency_ticks"]["max"], 93.0, "{v}");
     assert_eq!((&v["bytes"], &v["gap_per_byte"]), (&10.into(), &3.into()));
     refused(
         "sim --procs 8 --bytes 4096 --gap-per-byte 10000000000",
@@ -384,10 +384,10 @@ fn run_and_sim_take_the_star_allreduce() {
     assert_eq!(v["violations"], 0, "{v}");
     let (code, v, stderr) = run_json("--ranks 5 --op barrier --allreduce star --iters 4");
     assert_eq!(code, Some(0), "{stderr}");
-    assert_eq!(v["messages_per_op"], 8.0, "{v}");
+    assert_eq!(v["messages_per_op"]["mean"], 8.0, "{v}");
     let (_, v, _) = run_json("--ranks 5 --op allreduce --allreduce tree --iters 4");
     assert_eq!(v["allreduce"], "tree", "{v}");
-    assert!(v["messages_per_op"].as_f64().unwrap() > 8.0, "{v}");
+    assert!(v["messages_per_op"]["mean"].as_f64().unwrap() > 8.0, "{v}");
     let out = corrected("sim --op allreduce --allreduce star --procs 9 --runs 3 --json");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["allreduce"], "star", "{v}");
@@ -463,18 +463,18 @@ fn run_drives_corrected_gossip_on_threads() {
     let ccg =
         json("run --ranks 8 --algorithm gossip --correction ccg --kill 3,5 --iters 300 --json");
     assert_eq!(ccg["broadcast"], "gossip T=auto ccg", "{ccg}");
-    assert_eq!(ccg["consistency"], 1.0, "{ccg}");
+    assert_eq!(ccg["consistency"]["mean"], 1.0, "{ccg}");
     assert_eq!(ccg["delivered"], 6 * 300, "{ccg}");
     assert_eq!(ccg["violations"], 0, "{ccg}");
     let gos = json(
         "run --ranks 4 --algorithm gossip --correction none --gossip-time 1 --iters 2 \
          --timeout 0.2 --failure-timeout-ms 50 --json",
     );
-    assert_eq!(gos["consistency"], 0.5, "{gos}");
+    assert_eq!(gos["consistency"]["mean"], 0.5, "{gos}");
     // T = 1: the root and the one rank its only gossip message reaches
     // are the g-nodes.
-    assert_eq!(gos["gossip_colored"], 2.0, "{gos}");
-    let g = ccg["gossip_colored"].as_f64().unwrap();
+    assert_eq!(gos["g_nodes_per_op"], 2.0, "{gos}");
+    let g = ccg["g_nodes_per_op"].as_f64().unwrap();
     assert!((1.0..=6.0).contains(&g), "{ccg}");
     assert_eq!(gos["expected_misses"], 4, "{gos}");
     assert_eq!(gos["missing_by_error"]["timeout"], 4, "{gos}");
@@ -496,8 +496,8 @@ fn run_drives_corrected_gossip_on_threads() {
     );
     let big = json("run --ranks 8 --algorithm big --kill 5 --iters 100 --json");
     assert_eq!(big["broadcast"], "big", "{big}");
-    assert_eq!(big["consistency"], 1.0, "{big}");
-    assert_eq!(big["messages_per_op"], 7.0 * 3.0, "{big}");
+    assert_eq!(big["consistency"]["mean"], 1.0, "{big}");
+    assert_eq!(big["messages_per_op"]["mean"], 7.0 * 3.0, "{big}");
 }
 
 /// `corrected sim --algorithm gossip --correction fcg:F`: T = auto from
@@ -521,7 +521,7 @@ fn sim_runs_failure_proof_corrected_gossip() {
     assert_eq!(fcg["gossip_time"], 32, "{fcg}");
     assert_eq!(fcg["consistency"]["mean"], 1.0, "{fcg}");
     assert_eq!(
-        (fcg["sos"].clone(), fcg["violations"].clone()),
+        (fcg["sos_runs"].clone(), fcg["violations"].clone()),
         (0.into(), 0.into()),
         "{fcg}"
     );
@@ -529,7 +529,7 @@ fn sim_runs_failure_proof_corrected_gossip() {
         "{base} --procs 16 --runs 5 --correction fcg:2 --gossip-time 0"
     ));
     assert_eq!(sos["correction"], "fcg:2", "{sos}");
-    assert_eq!(sos["sos"], 5, "{sos}");
+    assert_eq!(sos["sos_runs"], 5, "{sos}");
     assert_eq!(sos["sos_nodes"]["mean"], 16.0, "{sos}");
     assert_eq!(sos["consistency"]["mean"], 1.0, "{sos}");
     assert_eq!(sos["violations"], 0, "{sos}");
@@ -558,8 +558,8 @@ fn sim_runs_big_and_figure_1s_curve() {
     let big = json("sim --algorithm big --procs 1024 --dead 3,5,700 --runs 3 --json");
     assert_eq!(big["algorithm"], "big", "{big}");
     assert_eq!(big["latency_ticks"]["max"], 40.0, "{big}");
-    assert_eq!(big["estimated_latency"], 50, "{big}");
-    assert_eq!(big["bfb_latency"], 40, "{big}");
+    assert_eq!(big["estimated_latency_ticks"], 50, "{big}");
+    assert_eq!(big["bfb_latency_ticks"], 40, "{big}");
     assert_eq!(big["consistency"]["max"], 1.0, "{big}");
     assert_eq!(big["violations"], 0, "{big}");
     assert_eq!(big["messages_per_process"]["max"], 1021.0 * 10.0 / 1024.0);
@@ -662,20 +662,17 @@ fn sim_runs_the_timeout_baselines() {
         assert_eq!(v["algorithm"], algorithm, "{v}");
         assert_eq!(v["tree"], "kary:2", "{v}");
         assert_eq!(v["latency_ticks"]["max"], 25.0, "{v}");
-        assert_eq!(v["estimated_latency"], 25, "{v}");
+        assert_eq!(v["estimated_latency_ticks"], 25, "{v}");
         assert_eq!(v["messages_per_process"]["max"], 126.0 / 64.0, "{v}");
-        assert_eq!(v["timeouts"]["max"], 0.0, "{v}");
-        assert_eq!(v["false_suspicions"]["max"], 0.0, "{v}");
+        assert_eq!(v["timeouts"], 0, "{v}");
+        assert_eq!(v["false_suspicions"], 0, "{v}");
         assert_eq!(v["violations"], 0, "{v}");
     }
     let dead = json(&format!("{base} --algorithm ftco --dead 1,2,9"));
     assert_eq!(dead["consistency"]["max"], 1.0, "{dead}");
-    assert!(dead["timeouts"]["mean"].as_f64().unwrap() > 0.0, "{dead}");
+    assert!(dead["timeouts"].as_u64().unwrap() > 0, "{dead}");
     let short = json(&format!("{base} --algorithm ftco --timeout 1"));
-    assert!(
-        short["false_suspicions"]["mean"].as_f64().unwrap() > 0.0,
-        "{short}"
-    );
+    assert!(short["false_suspicions"].as_u64().unwrap() > 0, "{short}");
     assert_eq!(short["consistency"]["max"], 1.0, "{short}");
     refused(
         "sim --procs 64 --algorithm ftco --timeout 0",
@@ -701,7 +698,7 @@ fn run_drives_the_timeout_baselines_on_threads() {
     let base = "run --ranks 8 --tree kary:2 --iters 50 --json";
     for algorithm in ["ack-tree", "ftco --timeout-ms 5000"] {
         let v = json(&format!("{base} --algorithm {algorithm}"));
-        assert_eq!(v["messages_per_op"], 14.0, "{v}");
+        assert_eq!(v["messages_per_op"]["mean"], 14.0, "{v}");
         assert_eq!(v["delivered"], 8 * 50, "{v}");
         assert_eq!(v["timeouts"], 0, "{v}");
         assert_eq!(v["false_suspicions"], 0, "{v}");
@@ -769,7 +766,7 @@ fn run_drives_ftco_reduce_and_allreduce_on_threads() {
         ("barrier", 4.0),
     ] {
         let v = json(&format!("{base} --timeout-ms 5000 --op {op}"));
-        assert_eq!(v["messages_per_op"], per_edge * 7.0, "{op}: {v}");
+        assert_eq!(v["messages_per_op"]["mean"], per_edge * 7.0, "{op}: {v}");
         assert_eq!(v["timeouts"], 0, "{op}: {v}");
         assert_eq!(v["violations"], 0, "{op}: {v}");
         assert_eq!(v["wrong"], 0, "{op}: {v}");
@@ -846,7 +843,7 @@ fn sim_runs_ftco_reduce_and_allreduce() {
             ("ftco".into(), op.into()),
             "{v}"
         );
-        let estimated = v["estimated_latency"].as_f64().unwrap();
+        let estimated = v["estimated_latency_ticks"].as_f64().unwrap();
         assert!(estimated > 0.0, "{v}");
         assert_eq!(v["latency_ticks"]["max"], estimated, "{v}");
         assert_eq!(
@@ -854,8 +851,8 @@ fn sim_runs_ftco_reduce_and_allreduce() {
             per_edge * 63.0 / 64.0,
             "{v}"
         );
-        assert_eq!(v["timeouts"]["max"], 0.0, "{v}");
-        assert_eq!(v["false_suspicions"]["max"], 0.0, "{v}");
+        assert_eq!(v["timeouts"], 0, "{v}");
+        assert_eq!(v["false_suspicions"], 0, "{v}");
         assert_eq!(
             (v["violations"].clone(), v["result_consistent"].clone()),
             (0.into(), true.into()),
@@ -863,12 +860,9 @@ fn sim_runs_ftco_reduce_and_allreduce() {
         );
         let dead = json(&format!("{base} --op {op} --dead 1,2,9"));
         assert_eq!(dead["result_consistent"], true, "{dead}");
-        assert!(dead["timeouts"]["mean"].as_f64().unwrap() > 0.0, "{dead}");
+        assert!(dead["timeouts"].as_u64().unwrap() > 0, "{dead}");
         let short = json(&format!("{base} --op {op} --timeout 1"));
-        assert!(
-            short["false_suspicions"]["mean"].as_f64().unwrap() > 0.0,
-            "{short}"
-        );
+        assert!(short["false_suspicions"].as_u64().unwrap() > 0, "{short}");
         assert_eq!(short["violations"], 0, "{short}");
     }
     refused(

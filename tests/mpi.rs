@@ -8,9 +8,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::Value;
 
+mod schema;
+
 /// Runs `corrected mpi ARGS` on `procs` processes on shared memory, with
 /// failed processes tolerated by the launcher; returns each process's
-/// outcome, by rank.
+/// outcome, by rank, each checked against `docs/cli.md`'s JSON vocabulary.
 fn mpirun(procs: u32, args: &[&str]) -> Vec<Value> {
     // Each launch its own session directory: tests run in parallel, and
     // Open MPI's launchers race on creating and removing a shared one
@@ -41,6 +43,8 @@ fn mpirun(procs: u32, args: &[&str]) -> Vec<Value> {
         .filter(|l| l.starts_with('{'))
         .map(|l| serde_json::from_str(l).expect("one JSON outcome per line"))
         .collect();
+    // Every line in the vocabulary of docs/cli.md (*JSON output*).
+    outcomes.iter().for_each(schema::check);
     outcomes.sort_by_key(|o| o["rank"].as_u64());
     assert!(
         out.status.success(),
@@ -89,7 +93,7 @@ fn results(o: &Value) -> Vec<String> {
 }
 
 fn errors(o: &Value) -> u64 {
-    o["errors"]
+    o["missing_by_error"]
         .as_object()
         .map_or(0, |m| m.values().filter_map(Value::as_u64).sum())
 }
@@ -122,7 +126,7 @@ fn broadcasts_and_allreduces_between_processes_give_every_rank_the_value() {
                 "{args:?}: every process reports"
             );
             for o in &outcomes {
-                assert_eq!(field(o, "ok"), 300, "{args:?}: {o}");
+                assert_eq!(field(o, "delivered"), 300, "{args:?}: {o}");
                 assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{args:?}: {o}");
                 assert_eq!(o["bad_frames"], serde_json::json!([0, 0]), "{o}");
             }
@@ -166,7 +170,7 @@ fn a_sigkilled_process_does_not_stop_the_others_broadcasts() {
         );
         for o in &outcomes {
             assert_ne!(o["rank"].as_u64(), kill[..1].parse().ok());
-            assert_eq!(field(o, "ok"), iters.parse::<u64>().unwrap(), "{o}");
+            assert_eq!(field(o, "delivered"), iters.parse::<u64>().unwrap(), "{o}");
             assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{o}");
         }
     }
@@ -210,17 +214,13 @@ fn every_broadcast_algorithm_delivers_between_processes() {
                 "{algorithm:?}: {outcomes:?}"
             );
             for o in &outcomes {
-                assert_eq!(field(o, "ok"), iters, "{algorithm:?} len {len}: {o}");
+                assert_eq!(field(o, "delivered"), iters, "{algorithm:?} len {len}: {o}");
                 assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{algorithm:?}: {o}");
                 assert_eq!(o["bad_frames"], serde_json::json!([0, 0]), "{o}");
             }
             if algorithm[1] == "gossip" {
                 // The root is a g-node of every operation.
-                assert_eq!(
-                    field(&outcomes[0], "gossip_colored"),
-                    iters,
-                    "{algorithm:?}"
-                );
+                assert_eq!(field(&outcomes[0], "g_node_ops"), iters, "{algorithm:?}");
             }
         }
     }
@@ -259,10 +259,14 @@ fn every_broadcast_algorithm_meets_an_announced_death_as_it_promises() {
             let rank = field(o, "rank");
             assert_eq!(field(o, "wrong"), 0, "{algorithm:?}: {o}");
             if rank == 2 {
-                assert_eq!((field(o, "ok"), errors(o)), (20, 0), "{algorithm:?}: {o}");
+                assert_eq!(
+                    (field(o, "delivered"), errors(o)),
+                    (20, 0),
+                    "{algorithm:?}: {o}"
+                );
             } else {
                 assert_eq!(
-                    (field(o, "ok"), errors(o)),
+                    (field(o, "delivered"), errors(o)),
                     (iters, 0),
                     "{algorithm:?}: {o}"
                 );
@@ -284,7 +288,7 @@ fn fcg_and_ftco_survive_a_death_inside_a_broadcast() {
             assert_eq!(outcomes.len(), 4, "{algorithm:?}: {outcomes:?}");
             let victim = u64::from(kill.as_bytes()[0] - b'0');
             for o in outcomes.iter().filter(|o| field(o, "rank") != victim) {
-                assert_eq!(field(o, "ok"), 40, "{algorithm:?} {kill}: {o}");
+                assert_eq!(field(o, "delivered"), 40, "{algorithm:?} {kill}: {o}");
                 assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{algorithm:?}: {o}");
             }
         }
@@ -307,7 +311,7 @@ fn ftco_reduce_and_allreduce_between_processes_survive_a_sigkill() {
         let outcomes = mpirun_with(procs, &ftco, &format!("--op {op} --iters 200 --len 3"));
         assert_eq!(outcomes.len(), procs as usize, "{op}: {outcomes:?}");
         for o in &outcomes {
-            assert_eq!(field(o, "ok"), 200, "{op}: {o}");
+            assert_eq!(field(o, "delivered"), 200, "{op}: {o}");
             assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{op}: {o}");
         }
     }
@@ -315,11 +319,11 @@ fn ftco_reduce_and_allreduce_between_processes_survive_a_sigkill() {
     let outcomes = mpirun_with(4, &ftco, args);
     assert_eq!(outcomes.len(), 3, "the survivors report: {outcomes:?}");
     for o in &outcomes {
-        assert_eq!(field(o, "ok"), 250, "{o}");
+        assert_eq!(field(o, "delivered"), 250, "{o}");
         assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{o}");
     }
     // The killed process's parent (the root) found it by timeouts.
-    assert!(field(&outcomes[0], "ftco_timeouts") > 0, "{}", outcomes[0]);
+    assert!(field(&outcomes[0], "timeouts") > 0, "{}", outcomes[0]);
     assert_same_results(&outcomes, "FTCO allreduce, a process SIGKILLed");
 }
 
@@ -334,7 +338,7 @@ fn a_sigkilled_process_does_not_stop_fcg_broadcasts() {
     assert_eq!(outcomes.len(), 4, "the survivors report: {outcomes:?}");
     for o in &outcomes {
         assert_ne!(field(o, "rank"), 3);
-        assert_eq!(field(o, "ok"), 600, "{o}");
+        assert_eq!(field(o, "delivered"), 600, "{o}");
         assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{o}");
     }
 }
@@ -359,7 +363,7 @@ fn every_survivor_of_a_sigkill_gets_the_same_outcome_of_every_operation() {
                 assert_eq!(outcomes.len(), 3, "{context}: {outcomes:?}");
                 for o in &outcomes {
                     assert_eq!(
-                        (field(o, "ok"), field(o, "wrong"), errors(o)),
+                        (field(o, "delivered"), field(o, "wrong"), errors(o)),
                         (400, 0, 0),
                         "{context}: {o}"
                     );
@@ -415,7 +419,7 @@ fn every_survivor_of_a_sigkill_inside_an_operation_gets_the_same_outcome() {
             for o in &outcomes {
                 assert_ne!(field(o, "rank"), victim, "{context}: {o}");
                 assert_eq!(
-                    (field(o, "ok"), field(o, "wrong"), errors(o)),
+                    (field(o, "delivered"), field(o, "wrong"), errors(o)),
                     (6, 0, 0),
                     "{context}: {o}"
                 );
@@ -486,7 +490,7 @@ fn allreduce_goes_on_after_a_sigkilled_process_is_detected() {
         assert_eq!(outcomes.len(), 4, "{channel:?}: {outcomes:?}");
         for o in &outcomes {
             assert_eq!(
-                (field(o, "ok"), field(o, "wrong"), errors(o)),
+                (field(o, "delivered"), field(o, "wrong"), errors(o)),
                 (300, 0, 0),
                 "{o}"
             );
@@ -526,15 +530,11 @@ fn shrink_between_processes_leaves_out_the_failed_alike() {
         assert_eq!(survivors.len(), 2, "{outcomes:?}");
         for o in &survivors {
             assert_eq!(
-                (field(o, "ok"), field(o, "wrong"), errors(o)),
+                (field(o, "delivered"), field(o, "wrong"), errors(o)),
                 (30, 0, 0),
                 "{o}"
             );
-            assert_eq!(
-                field(o, "fault_budget"),
-                1,
-                "f clamped to the survivors: {o}"
-            );
+            assert_eq!(field(o, "f"), 1, "f clamped to the survivors: {o}");
             // A rank that fails as the others begin an agreement is left
             // out by it or by the next one, by every survivor alike.
             let sizes = o["firsts"].as_array().expect("sizes");
@@ -569,7 +569,7 @@ fn shrink_between_processes_survives_a_sigkilled_process() {
             // Its exit is found by the first process that waits on it: no
             // call times out, not even the one of the death.
             assert_eq!(
-                (field(o, "ok"), field(o, "wrong"), errors(o)),
+                (field(o, "delivered"), field(o, "wrong"), errors(o)),
                 (40, 0, 0),
                 "{o}"
             );
@@ -589,7 +589,7 @@ fn survivors_of(procs: u32, op: &str, extra: &str, survivors: usize) -> Vec<Valu
     args.extend(extra.split_whitespace());
     let live: Vec<Value> = mpirun(procs, &args)
         .into_iter()
-        .filter(|o| field(o, "ok") + errors(o) == 20)
+        .filter(|o| field(o, "delivered") + errors(o) == 20)
         .collect();
     assert_eq!(live.len(), survivors, "{extra}: {live:?}");
     live
@@ -662,7 +662,7 @@ fn allreduce_survives_an_announced_failure_within_the_budget() {
     );
     for o in &outcomes {
         let expected = if field(o, "rank") == 3 { 50 } else { 200 };
-        assert_eq!(field(o, "ok"), expected, "{o}");
+        assert_eq!(field(o, "delivered"), expected, "{o}");
         assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{o}");
     }
 }
@@ -738,10 +738,10 @@ fn large_allreduces_with_a_death(
     for o in &outcomes {
         assert_eq!(o["shared_memory"], shared_memory != "0", "{kill}: {o}");
         if field(o, "rank") == u64::from(victim) {
-            assert_eq!(field(o, "ok"), 1, "{kill}: {o}");
+            assert_eq!(field(o, "delivered"), 1, "{kill}: {o}");
             continue;
         }
-        assert_eq!(field(o, "ok"), 4, "{kill}: {o}");
+        assert_eq!(field(o, "delivered"), 4, "{kill}: {o}");
         assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{kill}: {o}");
     }
     outcomes
@@ -785,7 +785,7 @@ fn large_allreduces_with_a_sigkill(shared_memory: &str) -> Vec<Value> {
         assert_eq!(o["shared_memory"], shared_memory != "0", "{o}");
         assert_eq!(field(o, "wrong"), 0, "{o}");
         assert!(errors(o) <= 1, "at most the operation of the death: {o}");
-        assert_eq!(field(o, "ok") + errors(o), 60, "{o}");
+        assert_eq!(field(o, "delivered") + errors(o), 60, "{o}");
         if errors(o) == 0 {
             let others = outcomes.iter().filter(|p| errors(p) == 0);
             assert_same_results(&others.cloned().collect::<Vec<_>>(), "sigkill 1:20");
@@ -830,7 +830,11 @@ fn lengths_that_differ(cases: &[(&str, &str)], shared_memory: &str) {
         );
         assert_eq!(outcomes.len(), 3, "{outcomes:?}");
         for o in &outcomes {
-            assert_eq!(o["errors"], serde_json::json!({ kind: 3 }), "{len_at}: {o}");
+            assert_eq!(
+                o["missing_by_error"],
+                serde_json::json!({ kind: 3 }),
+                "{len_at}: {o}"
+            );
         }
     }
 }
@@ -880,7 +884,7 @@ fn slots_too_large_for_dev_shm_leave_the_shared_memory_off() {
     assert_eq!(outcomes.len(), 2, "{outcomes:?}");
     for o in &outcomes {
         assert_eq!(o["shared_memory"], false, "{o}");
-        assert_eq!((field(o, "ok"), errors(o)), (3, 0), "{o}");
+        assert_eq!((field(o, "delivered"), errors(o)), (3, 0), "{o}");
     }
 }
 
@@ -934,7 +938,7 @@ fn a_large_broadcast_through_shared_memory_waits_for_a_slow_receiver() {
         assert_eq!(outcomes.len(), 3, "{stall}: {outcomes:?}");
         for o in &outcomes {
             assert_eq!(o["shared_memory"], true, "{stall}: {o}");
-            assert_eq!(field(o, "ok"), 300, "{stall}: {o}");
+            assert_eq!(field(o, "delivered"), 300, "{stall}: {o}");
             assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{stall}: {o}");
         }
         let (shared, as_bytes) = shared_broadcasts(&outcomes[0]);
@@ -967,7 +971,7 @@ fn a_large_broadcast_through_shared_memory_reports_lengths_that_differ() {
             } else {
                 serde_json::json!({})
             };
-            assert_eq!(o["errors"], expected, "{len_at}: {o}");
+            assert_eq!(o["missing_by_error"], expected, "{len_at}: {o}");
             assert_eq!(field(o, "wrong"), 0, "{len_at}: {o}");
         }
     }
@@ -1084,10 +1088,14 @@ fn a_large_broadcast_through_shared_memory_survives_a_death_at_every_send() {
             assert_eq!(outcomes.len(), 4, "{kill}: {outcomes:?}");
             for o in outcomes.iter().filter(|o| field(o, "rank") != victim) {
                 assert_eq!(field(o, "wrong"), 0, "{kill}: {o}");
-                assert_eq!(field(o, "ok") + errors(o), 4, "{kill}: {o}");
+                assert_eq!(field(o, "delivered") + errors(o), 4, "{kill}: {o}");
                 if victim == 0 {
-                    assert!(field(o, "ok") >= 1, "{kill}: {o}");
-                    assert_eq!(o["errors"]["RootFailed"], errors(o), "{kill}: {o}");
+                    assert!(field(o, "delivered") >= 1, "{kill}: {o}");
+                    assert_eq!(
+                        o["missing_by_error"]["RootFailed"],
+                        errors(o),
+                        "{kill}: {o}"
+                    );
                 } else {
                     assert_eq!(errors(o), 0, "{kill}: {o}");
                 }
@@ -1127,7 +1135,7 @@ fn a_node_team_gives_every_thread_of_every_process_the_result() {
         assert_eq!(outcomes.len(), ranks, "{op}: every thread reports");
         for (r, o) in outcomes.iter().enumerate() {
             assert_eq!(field(o, "rank"), r as u64);
-            assert_eq!(field(o, "ok"), 200, "{op}: {o}");
+            assert_eq!(field(o, "delivered"), 200, "{op}: {o}");
             assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{op}: {o}");
         }
     }
@@ -1161,7 +1169,7 @@ fn a_node_teams_processes_share_out_the_cores_they_all_may_use() {
             all
         };
         for o in &outcomes {
-            assert_eq!(field(o, "ok"), 20, "{o}");
+            assert_eq!(field(o, "delivered"), 20, "{o}");
             assert_eq!(cpus(o).len(), 1, "a node team's thread is pinned: {o}");
         }
         if cores >= procs as usize {
@@ -1204,7 +1212,7 @@ fn a_node_team_with_mpi_own_collectives_between_processes() {
         let outcomes = mpirun(3, &args);
         assert_eq!(outcomes.len(), 6, "{extra:?}");
         for o in &outcomes {
-            assert_eq!(field(o, "ok"), 200, "{extra:?}: {o}");
+            assert_eq!(field(o, "delivered"), 200, "{extra:?}: {o}");
             assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{extra:?}: {o}");
         }
     }
@@ -1224,7 +1232,7 @@ fn a_node_team_runs_every_broadcast_algorithm_between_its_proxies() {
         let outcomes = mpirun_with(3, algorithm, args);
         assert_eq!(outcomes.len(), 6, "{algorithm:?}: {outcomes:?}");
         for o in &outcomes {
-            assert_eq!(field(o, "ok"), 60, "{algorithm:?}: {o}");
+            assert_eq!(field(o, "delivered"), 60, "{algorithm:?}: {o}");
             assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{algorithm:?}: {o}");
         }
     }
@@ -1235,7 +1243,7 @@ fn a_node_team_runs_every_broadcast_algorithm_between_its_proxies() {
         assert_eq!(outcomes.len(), 8, "{algorithm:?}: {outcomes:?}");
         for o in &outcomes {
             let expected = if field(o, "rank") == 2 { 20 } else { 60 };
-            assert_eq!(field(o, "ok"), expected, "{algorithm:?}: {o}");
+            assert_eq!(field(o, "delivered"), expected, "{algorithm:?}: {o}");
             assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{algorithm:?}: {o}");
         }
     }
@@ -1244,7 +1252,7 @@ fn a_node_team_runs_every_broadcast_algorithm_between_its_proxies() {
         let outcomes = mpirun_with(4, algorithm, args);
         assert_eq!(outcomes.len(), 6, "the survivors' threads: {outcomes:?}");
         for o in &outcomes {
-            assert_eq!(field(o, "ok"), 100, "{algorithm:?}: {o}");
+            assert_eq!(field(o, "delivered"), 100, "{algorithm:?}: {o}");
             assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{algorithm:?}: {o}");
         }
     }
@@ -1272,7 +1280,7 @@ fn a_node_team_waits_for_a_stalled_thread_without_suspecting_it() {
         let outcomes = mpirun(2, &args);
         assert_eq!(outcomes.len(), 4, "{op} {stall}: {outcomes:?}");
         for o in &outcomes {
-            assert_eq!(field(o, "ok"), 60, "{op} {stall}: {o}");
+            assert_eq!(field(o, "delivered"), 60, "{op} {stall}: {o}");
             assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{op} {stall}: {o}");
         }
     }
@@ -1297,7 +1305,7 @@ fn a_node_team_survives_a_dead_thread_and_a_sigkilled_process() {
     );
     for o in &outcomes {
         let expected = if field(o, "rank") == 5 { 50 } else { 200 };
-        assert_eq!(field(o, "ok"), expected, "{o}");
+        assert_eq!(field(o, "delivered"), expected, "{o}");
         assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{o}");
     }
     let outcomes = mpirun(
@@ -1319,7 +1327,7 @@ fn a_node_team_survives_a_dead_thread_and_a_sigkilled_process() {
         "the two surviving processes' threads: {outcomes:?}"
     );
     for o in &outcomes {
-        assert_eq!(field(o, "ok"), 600, "{o}");
+        assert_eq!(field(o, "delivered"), 600, "{o}");
         assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{o}");
     }
     let outcomes = mpirun(
@@ -1340,7 +1348,7 @@ fn a_node_team_survives_a_dead_thread_and_a_sigkilled_process() {
     assert_eq!(outcomes.len(), 4, "{outcomes:?}");
     for o in &outcomes {
         assert_eq!(
-            (field(o, "ok"), field(o, "wrong"), errors(o)),
+            (field(o, "delivered"), field(o, "wrong"), errors(o)),
             (200, 0, 0),
             "{o}"
         );
@@ -1374,8 +1382,12 @@ fn a_process_taken_for_failed_while_alive_is_told_and_fails_its_calls() {
             .iter()
             .find(|o| field(o, "rank") == 1)
             .expect("rank 1");
-        assert_eq!(field(stalled, "ok"), 50, "{stalled}");
-        assert_eq!(stalled["errors"]["Failed"].as_u64(), Some(10), "{stalled}");
+        assert_eq!(field(stalled, "delivered"), 50, "{stalled}");
+        assert_eq!(
+            stalled["missing_by_error"]["Failed"].as_u64(),
+            Some(10),
+            "{stalled}"
+        );
         let sums = |o: &Value| o["firsts"].as_array().cloned().unwrap_or_default();
         let first_sums = sums;
         let others: Vec<&Value> = outcomes.iter().filter(|o| field(o, "rank") != 1).collect();
@@ -1418,7 +1430,7 @@ fn the_checker_counts_a_thread_of_a_killed_process_dead_once() {
     assert_eq!(outcomes.len(), 9, "{outcomes:?}");
     for o in &outcomes {
         assert_eq!(
-            (field(o, "ok"), field(o, "wrong"), errors(o)),
+            (field(o, "delivered"), field(o, "wrong"), errors(o)),
             (300, 0, 0),
             "{o}"
         );
@@ -1458,7 +1470,7 @@ fn a_node_team_survives_its_proxy_thread_dying() {
         assert_eq!(outcomes.len(), 8, "{op}: every thread reports");
         for o in &outcomes {
             let expected = if field(o, "rank") == 4 { 50 } else { 200 };
-            assert_eq!(field(o, "ok"), expected, "{op}: {o}");
+            assert_eq!(field(o, "delivered"), expected, "{op}: {o}");
             assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{op}: {o}");
         }
     }
@@ -1485,7 +1497,7 @@ fn a_node_team_survives_its_proxy_thread_dying() {
             6 => 80,
             _ => 150,
         };
-        assert_eq!(field(o, "ok"), expected, "{o}");
+        assert_eq!(field(o, "delivered"), expected, "{o}");
         assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{o}");
     }
 }

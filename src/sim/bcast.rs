@@ -110,6 +110,9 @@ pub struct BcastRun {
     pub dead: u32,
     /// Live ranks (alive to the end) that never got the value.
     pub uncolored_live: u32,
+    /// Live ranks colored over live ranks (1 when none is live): the
+    /// Corrected Gossip paper's consistency.
+    pub consistency: f64,
     /// Failed semantic checks: wrong value, duplicate delivery, a live rank
     /// left uncolored by a correction that guarantees delivery, a core not
     /// quiescent at the end. Must be 0.
@@ -213,7 +216,9 @@ pub fn measure<C: Dissemination>(
         ..BcastRun::default()
     };
     let mut wrong = 0;
+    let mut live_ranks = 0u32;
     for r in 0..procs {
+        live_ranks += u32::from(live(r));
         match trace.outputs[r as usize] {
             Some((at, value)) => {
                 wrong += u32::from(value != ROOT_VALUE);
@@ -225,6 +230,11 @@ pub fn measure<C: Dissemination>(
             None => {}
         }
     }
+    run.consistency = if live_ranks == 0 {
+        1.0
+    } else {
+        f64::from(live_ranks - run.uncolored_live) / f64::from(live_ranks)
+    };
     let must_deliver = must_deliver && live(ROOT);
     run.violations = wrong + base.violations + if must_deliver { run.uncolored_live } else { 0 };
     run
@@ -251,6 +261,8 @@ pub struct BcastSummary {
     pub correction_messages_per_process: Stats,
     /// See [`BcastRun`].
     pub max_gap: Stats,
+    /// See [`BcastRun`].
+    pub consistency: Stats,
     /// Runs that left a live rank uncolored.
     pub incomplete_runs: u64,
     /// Live ranks left uncolored, over all runs.
@@ -273,6 +285,7 @@ impl BcastSummary {
             messages_per_process: stat(&|r| r.messages_per_process),
             correction_messages_per_process: stat(&|r| r.correction_messages_per_process),
             max_gap: stat(&|r| r.max_gap as f64),
+            consistency: stat(&|r| r.consistency),
             incomplete_runs: runs.iter().filter(|r| r.uncolored_live > 0).count() as u64,
             uncolored_live_total: runs.iter().map(|r| r.uncolored_live as u64).sum(),
             violations: runs.iter().map(|r| r.violations as u64).sum(),

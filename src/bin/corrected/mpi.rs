@@ -11,6 +11,7 @@ use clap::Args;
 use corrected::mpi::{MpiComm, NodeTeam, ProcessLevel};
 use corrected::prelude::*;
 use corrected::runtime::Fault;
+use corrected::sim::Stats;
 use corrected::types::{OpId, Rank};
 
 use crate::bcast::BcastArgs;
@@ -110,24 +111,29 @@ pub struct MpiArgs {
 /// What one rank saw.
 #[derive(Clone, serde::Serialize)]
 struct Outcome {
+    /// `"mpi"`: which command's JSON this is (docs/cli.md, *JSON output*).
+    command: &'static str,
     rank: Rank,
-    size: u32,
+    /// The ranks of the team: processes times `--threads`.
+    ranks: u32,
     op: String,
     iters: u32,
     /// Operations that returned the expected value.
-    ok: u32,
+    delivered: u32,
     /// Operations that returned a value other than every allowed one.
     wrong: u32,
     /// The first wrong value, as text.
     first_wrong: Option<String>,
     /// Errors by kind.
-    errors: BTreeMap<String, u32>,
+    missing_by_error: BTreeMap<String, u32>,
     first_error: Option<String>,
-    /// Mean time per operation, microseconds, over the whole loop.
-    mean_us: f64,
-    /// The slowest operation: microseconds, and its iteration.
-    slowest_us: f64,
+    /// This rank's time inside each call, nanoseconds, over the calls.
+    latency_ns: Stats,
+    /// The iteration of the slowest call.
     slowest_iter: u32,
+    /// Each call's time (nanoseconds), summarized into `latency_ns`.
+    #[serde(skip)]
+    took_ns: Vec<f64>,
     /// Frames that could not be read or written (must be 0).
     bad_frames: (u64, u64),
     /// The first element of each allreduce's result, by iteration (the
@@ -144,14 +150,16 @@ struct Outcome {
     /// Whether the processes shared memory: frames through rings, large
     /// allreduces through the regions (one rank per process only).
     shared_memory: bool,
-    /// The broadcast algorithm (--op bcast).
+    /// `--algorithm` as given.
     algorithm: String,
+    /// The broadcast as it ran (the algorithm and its correction).
+    broadcast: String,
     /// Gossip broadcasts in which this process was a g-node (one rank per
     /// process only).
-    gossip_colored: u64,
+    g_node_ops: u64,
     /// Timeouts FTCO's broadcasts fired on this process (one rank per
     /// process only).
-    ftco_timeouts: u64,
+    timeouts: u64,
     /// Broadcasts this process rooted through the node's shared memory,
     /// and those it sent as bytes because a process still held the slot
     /// (one rank per process only).
@@ -161,7 +169,7 @@ struct Outcome {
     cpus: Vec<usize>,
     /// The fault budget f at the end of the loop (after `--op shrink`'s
     /// shrinks: the configured f, at most the survivors less one).
-    fault_budget: u32,
+    f: u32,
 }
 
 /// Parses `RANK:ITER:SENDS`.
@@ -293,10 +301,10 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
         outcome.bad_frames = comm.bad_frames();
         outcome.fallbacks = comm.fallbacks();
         outcome.shared_memory = comm.shares_memory();
-        outcome.algorithm = chosen.name.clone();
+        outcome.broadcast = chosen.name.clone();
         let counts = comm.broadcast_counts();
-        outcome.gossip_colored = counts.gossip_colored;
-        outcome.ftco_timeouts = counts.ftco_timeouts;
+        outcome.g_node_ops = counts.gossip_colored;
+        outcome.timeouts = counts.ftco_timeouts;
         outcome.shared_broadcasts = (counts.shared, counts.held_slot);
         // Serve late messages until the others are done (or the wait passes).
         drop(comm);
@@ -358,7 +366,7 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
         report
             .returned()
             .map(|(_, o)| Outcome {
-                algorithm: chosen.name.clone(),
+                broadcast: chosen.name.clone(),
                 ..o.clone()
             })
             .collect()
@@ -389,7 +397,7 @@ impl Outcome {
     ) -> bool {
         let what = match result {
             Ok(true) => {
-                self.ok += 1;
+                self.delivered += 1;
                 "ok".to_string()
             }
             Ok(false) => {
@@ -402,7 +410,7 @@ impl Outcome {
             Err(e) => {
                 let kind = format!("{e:?}");
                 let kind = kind.split([' ', '(', '{']).next().unwrap_or("").to_string();
-                *self.errors.entry(kind.clone()).or_default() += 1;
+                *self.missing_by_error.entry(kind.clone()).or_default() += 1;
                 self.first_error.get_or_insert_with(|| e.to_string());
                 kind
             }
@@ -416,10 +424,19 @@ impl Outcome {
         true
     }
 
-    /// The mean time per counted operation of a loop begun at `started`.
-    fn finish(&mut self, started: Instant) {
-        let ops = (self.ok + self.wrong + self.errors.values().sum::<u32>()).max(1);
-        self.mean_us = started.elapsed().as_secs_f64() * 1e6 / f64::from(ops);
+    /// Notes the time of call `iter`, begun at `started`.
+    fn timed(&mut self, iter: u32, started: Instant) {
+        let ns = started.elapsed().as_nanos() as f64;
+        if self.took_ns.last().is_none() || ns > self.latency_ns.max {
+            // `latency_ns.max` is the slowest so far until `finish`.
+            (self.slowest_iter, self.latency_ns.max) = (iter, ns);
+        }
+        self.took_ns.push(ns);
+    }
+
+    /// Summarizes the calls' times.
+    fn finish(&mut self) {
+        self.latency_ns = Stats::of(std::mem::take(&mut self.took_ns));
     }
 }
 
@@ -462,29 +479,31 @@ fn sigkill_if_due(args: &MpiArgs, process: u32, iter: u32) {
 /// An outcome of `args.op` on rank `me` of `size`, nothing counted yet.
 fn new_outcome(me: Rank, size: u32, args: &MpiArgs) -> Outcome {
     Outcome {
+        command: "mpi",
         rank: me,
-        size,
+        ranks: size,
         op: args.op.clone(),
         iters: args.iters,
-        ok: 0,
+        delivered: 0,
         wrong: 0,
-        errors: BTreeMap::new(),
+        missing_by_error: BTreeMap::new(),
         first_wrong: None,
         first_error: None,
-        mean_us: 0.0,
-        slowest_us: 0.0,
+        latency_ns: Stats::default(),
         slowest_iter: 0,
+        took_ns: Vec::with_capacity(args.iters.min(1 << 20) as usize),
         bad_frames: (0, 0),
         firsts: Vec::new(),
         results: Vec::new(),
         fallbacks: 0,
         shared_memory: false,
-        algorithm: String::new(),
-        gossip_colored: 0,
-        ftco_timeouts: 0,
+        algorithm: args.bcast.algorithm.clone(),
+        broadcast: String::new(),
+        g_node_ops: 0,
+        timeouts: 0,
         shared_broadcasts: (0, 0),
         cpus: Vec::new(),
-        fault_budget: 0,
+        f: 0,
     }
 }
 
@@ -509,16 +528,17 @@ fn agreement_loop<C: Collectives>(
     let me = comm.rank();
     let threads = u32::from(args.threads);
     let mut outcome = new_outcome(me, comm.size(), args);
-    let started = Instant::now();
     for iter in 0..args.iters {
         sigkill_if_due(args, me / threads, iter);
         let dead = planned_dead(args, iter);
         let failed_by = |r: Rank| dead.contains(&r);
+        let started = Instant::now();
         let Step {
             result,
             first,
             held,
         } = step(comm, &failed_by);
+        outcome.timed(iter, started);
         if iter < 100 {
             outcome.firsts.push(first);
         }
@@ -526,8 +546,8 @@ fn agreement_loop<C: Collectives>(
             break;
         }
     }
-    outcome.finish(started);
-    outcome.fault_budget = comm.fault_budget();
+    outcome.finish();
+    outcome.f = comm.fault_budget();
     outcome
 }
 
@@ -590,15 +610,14 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
     // The ranks failed by `iter`: --die-at's, and every thread of the
     // process --sigkill names.
     let dead = |iter: u32| planned_dead(args, iter);
-    let started = Instant::now();
     let len = match args.len_at {
         Some((rank, len)) if rank == me => len,
         _ => args.len,
     };
     let mut buf = vec![0u64; len];
     for iter in 0..args.iters {
-        let op_started = Instant::now();
         sigkill_if_due(args, me / threads, iter);
+        let op_started = Instant::now();
         let op = match &args.call_at {
             Some((rank, at, op)) if (*rank, *at) == (me, iter) => op.as_str(),
             _ => args.op.as_str(),
@@ -646,10 +665,7 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
                 reduced.map(|()| holds_every_live_rank(&buf))
             }
         };
-        let took = op_started.elapsed().as_secs_f64() * 1e6;
-        if took > outcome.slowest_us {
-            (outcome.slowest_us, outcome.slowest_iter) = (took, iter);
-        }
+        outcome.timed(iter, op_started);
         if args.op == "allreduce" && iter < 100 {
             let first = match result {
                 Ok(_) if op == "allreduce" => buf.first().copied().unwrap_or(0),
@@ -662,7 +678,8 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
             break;
         }
     }
-    outcome.finish(started);
+    outcome.finish();
+    outcome.f = comm.fault_budget();
     outcome.cpus = corrected::runtime::pin::available_cores()
         .iter()
         .map(|c| c.id)

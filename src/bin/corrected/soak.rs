@@ -41,6 +41,7 @@ use clap::Args;
 
 use corrected::check::{value_of_vector, vector_element};
 use corrected::runtime::{Fault, FaultSchedule, RankOutcome, Team};
+use corrected::sim::Stats;
 use corrected::types::Rank;
 use corrected::Error;
 
@@ -595,26 +596,71 @@ fn classify(
     tally.problem(format!("{}: {v:#x}: {why}", what()));
 }
 
-fn percentile(sorted: &[u64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i] as f64 / 1000.0
+/// `corrected soak --json`: the settings under their flags' names, then
+/// the counts, the latency in nanoseconds and the verdict
+/// (`docs/cli.md`, *JSON output*).
+#[derive(serde::Serialize)]
+struct SoakReport<'a> {
+    command: &'static str,
+    ranks: u32,
+    f: u32,
+    ops: u64,
+    episode: u32,
+    no_faults: bool,
+    failure_timeout_ms: f64,
+    seed: u64,
+    from_episode: u64,
+    elements: usize,
+    calls: u64,
+    faults: u64,
+    lost: u64,
+    duplicated: u64,
+    stale: u64,
+    wrong: u64,
+    false_suspicions: u64,
+    hangs: u64,
+    torn: u64,
+    unexpected: u64,
+    root_failed: u64,
+    beyond_budget: u64,
+    latency_ns: &'a Stats,
+    wall_seconds: f64,
+    clean: bool,
 }
 
 fn report(args: &SoakArgs, t: &mut Tally, took: Duration) {
-    t.latency_ns.sort_unstable();
-    let (p50, p99, max) = (
-        percentile(&t.latency_ns, 0.5),
-        percentile(&t.latency_ns, 0.99),
-        percentile(&t.latency_ns, 1.0),
-    );
+    let latency = Stats::of(t.latency_ns.iter().map(|&ns| ns as f64));
     if args.json {
+        let r = SoakReport {
+            command: "soak",
+            ranks: args.ranks,
+            f: args.f,
+            ops: t.ops,
+            episode: args.episode,
+            no_faults: args.no_faults,
+            failure_timeout_ms: args.failure_timeout_ms,
+            seed: args.seed,
+            from_episode: args.from_episode,
+            elements: args.elements,
+            calls: t.calls,
+            faults: t.faults,
+            lost: t.lost,
+            duplicated: t.duplicated,
+            stale: t.stale,
+            wrong: t.wrong,
+            false_suspicions: t.false_suspicions,
+            hangs: t.hangs,
+            torn: t.torn,
+            unexpected: t.unexpected,
+            root_failed: t.root_failed,
+            beyond_budget: t.beyond_budget,
+            latency_ns: &latency,
+            wall_seconds: took.as_secs_f64(),
+            clean: t.clean(),
+        };
         crate::out!(
-            "{{\"ranks\":{},\"f\":{},\"ops\":{},\"calls\":{},\"faults\":{},\"seconds\":{:.3},\"lost\":{},\"duplicated\":{},\"stale\":{},\"wrong\":{},\"false_suspicions\":{},\"hangs\":{},\"torn\":{},\"unexpected\":{},\"root_failed\":{},\"beyond_budget\":{},\"latency_us\":{{\"p50\":{p50:.1},\"p99\":{p99:.1},\"max\":{max:.1}}},\"clean\":{}}}",
-            args.ranks, args.f, t.ops, t.calls, t.faults, took.as_secs_f64(), t.lost, t.duplicated,
-            t.stale, t.wrong, t.false_suspicions, t.hangs, t.torn, t.unexpected, t.root_failed, t.beyond_budget, t.clean()
+            "{}",
+            serde_json::to_string(&r).expect("a report serializes")
         );
     } else {
         crate::out!(
@@ -635,7 +681,12 @@ fn report(args: &SoakArgs, t: &mut Tally, took: Duration) {
             t.root_failed,
             t.beyond_budget
         );
-        crate::out!("latency per call: p50 {p50:.1} µs, p99 {p99:.1} µs, max {max:.1} µs");
+        crate::out!(
+            "latency per call: p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs",
+            latency.p50 / 1e3,
+            latency.p99 / 1e3,
+            latency.max / 1e3
+        );
     }
     if let Some(p) = &t.first_problem {
         eprintln!("first problem: {p}");

@@ -115,7 +115,8 @@ pub fn run(args: TopoArgs) -> Result<ExitCode, CliError> {
                 })
             })
             .collect();
-        let mut v = serde_json::json!({
+        let v = serde_json::json!({
+            "command": "topo",
             "source": machine.source(),
             "shape": machine.shape(),
             "pus": machine.pus(),
@@ -127,25 +128,22 @@ pub fn run(args: TopoArgs) -> Result<ExitCode, CliError> {
             "correction": sim.correction.to_string(),
             "latency": sim.logp.latency,
             "overhead": sim.logp.overhead,
+            "kill_domain": kill.as_ref().map(|k| serde_json::json!({
+                "domain": k.domain,
+                "dead": k.dead,
+                "root": k.root,
+                "max_gap": k.max_gap,
+                "gap_lower_bound": k.gap_lower_bound,
+                "latency_ticks": k.run.coloring_latency,
+                "quiescence_ticks": k.run.quiescence_latency,
+                "correction_ticks": k.run.correction_latency,
+                "messages_per_process": k.run.messages_per_process,
+                "uncolored_live": k.run.uncolored_live,
+                "violations": k.run.violations,
+            })),
+            "table": args.table.then_some(&table),
+            "violations": violations,
         });
-        if let (Some(obj), Some(k)) = (v.as_object_mut(), &kill) {
-            obj.insert("kill_domain".into(), k.domain.clone().into());
-            obj.insert("dead".into(), k.dead.clone().into());
-            obj.insert("root".into(), k.root.into());
-            obj.insert("max_gap".into(), k.max_gap.into());
-            obj.insert("gap_lower_bound".into(), k.gap_lower_bound.into());
-            obj.insert("correction_latency".into(), k.run.correction_latency.into());
-            obj.insert(
-                "simulation".into(),
-                serde_json::to_value(&k.run).expect("plain data"),
-            );
-        }
-        if let (Some(obj), true) = (v.as_object_mut(), args.table) {
-            obj.insert(
-                "table".into(),
-                serde_json::to_value(&table).expect("plain data"),
-            );
-        }
         out!("{v}");
     } else {
         print_machine(&machine);
@@ -225,8 +223,8 @@ struct Row {
     gap_lower_bound: u32,
     /// Per policy (compact, scatter, separated): worst max gap.
     max_gap: [u32; 3],
-    /// Per policy: worst simulated correction latency.
-    correction_latency: [i64; 3],
+    /// Per policy: worst simulated correction latency, in ticks.
+    correction_ticks: [i64; 3],
     violations: u32,
 }
 
@@ -248,7 +246,7 @@ fn table(m: &Machine, ranks: u32, sim: &SimSettings) -> Result<Vec<Row>, ConfigE
             max_ranks: 0,
             gap_lower_bound: 0,
             max_gap: [0; 3],
-            correction_latency: [i64::MIN; 3],
+            correction_ticks: [i64::MIN; 3],
             violations: 0,
         };
         for index in 0..n {
@@ -264,7 +262,7 @@ fn table(m: &Machine, ranks: u32, sim: &SimSettings) -> Result<Vec<Row>, ConfigE
                 }
                 let k = sim.predict(p, d)?;
                 row.max_gap[i] = row.max_gap[i].max(k.max_gap);
-                row.correction_latency[i] = row.correction_latency[i].max(k.run.correction_latency);
+                row.correction_ticks[i] = row.correction_ticks[i].max(k.run.correction_latency);
                 row.violations += k.run.violations;
             }
         }
@@ -309,9 +307,9 @@ fn print_table(m: &Machine, ranks: u32, sim: &SimSettings, rows: &[Row]) {
             r.max_gap[0],
             r.max_gap[1],
             r.max_gap[2],
-            lat(r.correction_latency[0]),
-            lat(r.correction_latency[1]),
-            lat(r.correction_latency[2])
+            lat(r.correction_ticks[0]),
+            lat(r.correction_ticks[1]),
+            lat(r.correction_ticks[2])
         );
     }
 }

@@ -28,6 +28,9 @@ use crate::limits::{
 use crate::op::Op;
 use crate::progress::Progress;
 
+mod report;
+use report::RunReport;
+
 /// Options of `corrected run`.
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -457,19 +460,9 @@ struct Tally {
     errors: BTreeMap<&'static str, u64>,
     /// Every live rank's value holds every live input once, and all agree.
     consistent: bool,
-}
-
-impl Tally {
-    /// Results delivered right over all results on live ranks: the share
-    /// of live ranks an operation reached, averaged over operations.
-    fn consistency(&self) -> f64 {
-        let all = self.delivered + self.missing + self.wrong;
-        if all == 0 {
-            1.0
-        } else {
-            self.delivered as f64 / all as f64
-        }
-    }
+    /// By operation: the share of live ranks' results that are right (1
+    /// where no live rank reported).
+    consistency: Vec<f64>,
 }
 
 /// Goes through every live rank's results and sorts them into delivered,
@@ -526,7 +519,9 @@ fn tally(args: &RunArgs, op: Op, bcast: Delivery, f: u32, report: &TeamReport<Ve
                         && ((during && !bcast.despite_deaths_during)
                             || !bcast.despite_dead_ranks))));
         let mut agreed: Option<(u64, bool)> = None;
+        let (mut right_here, mut here) = (0u32, 0u32);
         for got in results {
+            here += 1;
             let ok = match got {
                 Err(e) => {
                     t.missing += 1;
@@ -553,6 +548,7 @@ fn tally(args: &RunArgs, op: Op, bcast: Delivery, f: u32, report: &TeamReport<Ve
                 }
             };
             if ok {
+                right_here += 1;
                 t.delivered += 1;
             } else if excused && (got.is_err() || over_budget) {
                 t.expected_misses += 1;
@@ -560,6 +556,11 @@ fn tally(args: &RunArgs, op: Op, bcast: Delivery, f: u32, report: &TeamReport<Ve
                 t.violations += 1;
             }
         }
+        t.consistency.push(if here == 0 {
+            1.0
+        } else {
+            f64::from(right_here) / f64::from(here)
+        });
     }
     t
 }
@@ -694,16 +695,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     };
     let t = tally(&args, op, delivery, f, &report);
     let gossip = op == Op::Bcast && matches!(algorithm, BroadcastAlgorithm::Gossip(_));
-    let latencies: Vec<f64> = report
+    let latencies = report
         .ops
         .iter()
-        .filter_map(|o| o.latency_ns.iter().max().map(|&ns| ns as f64))
-        .collect();
-    let timed_ops = latencies.len();
+        .filter_map(|o| o.latency_ns.iter().max().map(|&ns| ns as f64));
     let lat = Stats::of(latencies);
-    let answers = Stats::of(report.answer_delays_ns.iter().map(|&ns| ns as f64));
-    let messages: u64 = report.ops.iter().map(|o| o.messages).sum();
-    let messages_per_op = messages as f64 / report.ops.len().max(1) as f64;
     // The allreduce's and barrier's algorithm, for reports.
     let reduction = if ftco_reduce {
         bcast_name.clone()
@@ -715,52 +711,83 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     } else {
         format!("f={}", team.fault_budget())
     };
-    let panicked: Vec<Rank> = report
+    let panicked_ranks: Vec<Rank> = report
         .outcomes
         .iter()
         .enumerate()
         .filter(|(_, o)| matches!(o, RankOutcome::Panicked(_)))
         .map(|(r, _)| r as Rank)
         .collect();
+    let per_op = |n: u64| n as f64 / report.ops.len().max(1) as f64;
+    let printed = RunReport {
+        command: "run",
+        ranks,
+        op: op.name(),
+        root: op.rooted().then_some(root),
+        iters,
+        algorithm: args.bcast.algorithm.clone(),
+        broadcast: (op == Op::Bcast).then(|| bcast_name.clone()),
+        reduce: (op == Op::Reduce).then(|| {
+            if ftco_reduce {
+                bcast_name.clone()
+            } else {
+                "up-correction".to_string()
+            }
+        }),
+        allreduce: matches!(op, Op::Allreduce | Op::Barrier).then(|| reduction.clone()),
+        tree: tree.to_string(),
+        // The correction the operation ran: gossip's own for a gossip
+        // broadcast, none for BIG, FTCO and the ack tree.
+        correction: match (op, algorithm) {
+            (_, _) if ftco_reduce => None,
+            (Op::Bcast, BroadcastAlgorithm::Tree) => Some(correction.to_string()),
+            (Op::Bcast, BroadcastAlgorithm::Gossip(_)) => Some(
+                args.bcast
+                    .correction
+                    .as_deref()
+                    .unwrap_or("ccg")
+                    .to_string(),
+            ),
+            (Op::Bcast, _) => None,
+            _ => Some(correction.to_string()),
+        },
+        f: (!ftco_reduce && op != Op::Bcast).then(|| team.fault_budget()),
+        failure_scheme: (!ftco_reduce && op != Op::Bcast).then(|| scheme.to_string()),
+        failure_timeout_ms: args.failure_timeout_ms(),
+        timeout: args.timeout,
+        timeout_ms: args.bcast.timeout_ms,
+        bytes: (op != Op::Barrier).then_some(args.bytes()),
+        pace_us: args.pace_us,
+        kill: args.kill.clone(),
+        kill_after_sends: args.kill_after_sends.clone(),
+        hang: args.hang.clone(),
+        panic: args.panic.clone(),
+        latency_ns: lat,
+        answer_delay_ns: ftco
+            .then(|| Stats::of(report.answer_delays_ns.iter().map(|&ns| ns as f64))),
+        messages_per_op: Stats::of(report.ops.iter().map(|o| o.messages as f64)),
+        consistency: (op == Op::Bcast).then(|| Stats::of(t.consistency.iter().copied())),
+        g_nodes_per_op: gossip.then(|| report.gossip_colored as f64 / f64::from(iters)),
+        timeouts: timed.then_some(report.timeouts),
+        false_suspicions: timed.then_some(report.false_suspicions),
+        bandwidth_gbs: (op != Op::Barrier).then(|| bandwidth(args.bytes(), lat.p50)),
+        helped_pumps_per_op: per_op(report.helped),
+        segment_allocations: report.segment_allocations,
+        delivered: t.delivered,
+        missing: t.missing,
+        missing_by_error: t.errors.clone(),
+        wrong: t.wrong,
+        expected_misses: t.expected_misses,
+        root_failed: t.root_failed,
+        violations: t.violations,
+        result_consistent: t.consistent,
+        failed_ranks: report.failed.clone(),
+        hung_ranks: report.hung.clone(),
+        panicked_ranks,
+        wall_seconds: wall.as_secs_f64(),
+    };
     if args.json {
-        let v = serde_json::json!({
-            "ranks": ranks,
-            "op": op.name(),
-            "iters": iters,
-            "f": (!ftco_reduce && (!op.rooted() || op == Op::Reduce)).then(|| team.fault_budget()),
-            "tree": tree.to_string(),
-            "correction": correction.to_string(),
-            "broadcast": (op == Op::Bcast).then_some(&bcast_name),
-            "consistency": (op == Op::Bcast).then(|| t.consistency()),
-            "gossip_colored": gossip.then(|| report.gossip_colored as f64 / f64::from(iters)),
-            "timeouts": timed.then_some(report.timeouts),
-            "false_suspicions": timed.then_some(report.false_suspicions),
-            "answer_delay_ns": ftco.then(|| serde_json::json!({
-                "samples": report.answer_delays_ns.len(),
-                "p50": answers.p50, "p99": answers.p99, "p999": answers.p999, "max": answers.max,
-            })),
-            "allreduce": matches!(op, Op::Allreduce | Op::Barrier).then(|| reduction.clone()),
-            "reduce": (op == Op::Reduce).then(|| if ftco_reduce { bcast_name.clone() } else { "up-correction".to_string() }),
-            "bytes": (op != Op::Barrier).then_some(args.bytes()),
-            "latency_ns": { "p50": lat.p50, "p99": lat.p99, "max": lat.max, "mean": lat.mean },
-            "bandwidth_gbs": (op != Op::Barrier).then(|| bandwidth(args.bytes(), lat.p50)),
-            "messages_per_op": messages_per_op,
-            "helped_pumps_per_op": report.helped as f64 / report.ops.len().max(1) as f64,
-            "segment_allocations": report.segment_allocations,
-            "delivered": t.delivered,
-            "missing": t.missing,
-            "missing_by_error": t.errors,
-            "wrong": t.wrong,
-            "expected_misses": t.expected_misses,
-            "root_failed": t.root_failed,
-            "violations": t.violations,
-            "result_consistent": t.consistent,
-            "failed_ranks": report.failed,
-            "hung_ranks": report.hung,
-            "panicked_ranks": panicked,
-            "wall_seconds": wall.as_secs_f64(),
-        });
-        out!("{v}");
+        printed.print_json();
     } else {
         let what = match op {
             Op::Bcast => format!("broadcasts from rank {root}"),
@@ -769,102 +796,17 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             Op::Allreduce => format!("allreduces ({reduction}), {budget}"),
             Op::Barrier => format!("barriers ({reduction}), {budget}"),
         };
-        out!(
-            "{ranks} ranks, {iters} {what}, {}, {:.2} s",
-            if op == Op::Bcast {
-                bcast_name.clone()
-            } else if ftco_reduce {
-                format!("tree {tree}")
-            } else {
-                format!("tree {tree}, correction {correction}")
-            },
-            wall.as_secs_f64()
-        );
-        if op == Op::Bcast {
-            out!(
-                "consistency (live ranks reached, over all operations): {:.6}",
-                t.consistency()
-            );
-        }
-        if gossip {
-            out!(
-                "g-nodes per operation (colored by the gossip phase, the root included): {:.2}",
-                report.gossip_colored as f64 / f64::from(iters)
-            );
-        }
-        if timed {
-            out!(
-                "timeouts fired: {}, false suspicions (a live rank suspected): {}",
-                report.timeouts,
-                report.false_suspicions
-            );
-        }
-        if ftco {
-            out!(
-                "DATA to ACK taken ({} samples): p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs",
-                report.answer_delays_ns.len(),
-                answers.p50 / 1e3,
-                answers.p99 / 1e3,
-                answers.p999 / 1e3,
-                answers.max / 1e3
-            );
-        }
-        if timed_ops == 0 {
-            out!("latency per operation: none (no call delivered)");
+        let how = if op == Op::Bcast {
+            bcast_name.clone()
+        } else if ftco_reduce {
+            format!("tree {tree}")
         } else {
-            out!(
-                "latency per operation (slowest rank's call): p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs",
-                lat.p50 / 1e3,
-                lat.p99 / 1e3,
-                lat.max / 1e3
-            );
-        }
-        if op != Op::Barrier && timed_ops > 0 {
-            out!(
-                "{} bytes per rank: {:.3} GB/s at the p50 latency",
-                args.bytes(),
-                bandwidth(args.bytes(), lat.p50)
-            );
-        }
-        out!(
-            "messages per operation: {messages_per_op:.2}, helped pumps per operation: {:.2}",
-            report.helped as f64 / report.ops.len().max(1) as f64
-        );
-        let errors: Vec<String> = t.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
-        let errors = if errors.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", errors.join(", "))
+            format!("tree {tree}, correction {correction}")
         };
-        out!(
-            "delivered to live ranks: {}, missing: {}{errors}, wrong: {}, result consistent: {}",
-            t.delivered,
-            t.missing,
-            t.wrong,
-            if t.delivered == 0 {
-                "none to compare".to_string()
-            } else {
-                t.consistent.to_string()
-            }
-        );
-        out!(
-            "expected misses: {}, operations with a failed root: {}, violations: {}",
-            t.expected_misses,
-            t.root_failed,
-            t.violations
-        );
-        if t.root_failed > 0 {
-            out!(
-                "the root {root} failed in {} of {iters} operations: a failed root gives no delivery guarantee, so their losses are expected misses, not violations",
-                t.root_failed
-            );
-        }
-        out!(
-            "failed ranks: {:?}, hung: {:?}, panicked: {:?}",
-            report.failed,
-            report.hung,
-            panicked
-        );
+        printed.print_text(&format!(
+            "{ranks} ranks, {iters} {what}, {how}, {:.2} s",
+            wall.as_secs_f64()
+        ));
     }
     let beyond = t.errors.get("too_many_failures").copied().unwrap_or(0);
     if beyond > 0 {

@@ -15,9 +15,9 @@ use corrected::protocol::reduce::FailureScheme;
 use corrected::sim::bcast::Token;
 use corrected::sim::{
     AckTreeScenario, AckTreeSim, AllreduceScenario, AllreduceSim, BcastScenario, BcastSim,
-    BcastSummary, BigScenario, BigSim, BlocksScenario, BlocksSim, CollectiveRun, ColoringCurve,
-    FaultPlan, FtcoReduceScenario, FtcoReduceSim, FtcoScenario, FtcoSim, GossipRun, GossipScenario,
-    GossipSim, MonteCarlo, ReduceConfig, ReduceScenario, ReduceSim, Stats, Trace,
+    BcastSummary, BigScenario, BigSim, BlocksScenario, BlocksSim, ColoringCurve, FaultPlan,
+    FtcoReduceScenario, FtcoReduceSim, FtcoScenario, FtcoSim, GossipRun, GossipScenario, GossipSim,
+    MonteCarlo, ReduceConfig, ReduceScenario, ReduceSim, Trace,
 };
 use corrected::topology::{TreeSpec, MAX_PROCS};
 use corrected::types::{Collective, LogP, MessageSize, Rank, Tick};
@@ -28,6 +28,9 @@ use crate::limits::{
     at_least_one, bytes, check_memory, check_tree_fits, out_of_range, ticks_at_most, MAX_WAIT_TICKS,
 };
 use crate::op::Op;
+
+mod report;
+use report::{BroadcastReport, SimReport};
 
 /// Options of `corrected sim`.
 #[derive(Args, Debug)]
@@ -386,93 +389,18 @@ pub fn run(args: SimArgs) -> Result<ExitCode, CliError> {
     } else {
         summary.uncolored_live_total
     };
-    if args.json {
-        let mut value = serde_json::to_value(&summary).expect("plain data");
-        let extra = serde_json::json!({
-            "tree": spec.to_string(),
-            "correction": correction.to_string(),
-            "latency": logp.latency,
-            "overhead": logp.overhead,
-            "bytes": size.bytes,
-            "gap_per_byte": size.gap_per_byte,
-            "fault_rate": args.fault_rate,
-            "seed": args.seed,
-            "dissemination_time": scenario.dissemination_time(),
-            "expected_misses": expected_misses,
-        });
-        if let (Some(obj), serde_json::Value::Object(more)) = (value.as_object_mut(), extra) {
-            obj.extend(more);
-        }
-        out!("{value}");
-    } else {
-        print_table(
-            &summary,
-            &args,
-            scenario.dissemination_time(),
-            expected_misses,
-        );
-    }
-    Ok(if summary.violations == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
-}
-
-fn print_table(s: &BcastSummary, args: &SimArgs, dissemination: Tick, expected_misses: u64) {
-    out!(
-        "P={} tree={} correction={} L={} o={} fault-rate={} runs={} ({:.1} sims/s)",
-        s.procs,
-        args.model.tree(),
-        args.model.correction(),
-        args.model.latency,
-        args.model.overhead,
-        args.fault_rate,
-        s.runs,
-        s.sims_per_second
-    );
-    out!("fault-free dissemination time: {dissemination}");
-    stats_table(&[
-        ("coloring_latency", &s.coloring_latency),
-        ("quiescence_latency", &s.quiescence_latency),
-        ("correction_latency", &s.correction_latency),
-        ("messages_per_process", &s.messages_per_process),
-        (
-            "correction_messages_per_process",
-            &s.correction_messages_per_process,
-        ),
-        ("max_gap", &s.max_gap),
-    ]);
-    out!(
-        "incomplete_runs: {}  uncolored live ranks: {}  expected misses: {}  violations: {}",
-        s.incomplete_runs,
-        s.uncolored_live_total,
+    let mut report = SimReport::new(&args, "bcast", "tree", seconds);
+    report.tree = Some(spec.to_string());
+    report.correction = Some(correction.to_string());
+    report.latency = logp.latency;
+    report.overhead = logp.overhead;
+    Ok(report::tree_bcast(
+        report,
+        &summary,
+        scenario.dissemination_time(),
         expected_misses,
-        s.violations
-    );
-}
-
-/// A table of metrics: mean and quantiles of each.
-fn stats_table(rows: &[(&str, &Stats)]) {
-    out!(
-        "{:<34} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "metric",
-        "mean",
-        "p50",
-        "p99",
-        "p99.9",
-        "max"
-    );
-    for (name, st) in rows {
-        out!(
-            "{name:<34} {:>9.3} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
-            st.mean,
-            st.p50,
-            st.p99,
-            st.p999,
-            st.max
-        );
-    }
+        args.json,
+    ))
 }
 
 /// Runs `args.runs` seeded simulations over worker threads with a progress bar.
@@ -577,19 +505,19 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
         GossipCorrection::Checked => "ccg".to_string(),
         GossipCorrection::FailureProof { f, .. } => format!("fcg:{f}"),
     };
-    let report = BroadcastReport {
-        algorithm: "gossip",
-        correction: correction_name,
-        gossip_time: Some(stop),
+    let mut report = SimReport::new(args, "bcast", "gossip", seconds);
+    report.gossip_time = Some(stop);
+    report.delta = Some(args.delta());
+    let printer = BroadcastReport {
+        correction: Some(correction_name),
         estimated_latency: estimate,
         estimated_messages_per_process: None,
         guaranteed,
         model: Some(model),
         bfb: None,
-        tree: None,
         timeouts: false,
     };
-    Ok(report.print(args, logp, &runs, seconds))
+    Ok(printer.print(report, args.curve, args.json, &runs))
 }
 
 /// `--curve` keeps two numbers per tick and run: at most
@@ -627,10 +555,9 @@ fn run_big(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
         + u64::from(faults.random_count(args.procs))
         + faults.die_at.len() as u64;
     let guaranteed = failures < u64::from(scenario.plan().degree());
-    let report = BroadcastReport {
-        algorithm: "big",
-        correction: "none".to_string(),
-        gossip_time: None,
+    let report = SimReport::new(args, "bcast", "big", seconds);
+    let printer = BroadcastReport {
+        correction: None,
         estimated_latency: big_latency(args.procs, logp)?,
         estimated_messages_per_process: Some(
             big_messages(args.procs)? as f64 / f64::from(args.procs),
@@ -644,10 +571,9 @@ fn run_big(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
             bfb_expected_latency(args.procs, logp, 0.2 * failures as f64)?,
             bfb_messages(args.procs, 0.2 * failures as f64)? / f64::from(args.procs),
         )),
-        tree: None,
         timeouts: false,
     };
-    Ok(report.print(args, logp, &runs, seconds))
+    Ok(printer.print(report, args.curve, args.json, &runs))
 }
 
 /// The tree and model of a timeout/ACK baseline (ack tree, FTCO), its
@@ -679,7 +605,7 @@ fn run_timeout_baseline(
     let failures = faults.dead.len() as u64
         + u64::from(faults.random_count(args.procs))
         + faults.die_at.len() as u64;
-    let (runs, seconds, estimated_latency, algorithm) = if ftco {
+    let (runs, seconds, estimated_latency, algorithm, timeout) = if ftco {
         let scenario = FtcoScenario::new(spec, args.procs, logp, args.timeout, faults)?;
         let (runs, seconds) = broadcast_runs(
             args,
@@ -688,7 +614,13 @@ fn run_timeout_baseline(
             FtcoSim::last_trace,
         );
         let latency = scenario.plan().tree().dissemination_time(logp);
-        (runs, seconds, latency, "ftco")
+        (
+            runs,
+            seconds,
+            latency,
+            "ftco",
+            Some(scenario.plan().timeout()),
+        )
     } else {
         let scenario = AckTreeScenario::new(spec, args.procs, logp, faults)?;
         let (runs, seconds) = broadcast_runs(
@@ -698,13 +630,14 @@ fn run_timeout_baseline(
             AckTreeSim::last_trace,
         );
         let latency = scenario.plan().tree().dissemination_time(logp);
-        (runs, seconds, latency, "ack-tree")
+        (runs, seconds, latency, "ack-tree", None)
     };
     let procs = f64::from(args.procs);
-    let report = BroadcastReport {
-        algorithm,
-        correction: "none".to_string(),
-        gossip_time: None,
+    let mut report = SimReport::new(args, "bcast", algorithm, seconds);
+    report.tree = Some(spec.to_string());
+    report.timeout_ticks = timeout;
+    let printer = BroadcastReport {
+        correction: None,
         // Fault-free delivery: the plain tree's dissemination time.
         estimated_latency,
         // One DATA and one ACK per non-root node, fault-free.
@@ -712,177 +645,9 @@ fn run_timeout_baseline(
         guaranteed: ftco || failures == 0,
         model: None,
         bfb: None,
-        tree: Some(spec.to_string()),
         timeouts: true,
     };
-    Ok(report.print(args, logp, &runs, seconds))
-}
-
-/// How a gossip or BIG run names itself in its report.
-struct BroadcastReport {
-    algorithm: &'static str,
-    correction: String,
-    gossip_time: Option<Tick>,
-    /// Eq. 3 / Eq. 4 (gossip) or T_BIG (big).
-    estimated_latency: Tick,
-    estimated_messages_per_process: Option<f64>,
-    /// A live node left unreached is a violation.
-    guaranteed: bool,
-    /// The gossip model, for Lemma 1 and Eq. 2 beside the curve.
-    model: Option<GossipModel>,
-    /// BFB's analytic minimal latency, expected latency and messages per
-    /// node with this run's failures (reported beside BIG).
-    bfb: Option<(Tick, f64, f64)>,
-    /// The tree and whether timeouts and false suspicions are reported
-    /// (ack-tree, ftco).
-    tree: Option<String>,
-    timeouts: bool,
-}
-
-impl BroadcastReport {
-    /// Prints the table or the JSON object of `runs`; exit code 1 on a
-    /// violation.
-    fn print(
-        &self,
-        args: &SimArgs,
-        logp: LogP,
-        runs: &[(GossipRun, Option<ColoringCurve>)],
-        seconds: f64,
-    ) -> ExitCode {
-        let stats = |f: &dyn Fn(&GossipRun) -> f64| Stats::of(runs.iter().map(|(r, _)| f(r)));
-        let latency = stats(&|r| r.latency as f64);
-        let quiescence = stats(&|r| r.quiescence_latency as f64);
-        let messages = stats(&|r| r.messages_per_process);
-        let consistency = stats(&|r| r.consistency);
-        let colored = stats(&|r| f64::from(r.gossip_colored));
-        let incomplete = runs.iter().filter(|(r, _)| r.consistency < 1.0).count() as u64;
-        let violations: u64 = runs
-            .iter()
-            .map(|(r, _)| u64::from(r.violations))
-            .sum::<u64>()
-            + if self.guaranteed { incomplete } else { 0 };
-        let expected_misses = if self.guaranteed { 0 } else { incomplete };
-        // FCG's SOS (Algorithm 3, lines 8-10): runs in which a node entered
-        // it, and how many nodes did.
-        let sos_runs = runs.iter().filter(|(r, _)| r.sos_nodes > 0).count() as u64;
-        let sos_nodes = stats(&|r| f64::from(r.sos_nodes));
-        let timeouts = stats(&|r| f64::from(r.timeouts));
-        let false_suspicions = stats(&|r| f64::from(r.false_suspicions));
-        if args.json {
-            let mut v = serde_json::json!({
-                "procs": args.procs,
-                "op": "bcast",
-                "algorithm": self.algorithm,
-                "gossip_time": self.gossip_time,
-                "estimated_latency": self.estimated_latency,
-                "correction": self.correction,
-                "delta": args.delta(),
-                "latency": logp.latency,
-                "overhead": logp.overhead,
-                "fault_rate": args.fault_rate,
-                "dead": args.dead.len(),
-                "die_at": args.die_at.len(),
-                "seed": args.seed,
-                "runs": args.runs,
-                "sims_per_second": args.runs as f64 / seconds.max(1e-9),
-                "latency_ticks": latency,
-                "quiescence_ticks": quiescence,
-                "messages_per_process": messages,
-                "consistency": consistency,
-                "gossip_colored": colored,
-                "incomplete_runs": incomplete,
-                "sos": sos_runs,
-                "sos_nodes": sos_nodes,
-                "expected_misses": expected_misses,
-                "violations": violations,
-            });
-            if let Some(obj) = v.as_object_mut() {
-                if let Some(m) = self.estimated_messages_per_process {
-                    obj.insert("estimated_messages_per_process".into(), m.into());
-                }
-                if let Some((min, expected, messages)) = self.bfb {
-                    obj.insert("bfb_latency".into(), min.into());
-                    obj.insert("bfb_expected_latency".into(), expected.into());
-                    obj.insert("bfb_messages_per_process".into(), messages.into());
-                }
-                if let Some(until) = args.curve {
-                    obj.insert("curve".into(), self.curve(until, runs));
-                }
-                if let Some(tree) = &self.tree {
-                    obj.insert("tree".into(), tree.clone().into());
-                }
-                if self.timeouts {
-                    insert_timeouts(obj, timeouts, false_suspicions);
-                }
-            }
-            out!("{v}");
-        } else {
-            let t = self
-                .gossip_time
-                .map_or(String::new(), |t| format!(" T={t}"));
-            out!(
-                "P={} {}{t} correction={} L={} o={} fault-rate={} runs={} ({:.1} sims/s)",
-                args.procs,
-                self.algorithm,
-                self.correction,
-                logp.latency,
-                logp.overhead,
-                args.fault_rate,
-                args.runs,
-                args.runs as f64 / seconds.max(1e-9)
-            );
-            out!("estimated latency: {}", self.estimated_latency);
-            if let Some((min, expected, messages)) = self.bfb {
-                out!("BFB (analytic): latency {min}, expected {expected:.1} with this run's failures, {messages:.2} messages per process");
-            }
-            stats_table(&[
-                ("latency", &latency),
-                ("quiescence_latency", &quiescence),
-                ("messages_per_process", &messages),
-                ("consistency", &consistency),
-                ("gossip_colored", &colored),
-            ]);
-            if self.timeouts {
-                stats_table(&[
-                    ("timeouts", &timeouts),
-                    ("false_suspicions", &false_suspicions),
-                ]);
-            }
-            out!("incomplete_runs: {incomplete}  sos runs: {sos_runs}  expected misses: {expected_misses}  violations: {violations}");
-        }
-        if violations == 0 {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        }
-    }
-
-    /// Figure 1's columns for every tick `0..=until`: the simulated mean
-    /// of colored nodes and the 99th percentile of the longest uncolored
-    /// chain, Lemma 1's c(t) and Eq. 2's 99 %-probable K at c(t).
-    fn curve(&self, until: Tick, runs: &[(GossipRun, Option<ColoringCurve>)]) -> serde_json::Value {
-        let curves: Vec<&ColoringCurve> = runs.iter().filter_map(|(_, c)| c.as_ref()).collect();
-        let lemma = self.model.map(|m| m.expected_colored(until));
-        let rows: Vec<serde_json::Value> = (0..=until as usize)
-            .map(|t| {
-                let colored = Stats::of(curves.iter().map(|c| f64::from(c.colored[t])));
-                let gap = Stats::of(curves.iter().map(|c| f64::from(c.longest_gap[t])));
-                let expected = lemma.as_ref().map(|c| c[t]);
-                let k99 = self
-                    .model
-                    .zip(expected)
-                    .map(|(m, c)| m.longest_gap(c, 0.01));
-                serde_json::json!({
-                    "t": t,
-                    "colored_mean": colored.mean,
-                    "longest_gap_p99": gap.p99,
-                    "lemma1": expected,
-                    "eq2_k99": k99,
-                })
-            })
-            .collect();
-        serde_json::Value::Array(rows)
-    }
+    Ok(printer.print(report, args.curve, args.json, &runs))
 }
 
 /// `corrected sim --op allreduce --allreduce blocks`: the data phase of the
@@ -909,39 +674,32 @@ fn run_blocks(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
         || BlocksSim::new(&sc),
         |sim: &mut BlocksSim, s| sim.run(s),
     );
-    let (mut head, tail) = collective_head(args, logp, size);
-    head["op"] = "allreduce".into();
-    head["allreduce"] = "blocks".into();
-    head["block_bytes"] = sc.block_bytes(0).into();
+    let (mut report, tail) = collective_head(args, Op::Allreduce, logp, seconds);
+    report.allreduce = Some("blocks".into());
+    report.block_bytes = Some(sc.block_bytes(0));
     let title = format!(
         "P={} op=allreduce by blocks (data phase; rounds 2: the run falls back) bytes={} \
          G={} {tail}",
         args.procs, size.bytes, size.gap_per_byte,
     );
-    Ok(print_collective(args, head, &title, &runs, seconds, false))
+    Ok(report::collective(report, &title, &runs, false, args.json))
 }
 
 /// What every reduce and allreduce report of the detector's algorithms
-/// (tree, star, blocks) shows: the JSON head's ranks, model, message size,
-/// detector, fault rate, seed and runs, and the title's tail with the
-/// model, detector, fault rate and runs. The caller adds its algorithm.
-fn collective_head(args: &SimArgs, logp: LogP, size: MessageSize) -> (serde_json::Value, String) {
-    let head = serde_json::json!({
-        "procs": args.procs,
-        "latency": logp.latency,
-        "overhead": logp.overhead,
-        "bytes": size.bytes,
-        "gap_per_byte": size.gap_per_byte,
-        "detector": args.detector,
-        "fault_rate": args.fault_rate,
-        "seed": args.seed,
-        "runs": args.runs,
-    });
+/// (tree, star, blocks) shows: the report's settings with the fault
+/// budget and detector, and the title's tail with the model, detector,
+/// fault rate and runs. The caller adds its algorithm.
+fn collective_head(args: &SimArgs, op: Op, logp: LogP, seconds: f64) -> (SimReport, String) {
+    let mut report = SimReport::new(args, op.name(), &args.algorithm, seconds);
+    report.latency = logp.latency;
+    report.overhead = logp.overhead;
+    report.f = Some(args.f);
+    report.detector = Some(args.detector);
     let tail = format!(
         "L={} o={} detector={} fault-rate={} runs={}",
         logp.latency, logp.overhead, args.detector, args.fault_rate, args.runs
     );
-    (head, tail)
+    (report, tail)
 }
 
 /// `corrected sim --op reduce|allreduce`: Monte Carlo over the fault plan.
@@ -989,20 +747,18 @@ fn run_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<ExitCode,
             |sim: &mut AllreduceSim, s| sim.run(s),
         )
     };
-    let (mut head, tail) = collective_head(args, logp, size);
-    head["op"] = op.name().into();
-    head["f"] = args.f.into();
-    head["failure_scheme"] = scheme.to_string().into();
-    head["tree"] = spec.to_string().into();
-    head["correction"] = correction.to_string().into();
-    head["allreduce"] = serde_json::json!((op == Op::Allreduce).then_some(args.allreduce()));
+    let (mut report, tail) = collective_head(args, op, logp, seconds);
+    report.failure_scheme = Some(scheme.to_string());
+    report.tree = Some(spec.to_string());
+    report.correction = Some(correction.to_string());
+    report.allreduce = (op == Op::Allreduce).then(|| args.allreduce().to_string());
     let title = format!(
         "P={} op={} f={} tree={spec} correction={correction} {tail}",
         args.procs,
         op.name(),
         args.f,
     );
-    Ok(print_collective(args, head, &title, &runs, seconds, false))
+    Ok(report::collective(report, &title, &runs, false, args.json))
 }
 
 /// `corrected sim --algorithm ftco --op reduce|allreduce`: FTCO's reduce
@@ -1036,22 +792,13 @@ fn run_ftco_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<Exit
         (plan.allreduce_time(), 4.0 * (procs - r) + r * (r - 1.0))
     };
     let timeout = plan.timeout();
-    let head = serde_json::json!({
-        "procs": args.procs,
-        "op": op.name(),
-        "algorithm": "ftco",
-        "tree": spec.to_string(),
-        "timeout": timeout,
-        "latency": logp.latency,
-        "overhead": logp.overhead,
-        "fault_rate": args.fault_rate,
-        "dead": args.dead.len(),
-        "die_at": args.die_at.len(),
-        "seed": args.seed,
-        "runs": args.runs,
-        "estimated_latency": estimated_latency,
-        "estimated_messages_per_process": messages / procs,
-    });
+    let mut report = SimReport::new(args, op.name(), "ftco", seconds);
+    report.tree = Some(spec.to_string());
+    report.timeout_ticks = Some(timeout);
+    report.latency = logp.latency;
+    report.overhead = logp.overhead;
+    report.estimated_latency_ticks = Some(estimated_latency);
+    report.estimated_messages_per_process = Some(messages / procs);
     let title = format!(
         "P={} op={} ftco tree={} timeout={timeout} L={} o={} fault-rate={} runs={}\nestimated latency: {estimated_latency}",
         args.procs,
@@ -1062,103 +809,5 @@ fn run_ftco_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<Exit
         args.fault_rate,
         args.runs
     );
-    Ok(print_collective(args, head, &title, &runs, seconds, true))
-}
-
-/// Prints the table (under `title`) or the JSON object (`head` and the
-/// statistics) of reduce or allreduce `runs`, with the timeouts fired and
-/// false suspicions if `timeouts`; exit code 1 on a violation.
-fn print_collective(
-    args: &SimArgs,
-    mut head: serde_json::Value,
-    title: &str,
-    runs: &[CollectiveRun],
-    seconds: f64,
-    timeouts: bool,
-) -> ExitCode {
-    let latency = Stats::of(runs.iter().map(|r| r.latency as f64));
-    let messages = Stats::of(runs.iter().map(|r| r.messages_per_process));
-    let rounds = Stats::of(runs.iter().map(|r| r.rounds as f64));
-    let fired = Stats::of(runs.iter().map(|r| f64::from(r.timeouts)));
-    let false_suspicions = Stats::of(runs.iter().map(|r| f64::from(r.false_suspicions)));
-    let violations: u32 = runs.iter().map(|r| r.violations).sum();
-    let consistent = runs.iter().filter(|r| r.result_consistent).count();
-    // Runs without a consistent result that broke no guarantee: more than
-    // f ranks failed (or the root of a reduce), so none was promised.
-    let expected_misses = runs
-        .iter()
-        .filter(|r| !r.result_consistent && r.violations == 0)
-        .count();
-    if args.json {
-        if let Some(obj) = head.as_object_mut() {
-            let stats = serde_json::json!({
-                "latency_ticks": latency,
-                "messages_per_process": messages,
-                "rounds": rounds,
-                "result_consistent": consistent as u64 == args.runs,
-                "consistent_runs": consistent,
-                "expected_misses": expected_misses,
-                "violations": violations,
-                "sims_per_second": args.runs as f64 / seconds.max(1e-9),
-            });
-            if let Some(more) = stats.as_object() {
-                obj.extend(more.clone());
-            }
-            if timeouts {
-                insert_timeouts(obj, fired, false_suspicions);
-            }
-        }
-        out!("{head}");
-    } else {
-        out!("{title}");
-        out!(
-            "{:<22} {:>9} {:>9} {:>9} {:>9}",
-            "metric",
-            "mean",
-            "p50",
-            "p99",
-            "max"
-        );
-        let mut rows = vec![
-            ("latency (ticks)", &latency),
-            ("messages_per_process", &messages),
-            ("rounds", &rounds),
-        ];
-        if timeouts {
-            rows.push(("timeouts", &fired));
-            rows.push(("false_suspicions", &false_suspicions));
-        }
-        for (name, st) in rows {
-            out!(
-                "{name:<22} {:>9.3} {:>9.2} {:>9.2} {:>9.2}",
-                st.mean,
-                st.p50,
-                st.p99,
-                st.max
-            );
-        }
-        out!(
-            "consistent runs: {consistent}/{}  expected misses: {expected_misses}  violations: {violations}",
-            args.runs
-        );
-    }
-    if violations == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
-}
-
-/// FTCO's timeouts that fired and, of them, suspicions of live ranks, into
-/// a JSON report.
-fn insert_timeouts(
-    obj: &mut serde_json::Map<String, serde_json::Value>,
-    fired: impl serde::Serialize,
-    false_suspicions: impl serde::Serialize,
-) {
-    obj.insert("timeouts".into(), serde_json::json!(fired));
-    obj.insert(
-        "false_suspicions".into(),
-        serde_json::json!(false_suspicions),
-    );
+    Ok(report::collective(report, &title, &runs, true, args.json))
 }
