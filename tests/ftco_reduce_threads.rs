@@ -14,7 +14,7 @@ mod common;
 use corrected::Collectives;
 use std::time::{Duration, Instant};
 
-use common::serial;
+use common::{only_the_hung_rank_was_suspected, serial};
 use corrected::runtime::{
     Fault, FaultSchedule, ReduceAlgorithm, SystemOperation, Team, TeamReport, FTCO_ALLREDUCE_ROOT,
 };
@@ -240,17 +240,7 @@ fn ranks_dead_before_are_left_out_and_every_live_input_is_in_once() {
 #[test]
 fn a_hung_rank_is_remembered_once_the_detector_reports_it() {
     let _serial = serial();
-    let faults = FaultSchedule::none().at(3, 0, Fault::Hang);
-    let team = Team::builder()
-        .ranks(8)
-        .tree("binomial".parse().expect("a tree"))
-        .reduce(ftco(Duration::from_millis(20)))
-        .faults(faults)
-        .failure_timeout(Duration::from_millis(50))
-        .op_timeout(Duration::from_secs(20))
-        .op_records(true)
-        .build()
-        .expect("a team");
+    let team = hung_rank_team(Duration::from_millis(20), Duration::from_millis(50));
     let report = mixed(&team, 30, 5);
     definition_3_2(&report, 30, 5, &[], 1, "a hung rank");
     assert_eq!(
@@ -262,6 +252,37 @@ fn a_hung_rank_is_remembered_once_the_detector_reports_it() {
         late.iter().all(|&t| t == 0),
         "timeouts by operation: {late:?}"
     );
+}
+
+/// A team of 8 whose rank 3 hangs from the start, FTCO's reduce with
+/// timeout unit `t`, and the detector's `failure_timeout`.
+fn hung_rank_team(t: Duration, failure_timeout: Duration) -> Team {
+    Team::builder()
+        .ranks(8)
+        .tree("binomial".parse().expect("a tree"))
+        .reduce(ftco(t))
+        .faults(FaultSchedule::none().at(3, 0, Fault::Hang))
+        .failure_timeout(failure_timeout)
+        .op_timeout(Duration::from_secs(20))
+        .op_records(true)
+        .build()
+        .expect("a team")
+}
+
+/// The same hung rank with `corrected run`'s timeouts (T = 50 ms, failure
+/// timeout 1 s): its parent waits out a timeout on it in each operation
+/// until the detector declares it, while the ranks above are in the next
+/// one; their DATA and KEEPALIVEs get the parent's ACK on its behalf
+/// (`Protocol::answer_ahead`), so no live rank is suspected, in the reduce,
+/// the allreduce or the barrier.
+#[test]
+fn a_hung_rank_costs_no_false_suspicion_of_a_live_rank() {
+    let _serial = serial();
+    let team = hung_rank_team(Duration::from_millis(50), Duration::from_secs(1));
+    let report = mixed(&team, 30, 5);
+    definition_3_2(&report, 30, 5, &[], 1, "a hung rank");
+    assert_eq!(report.hung, vec![3]);
+    only_the_hung_rank_was_suspected(&report);
 }
 
 /// A rank killed during the operation after its n-th send (n = 0 to 3:

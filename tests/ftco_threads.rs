@@ -10,7 +10,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{broadcast_team, broadcasts, serial, value};
+use common::{broadcast_team, broadcasts, only_the_hung_rank_was_suspected, serial, value};
 use corrected::runtime::{BroadcastAlgorithm, Fault, FaultSchedule, Team, TeamReport};
 use corrected::topology::TreeSpec;
 use corrected::types::Rank;
@@ -124,6 +124,28 @@ fn ftco_remembers_a_hung_rank_once_the_detector_reports_it() {
         late.iter().all(|&t| t == 0),
         "timeouts by operation: {late:?}"
     );
+}
+
+/// A hung rank's parent waits out a timeout on it in each operation until
+/// the detector declares it, while the ranks above are in the next one
+/// already: their DATA and KEEPALIVEs of that operation get the parent's
+/// ACK on its behalf (`Protocol::answer_ahead`), so no live rank is
+/// suspected, only the hung one (FTCO counts every suspicion of a rank
+/// that was alive as false). The timeouts of `corrected run --algorithm
+/// ftco --hang 3` (T = 50 ms, failure timeout 1 s), 40 operations.
+#[test]
+fn a_hung_rank_costs_ftco_no_false_suspicion_of_a_live_rank() {
+    let _serial = serial();
+    let faults = FaultSchedule::none().at(3, 0, Fault::Hang);
+    let team = broadcast_team(8, ftco(Duration::from_millis(50)), faults)
+        .tree(tree("binomial"))
+        .failure_timeout(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    let report = broadcasts(&team, 40, &[0]);
+    every_live_rank_delivers(&report, &[0], "a hung rank");
+    assert_eq!(report.hung, vec![3]);
+    only_the_hung_rank_was_suspected(&report);
 }
 
 /// A rank killed during the operation (after its n-th send, n = 0 to 3:

@@ -191,6 +191,10 @@ pub struct Driver<'t, T: Transport> {
     /// The current operation's early messages, while the core takes them
     /// (a list kept between calls, so that taking them allocates nothing).
     early: Vec<(Rank, Msg<T::Payload>)>,
+    /// Answers a core gave for this rank to messages of a later operation
+    /// ([`Protocol::answer_ahead`]), each sent at its time if the rank has
+    /// not entered that operation by then.
+    ahead: Vec<(Tick, Rank, Msg<T::Payload>)>,
     lingering: VecDeque<Kept<'t, T::Payload>>,
     /// Heap blocks of cores no longer kept, with the size and alignment
     /// they hold at least, for the next cores kept: in a steady loop,
@@ -236,6 +240,7 @@ impl<'t, T: Transport> Driver<'t, T> {
             state: RankState::Alive,
             fence: Fence::with_room(EARLY_OPS, room, AHEAD_OPS, 2),
             early: Vec::with_capacity(room),
+            ahead: Vec::new(),
             lingering: VecDeque::new(),
             spares: Vec::new(),
             members: Members::ALL,
@@ -609,6 +614,8 @@ impl<'t, T: Transport> Driver<'t, T> {
             self.early = early;
         }
         tell_failures::<T::Payload, C>(core, &self.known_failed, self.members, self.me, tick);
+        // This operation's early messages are its core's now, to answer.
+        self.ahead.retain(|(_, _, m)| m.op > op);
         let me = self.me;
         let members = self.members;
         let mut deadline = started.map(|s| s.saturating_add(self.config.op_timeout));
@@ -672,6 +679,9 @@ impl<'t, T: Transport> Driver<'t, T> {
                 continue;
             }
             let now = self.transport.now();
+            if self.answer_ahead(now)? {
+                continue;
+            }
             let limit = *deadline.get_or_insert(now.saturating_add(self.config.op_timeout));
             if let Some(r) = root.filter(|_| core.output_from_root()) {
                 if core.root_lost() {
@@ -766,6 +776,9 @@ impl<'t, T: Transport> Driver<'t, T> {
             // (a bug anywhere below) costs `max_sleep`, not the timeout.
             let mut wake_at = limit.min(now.saturating_add(self.config.max_sleep));
             if let Some(t) = core.poll_deadline() {
+                wake_at = wake_at.min(t);
+            }
+            if let Some(t) = self.ahead.iter().map(|&(due, _, _)| due).min() {
                 wake_at = wake_at.min(t);
             }
             if output.is_some() {
@@ -948,11 +961,49 @@ impl<'t, T: Transport> Driver<'t, T> {
                 debug_assert_eq!(msg.op, op);
                 self.hand(core, op, tick, from, msg)
             }
+            Route::Early => {
+                // A message of this core's kind (the same algorithm, at a
+                // later operation), which it may answer for this rank if
+                // the rank does not get there soon.
+                if <T::Payload as Carries<C::Payload>>::holds(&msg.payload) {
+                    if let Some((delay, tag, payload)) = core.answer_ahead(msg.kind, msg.tag) {
+                        let answer = Msg {
+                            tag,
+                            payload: <T::Payload as Carries<C::Payload>>::wrap(payload),
+                            ..msg
+                        };
+                        let due = self.transport.now().saturating_add(delay);
+                        self.ahead.push((due, from, answer));
+                    }
+                }
+                self.route_other(from, msg);
+                Ok(())
+            }
             _ => {
                 self.route_other(from, msg);
                 Ok(())
             }
         }
+    }
+
+    /// Sends the answers for later operations whose time has come
+    /// ([`Protocol::answer_ahead`]). True if it sent one.
+    fn answer_ahead(&mut self, now: Tick) -> Result<bool, Error> {
+        if self.ahead.iter().all(|&(due, _, _)| due > now) {
+            return Ok(false);
+        }
+        let mut i = 0;
+        while i < self.ahead.len() {
+            if self.ahead[i].0 <= now {
+                let (_, to, msg) = self.ahead.swap_remove(i);
+                if !self.sent_by_failed(to) {
+                    self.transmit(msg.op, to, msg)?;
+                }
+            } else {
+                i += 1;
+            }
+        }
+        Ok(true)
     }
 
     /// True for a message from a rank whose failure this rank's cores have

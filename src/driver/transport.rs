@@ -19,6 +19,8 @@ pub trait Carries<P>: Clone + Send + 'static {
     /// (otherwise the value back: the message is of another kind of core,
     /// a mismatch).
     fn unwrap(self) -> Result<P, Self>;
+    /// Whether this wire value carries a payload of type `P`.
+    fn holds(&self) -> bool;
 }
 
 impl<P: Clone + Send + 'static> Carries<P> for P {
@@ -29,6 +31,10 @@ impl<P: Clone + Send + 'static> Carries<P> for P {
     #[inline]
     fn unwrap(self) -> Result<P, Self> {
         Ok(self)
+    }
+    #[inline]
+    fn holds(&self) -> bool {
+        true
     }
 }
 

@@ -36,7 +36,7 @@ pub mod timer;
 
 pub use message::{Header, Msg, Tag};
 
-use crate::types::{Rank, Tick};
+use crate::types::{Collective, Rank, Tick};
 
 /// Something that happens to a core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -241,6 +241,26 @@ pub trait Protocol {
     /// live rank's heartbeat goes on: it is never declared). `None` (the
     /// default) for algorithms that never wait on a particular peer.
     fn awaiting(&self) -> Option<Rank> {
+        None
+    }
+
+    /// The answer an engine sends on this rank's behalf to a message
+    /// tagged `tag` of a later operation of collective `kind` whose payload
+    /// is of this core's type (the same algorithm), if the
+    /// rank is still inside this call the returned delay after the message
+    /// came: the delay, and the answer's tag and payload. FTCO's cores
+    /// answer a DATA or KEEPALIVE with an ACK, which says the node lives
+    /// (FTCO, Section 3; Algorithm 4, lines 12-17: a node that waits itself
+    /// answers so), half a timeout unit after it came: a rank waiting out a
+    /// timeout in operation k is not suspected by the ranks already in
+    /// k + 1, whose messages it takes when it gets there; a rank that gets
+    /// there sooner answers them itself, and nothing extra is sent. An ACK
+    /// before the rank forwards anything is what the paper's node that
+    /// acked and then failed sends, which its protocol survives
+    /// (KEEPALIVEs go past it). `None` (the default): the message waits,
+    /// unanswered, in the engine's fence.
+    fn answer_ahead(&self, kind: Collective, tag: Tag) -> Option<(Tick, Tag, Self::Payload)> {
+        let _ = (kind, tag);
         None
     }
 }

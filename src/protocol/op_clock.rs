@@ -44,7 +44,7 @@
 //! costs messages (duplicate DATA, acknowledged and ignored).
 
 use crate::protocol::{Event, Msg, Protocol, Tag, Transmit};
-use crate::types::{Rank, Tick};
+use crate::types::{Collective, Rank, Tick};
 
 /// A core run on its rank's operation time, whose deadlines fire only
 /// after the rank has taken what reached it (see the module docs; FTCO,
@@ -194,6 +194,10 @@ impl<C: Protocol> Protocol for OpClock<C> {
 
     fn is_quiescent(&self) -> bool {
         self.core.is_quiescent()
+    }
+
+    fn answer_ahead(&self, kind: Collective, tag: Tag) -> Option<(Tick, Tag, C::Payload)> {
+        self.core.answer_ahead(kind, tag)
     }
 
     /// True: the operation's time is the engine's, read at every step.

@@ -74,6 +74,10 @@ macro_rules! carries {
                     other => Err(other),
                 }
             }
+            #[inline]
+            fn holds(&self) -> bool {
+                matches!(self, Packet::$variant(_))
+            }
         }
     )*};
 }
@@ -98,5 +102,9 @@ impl Carries<FtcoData<Data>> for Packet {
             Packet::Ftco(f) => Ok(*f),
             other => Err(other),
         }
+    }
+    #[inline]
+    fn holds(&self) -> bool {
+        matches!(self, Packet::Ftco(_))
     }
 }

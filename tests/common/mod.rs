@@ -171,3 +171,16 @@ pub fn for_each_send_death(
         }
     }
 }
+
+/// FTCO found the hung rank by a timeout and suspected no live rank
+/// ([`TeamReport::false_suspicions`]); the timeouts by operation otherwise.
+pub fn only_the_hung_rank_was_suspected<R>(report: &TeamReport<R>) {
+    assert!(report.timeouts > 0, "the hang was not found by a timeout");
+    assert_eq!(
+        report.false_suspicions,
+        0,
+        "{} timeouts, by operation: {:?}",
+        report.timeouts,
+        report.ops.iter().map(|o| o.timeouts).collect::<Vec<_>>()
+    );
+}

@@ -75,7 +75,7 @@ use crate::error::Error;
 use crate::protocol::timer::TimerTable;
 use crate::protocol::{rooted_event, Event, Header, Leave, Msg, Protocol, Rooted, Tag, Transmit};
 use crate::topology::ring;
-use crate::types::{OpId, Rank, Tick};
+use crate::types::{Collective, OpId, Rank, Tick};
 
 use super::suspicion::{Known, Suspicions};
 use super::FtcoPlan;
@@ -425,6 +425,13 @@ impl<P: Clone + Send + 'static> Protocol for Ftco<'_, P> {
             }
             _ => {}
         }
+    }
+
+    /// An ACK to a later broadcast's DATA or KEEPALIVE, half a timeout
+    /// unit on: this node lives.
+    fn answer_ahead(&self, kind: Collective, tag: Tag) -> Option<(Tick, Tag, Option<P>)> {
+        let asks = matches!(tag, Tag::Tree | Tag::KeepAlive);
+        (kind == Collective::Broadcast && asks).then(|| (self.plan.timeout() / 2, Tag::Ack, None))
     }
 
     fn poll_transmit(&mut self, now: Tick) -> Option<Transmit<Msg<Option<P>>>> {

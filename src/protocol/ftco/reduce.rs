@@ -715,6 +715,18 @@ where
         }
     }
 
+    /// An ACK to a later reduce's, allreduce's or barrier's DATA (up or
+    /// down) or KEEPALIVE, half a timeout unit on: this node lives (the
+    /// team runs them all with FTCO's reduce).
+    fn answer_ahead(&self, kind: Collective, tag: Tag) -> Option<(Tick, Tag, FtcoData<P>)> {
+        let asks = matches!(tag, Tag::Upward | Tag::Tree | Tag::KeepAlive);
+        let reduces = matches!(
+            kind,
+            Collective::Reduce | Collective::Allreduce | Collective::Barrier
+        );
+        (asks && reduces).then(|| (self.plan.timeout() / 2, Tag::Ack, FtcoData::Empty))
+    }
+
     fn poll_transmit(&mut self, now: Tick) -> Option<Transmit<Msg<FtcoData<P>>>> {
         self.expire(now);
         let part = |s: &Self| {
