@@ -874,3 +874,32 @@ fn sim_runs_ftco_reduce_and_allreduce() {
         "--timeout 0 is out of range",
     );
 }
+
+/// A failure timeout this machine cannot honour is warned about, with the
+/// stall measured and a hint: 16 busy threads on this machine's cores
+/// cannot all run at once, so one goes without running for far longer
+/// than 10 µs. The default (1 s) is not probed, and no warning shows.
+#[test]
+fn a_failure_timeout_below_the_machines_stalls_is_warned_about() {
+    for line in [
+        "run --ranks 16 --op allreduce --iters 3 --failure-timeout-ms 0.01",
+        "soak --ranks 16 --ops 20 --episode 20 --failure-timeout-ms 0.01",
+    ] {
+        let out = corrected(line);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("warning: --failure-timeout-ms 0.01 is below twice the longest stall"),
+            "{line}: {stderr}"
+        );
+        assert!(
+            stderr.contains("hint: pass --failure-timeout-ms"),
+            "{line}: {stderr}"
+        );
+    }
+    let out = corrected("run --ranks 16 --op allreduce --iters 3");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("warning"),
+        "{out:?}"
+    );
+}

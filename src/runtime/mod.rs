@@ -39,6 +39,7 @@ pub(crate) mod one_line;
 pub mod pin;
 mod report;
 mod shared;
+pub mod stalls;
 mod team;
 mod transport;
 

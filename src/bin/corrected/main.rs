@@ -52,6 +52,7 @@ mod progress;
 mod run;
 mod sim;
 mod soak;
+mod stalls;
 mod topo;
 
 /// Fault-tolerant collectives: corrected trees, simulated and (later) on threads.

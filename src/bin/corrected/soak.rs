@@ -148,7 +148,7 @@ fn kind(seed: u64, episode: u64, op: u32, ranks: u32) -> Kind {
 type Call = (Result<Option<u64>, Error>, Duration, bool);
 
 /// The soak's counters.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize)]
 struct Tally {
     ops: u64,
     calls: u64,
@@ -166,7 +166,9 @@ struct Tally {
     /// `TooManyFailures`, or a value no guarantee covers any more.
     beyond_budget: u64,
     faults: u64,
+    #[serde(skip)]
     latency_ns: Vec<u64>,
+    #[serde(skip)]
     first_problem: Option<String>,
 }
 
@@ -231,6 +233,7 @@ pub fn run(args: SoakArgs) -> Result<ExitCode, CliError> {
         ));
     }
     let failure_timeout = Duration::from_secs_f64(args.failure_timeout_ms / 1000.0);
+    crate::stalls::warn_if_below("--failure-timeout-ms", args.failure_timeout_ms, args.ranks);
     let team_check = Team::builder()
         .ranks(args.ranks)
         .fault_budget(args.f)
@@ -604,25 +607,15 @@ struct SoakReport<'a> {
     command: &'static str,
     ranks: u32,
     f: u32,
-    ops: u64,
     episode: u32,
     no_faults: bool,
     failure_timeout_ms: f64,
     seed: u64,
     from_episode: u64,
     elements: usize,
-    calls: u64,
-    faults: u64,
-    lost: u64,
-    duplicated: u64,
-    stale: u64,
-    wrong: u64,
-    false_suspicions: u64,
-    hangs: u64,
-    torn: u64,
-    unexpected: u64,
-    root_failed: u64,
-    beyond_budget: u64,
+    /// `ops` (operations run, whole episodes) and the counts.
+    #[serde(flatten)]
+    tally: &'a Tally,
     latency_ns: &'a Stats,
     wall_seconds: f64,
     clean: bool,
@@ -635,25 +628,13 @@ fn report(args: &SoakArgs, t: &mut Tally, took: Duration) {
             command: "soak",
             ranks: args.ranks,
             f: args.f,
-            ops: t.ops,
             episode: args.episode,
             no_faults: args.no_faults,
             failure_timeout_ms: args.failure_timeout_ms,
             seed: args.seed,
             from_episode: args.from_episode,
             elements: args.elements,
-            calls: t.calls,
-            faults: t.faults,
-            lost: t.lost,
-            duplicated: t.duplicated,
-            stale: t.stale,
-            wrong: t.wrong,
-            false_suspicions: t.false_suspicions,
-            hangs: t.hangs,
-            torn: t.torn,
-            unexpected: t.unexpected,
-            root_failed: t.root_failed,
-            beyond_budget: t.beyond_budget,
+            tally: t,
             latency_ns: &latency,
             wall_seconds: took.as_secs_f64(),
             clean: t.clean(),
