@@ -1,5 +1,5 @@
-//! Correction against timeouts and acknowledgements on threads (issue 16,
-//! docs/comparison.md, "On threads"): P = 8 and P = 32 ranks
+//! Correction against timeouts and acknowledgements on threads
+//! (docs/comparison.md, "On threads"): P = 8 and P = 32 ranks
 //! (oversubscribed on this 2-core machine, the team's default pinning), a
 //! rank killed before and during the operation, the latency of the
 //! operation with the failure and of the next one, in one criterion run.

@@ -1,4 +1,4 @@
-//! Collectives on data of any size (issue 14), next to the physical floor
+//! Collectives on data of any size, next to the physical floor
 //! measured by the same bench in the same run.
 //!
 //! `cargo bench --bench data` (filters: `-- bcast/`, `-- allreduce/`,

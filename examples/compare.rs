@@ -1,4 +1,4 @@
-//! The comparison of docs/comparison.md (issue 16): corrected broadcasts
+//! The comparison of docs/comparison.md: corrected broadcasts
 //! against the timeout/ACK baselines, on the same LogP model, trees and
 //! faults, in the simulator.
 //!

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Two builds of the crate timed in one sitting, interleaved (the order flips
+# Two builds of the crate timed in one run, interleaved (the order flips
 # every round), like timed with like: the cases a change of the call path
 # must not slow down. Each checkout must have built
 #   cargo build --release --bin corrected

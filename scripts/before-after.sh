@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Two builds of the crate measured in one sitting, interleaved, like timed
-# with like (issue 11's "no slowdown" check): the two-rank allreduce (f = 1,
+# Two builds of the crate measured in one run, interleaved, like timed
+# with like ("no slowdown" check): the two-rank allreduce (f = 1,
 # unrecorded), the 8-rank checked broadcast (lined up, every call after a
 # barrier) and the 64K-rank checked-sync simulation at 1 % faults.
 #   scripts/before-after.sh BEFORE_CHECKOUT AFTER_CHECKOUT [ROUNDS]

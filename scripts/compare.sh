@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The comparison of docs/comparison.md (issue 16), simulator part:
+# The comparison of docs/comparison.md, simulator part:
 # broadcasts (the corrected tree, checked-sync and optimized:4; corrected
 # gossip, CCG and FCG; FTCO; the ack tree; the plain tree) and reductions
 # (up-correction reduce and allreduce, f = 1 and 3, against FTCO reduce and

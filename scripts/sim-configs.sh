@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The 15 simulator configurations (5 corrections x 3 trees, 4096 ranks,
 # 200 runs, 2 % faults) whose JSON must not change when the simulator or
-# the cores are refactored (issue 11). Writes one file per configuration
+# the cores are refactored. Writes one file per configuration
 # into DIR, without the wall-clock field `sims_per_second`.
 #   scripts/sim-configs.sh BINARY DIR
 # Compare two builds: run it for each, then `diff -r DIR1 DIR2`.

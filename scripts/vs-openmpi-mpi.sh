@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Our MPI engine against Open MPI's own collectives, side by side in one run
-# (issue 17).
+# Our MPI engine against Open MPI's own collectives, side by side in one run.
 #
 #   scripts/vs-openmpi-mpi.sh          # ROUNDS=3 PROCS="2 8" SIZES="8 1024 65536 1048576" OPS="allreduce bcast"
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# corrected against Open MPI, side by side in one run (issue 13).
+# corrected against Open MPI, side by side in one run.
 #
 #   scripts/vs-openmpi.sh            # ROUNDS=3 PROCS="2 4 8 16 32 64"
 #   ROUNDS=5 PROCS="2 8" scripts/vs-openmpi.sh
@@ -12,7 +12,7 @@
 # allreduce (ALLREDUCE=tree: the default there is the star), the broadcast
 # on the binomial tree (TREE=binomial: the default there is the flat tree;
 # both in the "tree" column) and with helping off (HELP=0, see
-# examples/timing.rs), the befores of issue 13 in the same run.
+# examples/timing.rs), the builds' earlier choices, in the same run.
 # Both sides are timed the same way (scripts/mpi/timing.c mirrors
 # examples/timing.rs): 100 warm-up calls, then
 #   b2b:  ITERS calls back to back after one barrier, each rank timing its

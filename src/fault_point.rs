@@ -1,6 +1,6 @@
 //! Fault points: places in the mailbox and the driver where a test can stop
-//! a rank's thread, for a while or until a condition holds (issue 12's
-//! "freeze at an arbitrary point").
+//! a rank's thread, for a while or until a condition holds (a freeze at an
+//! arbitrary point).
 //!
 //! The library calls `reach(point)` at each [`FaultPoint`]. Without the
 //! cargo feature `fault-points` (and always under loom) `reach` is an empty

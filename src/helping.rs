@@ -1,5 +1,5 @@
 //! Helping: a rank that waits lends its call in progress, and the threads of
-//! other waiting ranks advance it (issue 13).
+//! other waiting ranks advance it.
 //!
 //! When ranks outnumber cores, a rank whose message has arrived may not run
 //! for a whole scheduling round, and every step of a collective that waits

@@ -1,5 +1,5 @@
 //! A timeline of what each rank's thread does around its waits, for finding
-//! where an operation's time goes where ranks share cores (issue 13).
+//! where an operation's time goes where ranks share cores.
 //!
 //! Counters say how many context switches an operation costs; they do not
 //! say which rank ran when, or what it waited for. With the cargo feature

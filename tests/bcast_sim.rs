@@ -404,7 +404,7 @@ fn delayed_correction_sends_one_message_per_process_fault_free() {
     }
 }
 
-/// Bug 4 of issue 11: a delay of 10^14 ticks made the simulator allocate a
+/// A regression: a delay of 10^14 ticks made the simulator allocate a
 /// bucket per tick and abort. Far in the future, the runs are those of a
 /// delay just past the simulator's window, shifted in time.
 #[test]

@@ -1,5 +1,4 @@
-//! The `corrected` binary on bad and borderline input (issue 12, findings
-//! 5 and 6): every refusal is a typed error with exit code 2 and a hint,
+//! The `corrected` binary on bad and borderline input: every refusal is a typed error with exit code 2 and a hint,
 //! checked before anything is allocated or started; expected losses are
 //! reported apart from violations. Each test runs the built binary on a
 //! tiny team or simulation.
@@ -361,7 +360,7 @@ fn run_draws_a_progress_line_on_a_terminal_only() {
 
 #[test]
 fn run_beyond_the_budget_reports_it_and_exits_3() {
-    // Finding 1 of issue 12: it took 10 s and exited 0 with "violations: 0".
+    // A regression: it took 10 s and exited 0 with "violations: 0".
     let (code, v, stderr) =
         run_json("--ranks 8 --op allreduce --allreduce tree --f 1 --kill 4,5 --iters 3");
     assert_eq!(code, Some(3), "{stderr}");

@@ -1,5 +1,5 @@
 //! A table of bad and extreme command lines across every subcommand of
-//! `corrected` (issue 49): each with the exit code it must give and the
+//! `corrected`: each with the exit code it must give and the
 //! first words of its error. Every refusal (exit code 2) is one `error:`
 //! line, at most a `tip:` line of the argument parser, and one `hint:`
 //! line; nothing panics, aborts or hangs; a line that is taken (exit code

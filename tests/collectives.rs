@@ -4,9 +4,11 @@
 //! operations, mismatches and bad input. Every test runs more ranks than
 //! this machine's cores.
 
+mod common;
+
+use common::serial;
 use corrected::Collectives;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use corrected::protocol::reduce::{FailureScheme, ReducePlan};
@@ -17,12 +19,6 @@ use corrected::types::{LogP, Rank, Tick};
 use corrected::{ConfigError, Error};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn team(ranks: u32, f: u32, faults: FaultSchedule) -> Team {
     Team::builder()

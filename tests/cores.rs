@@ -1333,7 +1333,7 @@ fn allreduce_decided_rank_recontributes_its_result() {
 }
 
 // ---------------------------------------------------------------------------
-// Regressions of issue 11's bugs 1 and 2.
+// Regressions.
 // ---------------------------------------------------------------------------
 
 /// Bug 1: an allreduce handed its inner cores `now = 0` for the messages it

@@ -1,4 +1,4 @@
-//! Data of any size (issue 14): slices of every length, plain-data element
+//! Data of any size: slices of every length, plain-data element
 //! types including a user's struct, length mismatches as typed errors, kills
 //! and panics during large operations, and segment reuse.
 //!
@@ -10,20 +10,15 @@
 //! during the operation in every element or in none. A result whose chunks
 //! disagree on the set of contributions fails this check.
 
-use std::sync::Mutex;
+mod common;
+
+use common::serial;
 use std::time::Duration;
 
 use corrected::check::{element_value, includes_exactly, input_of, vector_element};
 use corrected::prelude::*;
 use corrected::runtime::{Fault, TeamReport};
 use corrected::types::Tick;
-
-/// Tests here run teams of threads: one at a time, so they do not starve
-/// each other on two cores.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 const LENGTHS: [usize; 7] = [0, 1, 7, 8, 9, 1000, 1_000_000];
 

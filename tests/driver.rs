@@ -98,7 +98,7 @@ impl Protocol for SendUntil {
     }
 }
 
-/// Issue 11, bug 3: the driver must advance `now` between the sends of a
+/// A regression: the driver must advance `now` between the sends of a
 /// core that uses time, so a core that sends "until time T" stops. Before
 /// the fix it drained such a core at one fixed `now`: it stopped only at
 /// its cap of 10^6 sends.

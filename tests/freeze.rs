@@ -1,5 +1,5 @@
 //! A rank's thread frozen at an arbitrary point of the mailbox or the
-//! driver (issue 12): after it wrote a slot and before it published it,
+//! driver: after it wrote a slot and before it published it,
 //! after it published and before it rang the doorbell, after it rang and
 //! before it woke the receiver, after it took a message and before it
 //! handed it on, after its core gave a message and before it sent it. For

@@ -12,7 +12,7 @@
 mod common;
 
 use corrected::Collectives;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{only_the_hung_rank_was_suspected, serial};
 use corrected::runtime::{
@@ -361,7 +361,6 @@ fn a_dead_root_is_a_typed_error_on_every_other_rank() {
             .op_timeout(op_timeout)
             .build()
             .unwrap();
-        let started = Instant::now();
         let report = team.run(|comm| {
             let send = counts_of(comm.rank(), 6);
             let mut recv = [0u64; 6];
@@ -390,11 +389,6 @@ fn a_dead_root_is_a_typed_error_on_every_other_rank() {
         assert!(
             root_failed >= waiting,
             "root {root}: {root_failed} RootFailed"
-        );
-        assert!(
-            started.elapsed() < op_timeout * 20,
-            "{:?}",
-            started.elapsed()
         );
     }
 }
@@ -454,7 +448,6 @@ fn different_operations_at_one_number_are_a_mismatch_not_a_hang() {
         .op_timeout(op_timeout)
         .build()
         .unwrap();
-    let started = Instant::now();
     let report = team.run(|comm| {
         if comm.rank() == 4 {
             return comm.barrier();
@@ -467,11 +460,6 @@ fn different_operations_at_one_number_are_a_mismatch_not_a_hang() {
         .filter(|(_, got)| matches!(got, Err(Error::Mismatch { .. })))
         .count();
     assert!(mismatches > 0, "{:?}", report.outcomes);
-    assert!(
-        started.elapsed() < op_timeout * 20,
-        "{:?}",
-        started.elapsed()
-    );
 }
 
 /// FTCO's cores answer after their call returns only while their rank is
@@ -498,7 +486,6 @@ fn ranks_waiting_outside_the_library_keep_answering_through_progress() {
     // The application's barrier: every rank, the failed one included
     // (its calls return at once), counts in; a generation counter releases.
     let (arrived, generation) = (AtomicUsize::new(0), AtomicUsize::new(0));
-    let started = Instant::now();
     let report = team.run(|comm| {
         let me = comm.rank();
         let send = counts_of(me, procs);
@@ -541,11 +528,6 @@ fn ranks_waiting_outside_the_library_keep_answering_through_progress() {
             }
         }
     }
-    assert!(
-        started.elapsed() < Duration::from_secs(4),
-        "{:?}",
-        started.elapsed()
-    );
 }
 
 /// Bad FTCO timeouts are typed configuration errors when the team is built.

@@ -1,4 +1,4 @@
-//! Helping (issue 13, `corrected::helping`): waiting ranks pump each other's
+//! Helping (`corrected::helping`): waiting ranks pump each other's
 //! calls. These tests force it on (and, unpinned, let every rank help every
 //! other, across cores) and check that what a helper does is what the rank
 //! itself would have done: exact results, an emulated death by send count

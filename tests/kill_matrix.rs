@@ -1,4 +1,4 @@
-//! The kill matrix on threads (issue 12): every victim set of up to f + 1
+//! The kill matrix on threads: every victim set of up to f + 1
 //! ranks, each victim killed at a point of its operation (before it, after
 //! its n-th send, or at the end of its call: a kill point always fires),
 //! for broadcast, reduce, allreduce and barrier, P up to 9, f = 1 and 2.
@@ -13,7 +13,7 @@
 //! is set far above it, so a call that waited it out fails the test).
 
 use corrected::Collectives;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use corrected::protocol::allreduce::AllreduceAlgorithm;
 use corrected::runtime::{Fault, FaultSchedule, Team};
@@ -26,9 +26,10 @@ mod common;
 use common::subsets;
 
 const FAILURE_TIMEOUT: Duration = Duration::from_secs(1);
-/// Failure timeout plus room for a slow scheduler; far below the
-/// operation timeout.
-const BOUND: Duration = Duration::from_secs(4);
+/// Far above what a survivor needs (a failure timeout or two): a rank that
+/// waits it out gets `Error::Timeout`, which no case accepts, so every
+/// live rank's outcome is prompt.
+const OP_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// After the n-th send, or the end of the call (a rank sends at most a few
 /// dozen messages in these teams).
@@ -101,7 +102,7 @@ impl Case {
             .allreduce(self.algorithm)
             .faults(faults)
             .failure_timeout(FAILURE_TIMEOUT)
-            .op_timeout(Duration::from_secs(60))
+            .op_timeout(OP_TIMEOUT)
             .build()
             .unwrap();
         let op = self.op;
@@ -109,8 +110,7 @@ impl Case {
             let me = comm.rank();
             let mine = input_of(me);
             let mut out = 0u64;
-            let started = Instant::now();
-            let got = match op {
+            match op {
                 Op::Bcast => {
                     out = if me == 0 { mine } else { 0 };
                     comm.broadcast_into(0, &mut out).map(|()| Some(out))
@@ -122,8 +122,7 @@ impl Case {
                     .all_reduce_into(&mine, &mut out, wrapping_sum)
                     .map(|()| Some(out)),
                 Op::Barrier => comm.barrier().map(|()| None),
-            };
-            (got, started.elapsed())
+            }
         });
         let name = self.name();
         let victims: Vec<Rank> = self.kills.iter().map(|&(r, _)| r).collect();
@@ -150,8 +149,7 @@ impl Case {
         let within = victims.len() as u32 <= self.f;
         let root_dead = victims.contains(&0);
         let mut agreed: Option<Result<Option<u64>, ()>> = None;
-        for (r, (got, took)) in report.returned().filter(|(r, _)| !victims.contains(r)) {
-            assert!(*took < BOUND, "{name}: rank {r} took {took:?}");
+        for (r, got) in report.returned().filter(|(r, _)| !victims.contains(r)) {
             let exact = |v: u64| includes_exactly(v, &death);
             match (op, got) {
                 (Op::Bcast, Ok(v)) => assert_eq!(*v, Some(input_of(0)), "{name}: rank {r}"),

@@ -1,4 +1,4 @@
-//! LogGP in the simulator (issue 14): a send of k bytes occupies its
+//! LogGP in the simulator: a send of k bytes occupies its
 //! process o + (k - 1) G, arrives L later, and takes o to receive
 //! (Alexandrov et al., 1995). G = 0 is plain LogP, the papers' model, and
 //! leaves every result as it was.

@@ -1,4 +1,4 @@
-//! Mismatched calls on threads (issue 49): when one rank calls another
+//! Mismatched calls on threads: when one rank calls another
 //! collective, or another root, than the rest at the same operation number,
 //! the operation ends in `Mismatch`, never in a wait for the operation
 //! timeout, on every allreduce and broadcast shape `auto` can pick (the star
@@ -13,18 +13,14 @@
 //! "Prompt" is asserted as a state: the operation timeout is a minute, so
 //! a rank that waited it out returns `Timeout`, which fails the test.
 
-use std::sync::Mutex;
+mod common;
+
+use common::serial;
 use std::time::Duration;
 
 use corrected::runtime::{AllreduceAlgorithm, Comm, SystemOperation, Team};
 use corrected::types::Rank;
 use corrected::{Collectives, Error};
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// A collective call as a rank makes it.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -1,8 +1,10 @@
 //! The broadcast cores on threads: delivery, faults, fencing, and agreement
 //! with the simulator. Every test runs more ranks than this machine's cores.
 
+mod common;
+
+use common::serial;
 use corrected::Collectives;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use corrected::protocol::bcast::Correction;
@@ -11,14 +13,6 @@ use corrected::sim::{BcastScenario, BcastSim, FaultPlan};
 use corrected::topology::{Shape, TreeSpec};
 use corrected::types::{LogP, Rank};
 use corrected::{ConfigError, Error};
-
-/// Teams of up to 64 threads each: run one test at a time on this 2-core
-/// machine rather than hundreds of threads at once.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 const TREES: [&str; 5] = [
     "binomial",

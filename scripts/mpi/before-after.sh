@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Two builds of the MPI engine measured in one sitting, interleaved, next
-# to Open MPI's own collective (issue 17's A/B checks: docs/benchmarks.md).
+# Two builds of the MPI engine measured in one run, interleaved, next to
+# Open MPI's own collective (the A/B checks of docs/benchmarks.md).
 #   scripts/mpi/before-after.sh BEFORE_CHECKOUT AFTER_CHECKOUT [P BYTES ITERS OP ROUNDS]
 # defaults: P=2 BYTES=1048576 ITERS=200 OP=allreduce ROUNDS=3. Each round
 # runs Open MPI's (scripts/mpi/timing.c), then BEFORE's and AFTER's

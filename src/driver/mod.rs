@@ -3,9 +3,9 @@
 //! Everything between a core and a transport lives here once: operation
 //! fencing, lingering cores, the outbox and flow control, the timeout
 //! detector, failure news, quiescence at the end of a program, and the
-//! per-operation records. The thread runtime's `Comm` is a thin public API
-//! over a `Driver` on SPSC mailboxes; the MPI engine will be the same API
-//! over another transport.
+//! per-operation records. Every engine's calls go through one (the call
+//! layer, `crate::call`): the thread runtime's over SPSC mailboxes, the MPI
+//! engine's over MPI messages and the node's shared memory.
 //!
 //! Operation fencing: every message carries its operation number, kind and
 //! root. A message of the current operation goes to its core; one of an
@@ -119,7 +119,7 @@ const AHEAD_OPS: usize = 64;
 /// out. A root broadcasting in a loop to a rank on its own core did so
 /// twice per 64 calls (109 µs per hold, measured): the 4-rank back-to-back
 /// broadcast took 2.2 µs per call instead of 0.7-0.9 (docs/benchmarks.md,
-/// issue 13's eighth run).
+/// *Changes to the small collectives, measured*).
 const HOLD_PAUSE_NS: Tick = 200_000;
 
 /// Heap blocks of cores no longer kept that a driver holds for the next

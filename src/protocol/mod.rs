@@ -1,7 +1,7 @@
 //! Protocol cores: every algorithm written once as a sans-IO state machine,
 //! one instance per rank per operation, driven by an engine (the LogP
-//! simulator in [`crate::sim`], the thread runtime through
-//! `driver`, later MPI).
+//! simulator in [`crate::sim`], and the thread and MPI engines through
+//! the driver).
 //!
 //! A core never reads a clock, spawns a thread, touches a queue or draws a
 //! random number it was not handed: time comes in as `now`, messages come in

@@ -1,7 +1,8 @@
 //! A large allreduce by blocks between processes: reduce-scatter, then
 //! allgather, each rank owning one block of the vector, with sends straight
-//! to the owner and from it (not in the papers; issue 14's guarantee kept
-//! where the inputs are not in shared memory).
+//! to the owner and from it (not in the papers; the guarantee of a large
+//! allreduce on threads, every element over one and the same set of inputs,
+//! kept where the inputs are not in shared memory).
 //!
 //! The thread runtime reduces a large vector by chunks only after the ranks
 //! agree on the inputs (`value::lazy`), because every input stays readable

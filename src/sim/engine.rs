@@ -496,7 +496,7 @@ mod tests {
         }
     }
 
-    /// Bug 4 of issue 11: a far deadline (and a slow detector's report) cost
+    /// A regression: a far deadline (and a slow detector's report) cost
     /// the engine's queues memory and time in proportion to virtual time.
     #[test]
     fn a_far_deadline_fires_on_time_with_bounded_memory() {

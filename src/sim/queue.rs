@@ -257,7 +257,7 @@ mod tests {
         assert_eq!(w.next_after(0), None);
     }
 
-    /// Bug 4 of issue 11: a far tick cost a bucket for every tick before it.
+    /// A regression: a far tick cost a bucket for every tick before it.
     #[test]
     fn a_far_event_costs_one_entry_not_one_bucket_per_tick() {
         let mut q = BucketQueue::default();
@@ -281,7 +281,7 @@ mod tests {
         assert!(q.allocated_ticks() <= 4, "{} ticks", q.allocated_ticks());
     }
 
-    /// Bug 4 of issue 11, for the wake-ups.
+    /// The same, for the wake-ups.
     #[test]
     fn a_far_wake_costs_one_entry_not_one_set_per_tick() {
         let mut w = WakeSets::default();

@@ -4,7 +4,7 @@
 //! ([`crate::value::segment`]), and so are the small objects a large
 //! operation is made of (a lent buffer's shared half, a lazy sum, its chunk
 //! board, a lent output's chunk states), so that a loop of large
-//! collectives allocates nothing once warm (issue 14; `tests/allocations.rs`).
+//! collectives allocates nothing once warm (`tests/allocations.rs`).
 //!
 //! Free means what it says: a holder can only be made from another holder,
 //! so a count of one, read under the recycler's lock, stays one until the

@@ -1,6 +1,6 @@
 //! `corrected soak`: a long random mix of broadcasts, reduces, allreduces and
 //! barriers on threads, with random kills, deaths after sends, hangs, panics
-//! and short stalls, every result checked (issue 12). With `--elements N`
+//! and short stalls, every result checked. With `--elements N`
 //! broadcasts, reduces and allreduces carry vectors of N words (from 32 Ki
 //! words on, an allreduce is reduced by chunks over lent buffers, issue
 //! 14), and every element must agree on the contributions.

@@ -8,7 +8,7 @@
 //! regions, block by block, each block once: a process folds the blocks
 //! nobody has published yet (starting at its own share), publishes each in
 //! its region, and copies the others' (`MpiComm`'s `all_reduce_shared`).
-//! Not in the papers; issue 14's guarantee between processes (every
+//! Not in the papers; a large allreduce's guarantee between processes (every
 //! element the reduction over one and the same set of inputs) with one
 //! copy in, a share of the fold and one copy out, where an MPI message per
 //! input costs the kernel's cross-memory copy and two of ours (docs/mpi.md,
