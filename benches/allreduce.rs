@@ -329,10 +329,9 @@ fn num_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// The median of `xs` (sorted in place), in microseconds.
-fn median_us(xs: &mut [u64]) -> f64 {
-    xs.sort_unstable();
-    xs[xs.len() / 2] as f64 / 1e3
+/// The median of `xs` (nanoseconds), in microseconds (`sim::Stats`).
+fn median_us(xs: &[u64]) -> f64 {
+    corrected::sim::Stats::of(xs.iter().map(|&x| x as f64)).p50 / 1e3
 }
 
 /// One fault configuration: `samples` fresh teams of `ranks` (f = 1) where
@@ -381,7 +380,7 @@ fn after_failure(ranks: u32, victim: Rank, fault: Fault, samples: usize) {
         return;
     }
     let n = faulty.len();
-    let (med, before_med) = (median_us(&mut faulty), median_us(&mut before));
+    let (med, before_med) = (median_us(&faulty), median_us(&before));
     let (min, max) = (faulty[0] as f64 / 1e3, faulty[n - 1] as f64 / 1e3);
     println!(
         "{id:<36} median {med:>10.1} µs  [min {min:.1}, max {max:.1}]  \

@@ -529,10 +529,10 @@ fn sample(case: &Case, team: &Team) -> [u64; OPS] {
     s.ns
 }
 
+/// The median of `xs` (nanoseconds), in microseconds (`sim::Stats`; 0
+/// for none).
 fn median_us(xs: &[u64]) -> f64 {
-    let mut xs = xs.to_vec();
-    xs.sort_unstable();
-    xs.get(xs.len() / 2).map_or(0.0, |&x| x as f64 / 1e3)
+    corrected::sim::Stats::of(xs.iter().map(|&x| x as f64)).p50 / 1e3
 }
 
 /// The table of every case that ran, and whether any run had a problem.
