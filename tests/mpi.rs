@@ -92,6 +92,16 @@ fn results(o: &Value) -> Vec<String> {
         .collect()
 }
 
+/// `o` delivered `iters` results, every one right: no wrong value, no
+/// error (`context` heads the message otherwise).
+fn delivered_all(o: &Value, iters: u64, context: &str) {
+    assert_eq!(
+        (field(o, "delivered"), field(o, "wrong"), errors(o)),
+        (iters, 0, 0),
+        "{context}: {o}"
+    );
+}
+
 fn errors(o: &Value) -> u64 {
     o["missing_by_error"]
         .as_object()
@@ -126,8 +136,7 @@ fn broadcasts_and_allreduces_between_processes_give_every_rank_the_value() {
                 "{args:?}: every process reports"
             );
             for o in &outcomes {
-                assert_eq!(field(o, "delivered"), 300, "{args:?}: {o}");
-                assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{args:?}: {o}");
+                delivered_all(o, 300, &format!("{args:?}"));
                 assert_eq!(o["bad_frames"], serde_json::json!([0, 0]), "{o}");
             }
         }
@@ -170,8 +179,7 @@ fn a_sigkilled_process_does_not_stop_the_others_broadcasts() {
         );
         for o in &outcomes {
             assert_ne!(o["rank"].as_u64(), kill[..1].parse().ok());
-            assert_eq!(field(o, "delivered"), iters.parse::<u64>().unwrap(), "{o}");
-            assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{o}");
+            delivered_all(o, iters.parse::<u64>().unwrap(), "");
         }
     }
 }
@@ -214,8 +222,7 @@ fn every_broadcast_algorithm_delivers_between_processes() {
                 "{algorithm:?}: {outcomes:?}"
             );
             for o in &outcomes {
-                assert_eq!(field(o, "delivered"), iters, "{algorithm:?} len {len}: {o}");
-                assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{algorithm:?}: {o}");
+                delivered_all(o, iters, &format!("{algorithm:?} len {len}"));
                 assert_eq!(o["bad_frames"], serde_json::json!([0, 0]), "{o}");
             }
             if algorithm[1] == "gossip" {
@@ -288,8 +295,7 @@ fn fcg_and_ftco_survive_a_death_inside_a_broadcast() {
             assert_eq!(outcomes.len(), 4, "{algorithm:?}: {outcomes:?}");
             let victim = u64::from(kill.as_bytes()[0] - b'0');
             for o in outcomes.iter().filter(|o| field(o, "rank") != victim) {
-                assert_eq!(field(o, "delivered"), 40, "{algorithm:?} {kill}: {o}");
-                assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{algorithm:?}: {o}");
+                delivered_all(o, 40, &format!("{algorithm:?} {kill}"));
             }
         }
     }
@@ -311,16 +317,14 @@ fn ftco_reduce_and_allreduce_between_processes_survive_a_sigkill() {
         let outcomes = mpirun_with(procs, &ftco, &format!("--op {op} --iters 200 --len 3"));
         assert_eq!(outcomes.len(), procs as usize, "{op}: {outcomes:?}");
         for o in &outcomes {
-            assert_eq!(field(o, "delivered"), 200, "{op}: {o}");
-            assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{op}: {o}");
+            delivered_all(o, 200, op);
         }
     }
     let args = "--op allreduce --iters 250 --len 3 --sigkill 2:50";
     let outcomes = mpirun_with(4, &ftco, args);
     assert_eq!(outcomes.len(), 3, "the survivors report: {outcomes:?}");
     for o in &outcomes {
-        assert_eq!(field(o, "delivered"), 250, "{o}");
-        assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{o}");
+        delivered_all(o, 250, "");
     }
     // The killed process's parent (the root) found it by timeouts.
     assert!(field(&outcomes[0], "timeouts") > 0, "{}", outcomes[0]);
@@ -338,8 +342,7 @@ fn a_sigkilled_process_does_not_stop_fcg_broadcasts() {
     assert_eq!(outcomes.len(), 4, "the survivors report: {outcomes:?}");
     for o in &outcomes {
         assert_ne!(field(o, "rank"), 3);
-        assert_eq!(field(o, "delivered"), 600, "{o}");
-        assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{o}");
+        delivered_all(o, 600, "");
     }
 }
 
@@ -662,8 +665,7 @@ fn allreduce_survives_an_announced_failure_within_the_budget() {
     );
     for o in &outcomes {
         let expected = if field(o, "rank") == 3 { 50 } else { 200 };
-        assert_eq!(field(o, "delivered"), expected, "{o}");
-        assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{o}");
+        delivered_all(o, expected, "");
     }
 }
 
@@ -741,8 +743,7 @@ fn large_allreduces_with_a_death(
             assert_eq!(field(o, "delivered"), 1, "{kill}: {o}");
             continue;
         }
-        assert_eq!(field(o, "delivered"), 4, "{kill}: {o}");
-        assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{kill}: {o}");
+        delivered_all(o, 4, &kill);
     }
     outcomes
 }
@@ -938,8 +939,7 @@ fn a_large_broadcast_through_shared_memory_waits_for_a_slow_receiver() {
         assert_eq!(outcomes.len(), 3, "{stall}: {outcomes:?}");
         for o in &outcomes {
             assert_eq!(o["shared_memory"], true, "{stall}: {o}");
-            assert_eq!(field(o, "delivered"), 300, "{stall}: {o}");
-            assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{stall}: {o}");
+            delivered_all(o, 300, stall);
         }
         let (shared, as_bytes) = shared_broadcasts(&outcomes[0]);
         assert_eq!(shared + as_bytes, 300, "{stall}: {}", outcomes[0]);
@@ -1135,8 +1135,7 @@ fn a_node_team_gives_every_thread_of_every_process_the_result() {
         assert_eq!(outcomes.len(), ranks, "{op}: every thread reports");
         for (r, o) in outcomes.iter().enumerate() {
             assert_eq!(field(o, "rank"), r as u64);
-            assert_eq!(field(o, "delivered"), 200, "{op}: {o}");
-            assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{op}: {o}");
+            delivered_all(o, 200, op);
         }
     }
 }
@@ -1212,8 +1211,7 @@ fn a_node_team_with_mpi_own_collectives_between_processes() {
         let outcomes = mpirun(3, &args);
         assert_eq!(outcomes.len(), 6, "{extra:?}");
         for o in &outcomes {
-            assert_eq!(field(o, "delivered"), 200, "{extra:?}: {o}");
-            assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{extra:?}: {o}");
+            delivered_all(o, 200, &format!("{extra:?}"));
         }
     }
 }
@@ -1232,8 +1230,7 @@ fn a_node_team_runs_every_broadcast_algorithm_between_its_proxies() {
         let outcomes = mpirun_with(3, algorithm, args);
         assert_eq!(outcomes.len(), 6, "{algorithm:?}: {outcomes:?}");
         for o in &outcomes {
-            assert_eq!(field(o, "delivered"), 60, "{algorithm:?}: {o}");
-            assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{algorithm:?}: {o}");
+            delivered_all(o, 60, &format!("{algorithm:?}"));
         }
     }
     // Ranks are process x 2 + thread: rank 2 is process 1's proxy.
@@ -1243,8 +1240,7 @@ fn a_node_team_runs_every_broadcast_algorithm_between_its_proxies() {
         assert_eq!(outcomes.len(), 8, "{algorithm:?}: {outcomes:?}");
         for o in &outcomes {
             let expected = if field(o, "rank") == 2 { 20 } else { 60 };
-            assert_eq!(field(o, "delivered"), expected, "{algorithm:?}: {o}");
-            assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{algorithm:?}: {o}");
+            delivered_all(o, expected, &format!("{algorithm:?}"));
         }
     }
     for algorithm in [ALGORITHMS[3], ALGORITHMS[5]] {
@@ -1252,8 +1248,7 @@ fn a_node_team_runs_every_broadcast_algorithm_between_its_proxies() {
         let outcomes = mpirun_with(4, algorithm, args);
         assert_eq!(outcomes.len(), 6, "the survivors' threads: {outcomes:?}");
         for o in &outcomes {
-            assert_eq!(field(o, "delivered"), 100, "{algorithm:?}: {o}");
-            assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{algorithm:?}: {o}");
+            delivered_all(o, 100, &format!("{algorithm:?}"));
         }
     }
 }
@@ -1280,8 +1275,7 @@ fn a_node_team_waits_for_a_stalled_thread_without_suspecting_it() {
         let outcomes = mpirun(2, &args);
         assert_eq!(outcomes.len(), 4, "{op} {stall}: {outcomes:?}");
         for o in &outcomes {
-            assert_eq!(field(o, "delivered"), 60, "{op} {stall}: {o}");
-            assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{op} {stall}: {o}");
+            delivered_all(o, 60, &format!("{op} {stall}"));
         }
     }
 }
@@ -1305,8 +1299,7 @@ fn a_node_team_survives_a_dead_thread_and_a_sigkilled_process() {
     );
     for o in &outcomes {
         let expected = if field(o, "rank") == 5 { 50 } else { 200 };
-        assert_eq!(field(o, "delivered"), expected, "{o}");
-        assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{o}");
+        delivered_all(o, expected, "");
     }
     let outcomes = mpirun(
         3,
@@ -1327,8 +1320,7 @@ fn a_node_team_survives_a_dead_thread_and_a_sigkilled_process() {
         "the two surviving processes' threads: {outcomes:?}"
     );
     for o in &outcomes {
-        assert_eq!(field(o, "delivered"), 600, "{o}");
-        assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{o}");
+        delivered_all(o, 600, "");
     }
     let outcomes = mpirun(
         3,
@@ -1470,8 +1462,7 @@ fn a_node_team_survives_its_proxy_thread_dying() {
         assert_eq!(outcomes.len(), 8, "{op}: every thread reports");
         for o in &outcomes {
             let expected = if field(o, "rank") == 4 { 50 } else { 200 };
-            assert_eq!(field(o, "delivered"), expected, "{op}: {o}");
-            assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{op}: {o}");
+            delivered_all(o, expected, op);
         }
     }
     // The proxies of two processes, at 3 processes of 3 threads.
@@ -1497,8 +1488,7 @@ fn a_node_team_survives_its_proxy_thread_dying() {
             6 => 80,
             _ => 150,
         };
-        assert_eq!(field(o, "delivered"), expected, "{o}");
-        assert_eq!((field(o, "wrong"), errors(o)), (0, 0), "{o}");
+        delivered_all(o, expected, "");
     }
 }
 
