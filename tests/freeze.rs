@@ -269,32 +269,21 @@ fn sweep(coll: Coll, kind: Kind) {
     }
 }
 
-#[test]
-fn allreduce_frozen_briefly_loses_nothing() {
-    sweep(Coll::Allreduce, Kind::Short);
+/// One test per collective and kind of freeze, each a [`sweep`].
+macro_rules! sweeps {
+    ($($name:ident: $coll:ident, $kind:ident;)*) => {$(
+        #[test]
+        fn $name() {
+            sweep(Coll::$coll, Kind::$kind);
+        }
+    )*};
 }
 
-#[test]
-fn allreduce_frozen_beyond_the_failure_timeout() {
-    sweep(Coll::Allreduce, Kind::Long);
-}
-
-#[test]
-fn allreduce_frozen_until_the_others_are_done() {
-    sweep(Coll::Allreduce, Kind::Forever);
-}
-
-#[test]
-fn broadcast_frozen_briefly_loses_nothing() {
-    sweep(Coll::Bcast, Kind::Short);
-}
-
-#[test]
-fn broadcast_frozen_beyond_the_failure_timeout() {
-    sweep(Coll::Bcast, Kind::Long);
-}
-
-#[test]
-fn broadcast_frozen_until_the_others_are_done() {
-    sweep(Coll::Bcast, Kind::Forever);
+sweeps! {
+    allreduce_frozen_briefly_loses_nothing: Allreduce, Short;
+    allreduce_frozen_beyond_the_failure_timeout: Allreduce, Long;
+    allreduce_frozen_until_the_others_are_done: Allreduce, Forever;
+    broadcast_frozen_briefly_loses_nothing: Bcast, Short;
+    broadcast_frozen_beyond_the_failure_timeout: Bcast, Long;
+    broadcast_frozen_until_the_others_are_done: Bcast, Forever;
 }

@@ -239,10 +239,7 @@ fn ranks_dead_before_are_left_out_and_every_live_input_is_in_once() {
 /// = 300 ms, six failure timeouts). Definition 3.2 in every operation.
 #[test]
 fn a_hung_rank_is_remembered_once_the_detector_reports_it() {
-    let _serial = serial();
-    let team = hung_rank_team(Duration::from_millis(20), Duration::from_millis(50));
-    let report = mixed(&team, 30, 5);
-    definition_3_2(&report, 30, 5, &[], 1, "a hung rank");
+    let report = mixed_with_a_hung_rank(Duration::from_millis(20), Duration::from_millis(50));
     assert_eq!(
         (report.hung.clone(), report.failed.clone()),
         (vec![3], vec![3])
@@ -254,10 +251,12 @@ fn a_hung_rank_is_remembered_once_the_detector_reports_it() {
     );
 }
 
-/// A team of 8 whose rank 3 hangs from the start, FTCO's reduce with
-/// timeout unit `t`, and the detector's `failure_timeout`.
-fn hung_rank_team(t: Duration, failure_timeout: Duration) -> Team {
-    Team::builder()
+/// 30 operations (`mixed`) of a team of 8 whose rank 3 hangs from the
+/// start, FTCO's reduce with timeout unit `t`, and the detector's
+/// `failure_timeout`; Definition 3.2 in every operation.
+fn mixed_with_a_hung_rank(t: Duration, failure_timeout: Duration) -> TeamReport<Vec<Got>> {
+    let _serial = serial();
+    let team = Team::builder()
         .ranks(8)
         .tree("binomial".parse().expect("a tree"))
         .reduce(ftco(t))
@@ -266,7 +265,10 @@ fn hung_rank_team(t: Duration, failure_timeout: Duration) -> Team {
         .op_timeout(Duration::from_secs(20))
         .op_records(true)
         .build()
-        .expect("a team")
+        .expect("a team");
+    let report = mixed(&team, 30, 5);
+    definition_3_2(&report, 30, 5, &[], 1, "a hung rank");
+    report
 }
 
 /// The same hung rank with `corrected run`'s timeouts (T = 50 ms, failure
@@ -277,10 +279,7 @@ fn hung_rank_team(t: Duration, failure_timeout: Duration) -> Team {
 /// the allreduce or the barrier.
 #[test]
 fn a_hung_rank_costs_no_false_suspicion_of_a_live_rank() {
-    let _serial = serial();
-    let team = hung_rank_team(Duration::from_millis(50), Duration::from_secs(1));
-    let report = mixed(&team, 30, 5);
-    definition_3_2(&report, 30, 5, &[], 1, "a hung rank");
+    let report = mixed_with_a_hung_rank(Duration::from_millis(50), Duration::from_secs(1));
     assert_eq!(report.hung, vec![3]);
     only_the_hung_rank_was_suspected(&report);
 }

@@ -27,6 +27,23 @@ fn paper() -> LogP {
     LogP::new(2, 1).unwrap()
 }
 
+/// Each tree (binomial, binary) and number of nodes of `procs`: the
+/// simulator of FTCO's broadcast with timeout `t` (`None`: the default),
+/// handed to `f`.
+fn each_sim(
+    procs: impl IntoIterator<Item = u32> + Clone,
+    t: Option<Tick>,
+    mut f: impl FnMut(TreeSpec, u32, &mut FtcoSim),
+) {
+    for spec in [BINOMIAL, BINARY] {
+        for procs in procs.clone() {
+            let sc = FtcoScenario::new(spec, procs, paper(), t, FaultPlan::none()).unwrap();
+            let mut sim = FtcoSim::new(&sc);
+            f(spec, procs, &mut sim);
+        }
+    }
+}
+
 /// Fault-free, with the default timeout (2(2o + L)): delivery exactly the
 /// plain tree's, completion exactly one ACK hop wave after, exactly
 /// P - 1 DATA and P - 1 ACK messages, no KEEPALIVE, no timeout.
@@ -71,38 +88,34 @@ fn definition_3_2(sim: &mut FtcoSim, death: &[Tick], budget: &[u32], what: &str)
 #[test]
 fn dead_before_the_operation() {
     let mut runs = 0u32;
-    for spec in [BINOMIAL, BINARY] {
-        for procs in 2..=17u32 {
-            let sc = FtcoScenario::new(spec, procs, paper(), None, FaultPlan::none()).unwrap();
-            let mut sim = FtcoSim::new(&sc);
-            let mut triples = 0u32;
-            for mask in 1u32..(1 << (procs - 1)) {
-                let size = mask.count_ones();
-                if size > 3 {
+    each_sim(2..=17u32, None, |spec, procs, sim| {
+        let mut triples = 0u32;
+        for mask in 1u32..(1 << (procs - 1)) {
+            let size = mask.count_ones();
+            if size > 3 {
+                continue;
+            }
+            if size == 3 {
+                triples += 1;
+                if triples % 5 != 0 {
                     continue;
                 }
-                if size == 3 {
-                    triples += 1;
-                    if triples % 5 != 0 {
-                        continue;
-                    }
-                }
-                let death: Vec<Tick> = (0..procs)
-                    .map(|r| {
-                        if r > 0 && mask >> (r - 1) & 1 == 1 {
-                            0
-                        } else {
-                            NEVER
-                        }
-                    })
-                    .collect();
-                let what = format!("{spec} P = {procs} dead mask {mask:#b}");
-                let timeouts = definition_3_2(&mut sim, &death, &[], &what);
-                assert!(timeouts > 0, "{what}");
-                runs += 1;
             }
+            let death: Vec<Tick> = (0..procs)
+                .map(|r| {
+                    if r > 0 && mask >> (r - 1) & 1 == 1 {
+                        0
+                    } else {
+                        NEVER
+                    }
+                })
+                .collect();
+            let what = format!("{spec} P = {procs} dead mask {mask:#b}");
+            let timeouts = definition_3_2(sim, &death, &[], &what);
+            assert!(timeouts > 0, "{what}");
+            runs += 1;
         }
-    }
+    });
     assert_eq!(runs, 2578);
 }
 
@@ -111,35 +124,28 @@ fn dead_before_the_operation() {
 #[test]
 fn every_single_death_during_the_operation() {
     let mut runs = 0u32;
-    for spec in [BINOMIAL, BINARY] {
-        for procs in 2..=12u32 {
-            let sc = FtcoScenario::new(spec, procs, paper(), None, FaultPlan::none()).unwrap();
-            let mut sim = FtcoSim::new(&sc);
-            let never = vec![NEVER; procs as usize];
-            sim.run_with(&never, &[]);
-            let sends = sim.last_trace().sends_by_rank.clone();
-            for_each_send_death(procs, &sends, &[], |budget, what| {
-                let what = format!("{spec} P = {procs}: {what}");
-                definition_3_2(&mut sim, &never, budget, &what);
-                runs += 1;
-            });
-        }
-    }
+    each_sim(2..=12u32, None, |spec, procs, sim| {
+        let never = vec![NEVER; procs as usize];
+        sim.run_with(&never, &[]);
+        let sends = sim.last_trace().sends_by_rank.clone();
+        for_each_send_death(procs, &sends, &[], |budget, what| {
+            let what = format!("{spec} P = {procs}: {what}");
+            definition_3_2(sim, &never, budget, &what);
+            runs += 1;
+        });
+    });
     assert_eq!(runs, 210);
 }
 
 /// Every non-root victim dying at every tick of the fault-free run, P = 12.
 #[test]
 fn every_death_time_during_the_operation() {
-    for spec in [BINOMIAL, BINARY] {
-        let procs = 12u32;
-        let sc = FtcoScenario::new(spec, procs, paper(), None, FaultPlan::none()).unwrap();
-        let mut sim = FtcoSim::new(&sc);
+    each_sim([12], None, |spec, procs, sim| {
         let end = sim.run(0).quiescence_latency;
         for_each_death_time(procs, 0..=end, |death, what| {
-            definition_3_2(&mut sim, death, &[], &format!("{spec}: {what}"));
+            definition_3_2(sim, death, &[], &format!("{spec}: {what}"));
         });
-    }
+    });
 }
 
 /// A timeout unit of 1 tick, below the network latency (L = 2, a round
@@ -148,31 +154,27 @@ fn every_death_time_during_the_operation() {
 /// dead node as well.
 #[test]
 fn short_timeout_suspects_live_nodes_and_stays_correct() {
-    for spec in [BINOMIAL, BINARY] {
-        for procs in [17u32, 64] {
-            let sc = FtcoScenario::new(spec, procs, paper(), Some(1), FaultPlan::none()).unwrap();
-            let mut sim = FtcoSim::new(&sc);
-            let never = vec![NEVER; procs as usize];
-            let run = sim.run_with(&never, &[]);
-            let what = format!("{spec} P = {procs}");
-            assert!(run.false_suspicions > 0, "{what}: {run:?}");
-            assert!(run.timeouts >= run.false_suspicions, "{what}: {run:?}");
-            assert!(run.messages > 2 * u64::from(procs - 1), "{what}: {run:?}");
-            assert_eq!(
-                (run.consistency, run.violations),
-                (1.0, 0),
-                "{what}: {run:?}"
-            );
-            let refuted: u32 = sim.cores().iter().map(|c| c.refuted()).sum();
-            assert!(refuted > 0 && refuted <= run.false_suspicions, "{what}");
-            for victim in [1, 2, procs - 1] {
-                let mut death = never.clone();
-                death[victim as usize] = 0;
-                let what = format!("{what}, {victim} dead");
-                definition_3_2(&mut sim, &death, &[], &what);
-            }
+    each_sim([17u32, 64], Some(1), |spec, procs, sim| {
+        let never = vec![NEVER; procs as usize];
+        let run = sim.run_with(&never, &[]);
+        let what = format!("{spec} P = {procs}");
+        assert!(run.false_suspicions > 0, "{what}: {run:?}");
+        assert!(run.timeouts >= run.false_suspicions, "{what}: {run:?}");
+        assert!(run.messages > 2 * u64::from(procs - 1), "{what}: {run:?}");
+        assert_eq!(
+            (run.consistency, run.violations),
+            (1.0, 0),
+            "{what}: {run:?}"
+        );
+        let refuted: u32 = sim.cores().iter().map(|c| c.refuted()).sum();
+        assert!(refuted > 0 && refuted <= run.false_suspicions, "{what}");
+        for victim in [1, 2, procs - 1] {
+            let mut death = never.clone();
+            death[victim as usize] = 0;
+            let what = format!("{what}, {victim} dead");
+            definition_3_2(sim, &death, &[], &what);
         }
-    }
+    });
 }
 
 /// Random dead sets (10 % of 256 nodes) on the 4-ary tree: Definition 3.2
@@ -208,23 +210,19 @@ fn random_faults_at_256() {
 #[test]
 fn a_dead_node_and_a_death_during_the_operation() {
     let mut walks = 0u32;
-    for spec in [BINOMIAL, BINARY] {
-        for procs in 3..=12u32 {
-            let sc = FtcoScenario::new(spec, procs, paper(), None, FaultPlan::none()).unwrap();
-            let mut sim = FtcoSim::new(&sc);
-            for dead in 1..procs {
-                let mut death = vec![NEVER; procs as usize];
-                death[dead as usize] = 0;
-                sim.run_with(&death, &[]);
-                let sends = sim.last_trace().sends_by_rank.clone();
-                for_each_send_death(procs, &sends, &[dead], |budget, what| {
-                    let what = format!("{spec} P = {procs}: {dead} dead, {what}");
-                    definition_3_2(&mut sim, &death, budget, &what);
-                    let keepalives = sim.last_trace().sends_by_tag[Tag::KeepAlive as usize];
-                    walks += u32::from(keepalives > 0);
-                });
-            }
+    each_sim(3..=12u32, None, |spec, procs, sim| {
+        for dead in 1..procs {
+            let mut death = vec![NEVER; procs as usize];
+            death[dead as usize] = 0;
+            sim.run_with(&death, &[]);
+            let sends = sim.last_trace().sends_by_rank.clone();
+            for_each_send_death(procs, &sends, &[dead], |budget, what| {
+                let what = format!("{spec} P = {procs}: {dead} dead, {what}");
+                definition_3_2(sim, &death, budget, &what);
+                let keepalives = sim.last_trace().sends_by_tag[Tag::KeepAlive as usize];
+                walks += u32::from(keepalives > 0);
+            });
         }
-    }
+    });
     assert!(walks > 0);
 }

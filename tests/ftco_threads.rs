@@ -100,17 +100,28 @@ fn ftco_delivers_to_every_live_rank_with_ranks_dead_before() {
 /// implementation keeping a communicator's failed set would: the last 20
 /// of 40 operations fire no timeout (the first 20 take at least 20 × T =
 /// 400 ms, eight failure timeouts). Every live rank delivers every value.
-#[test]
-fn ftco_remembers_a_hung_rank_once_the_detector_reports_it() {
+/// 40 FTCO broadcasts from rank 0 among 8 ranks, rank 3 hung from the
+/// start, timeout unit `t`, the detector's `failure_timeout`; every live
+/// rank delivers every value.
+fn broadcasts_with_a_hung_rank(
+    t: Duration,
+    failure_timeout: Duration,
+) -> TeamReport<Vec<Result<u64, corrected::Error>>> {
     let _serial = serial();
     let faults = FaultSchedule::none().at(3, 0, Fault::Hang);
-    let team = broadcast_team(8, ftco(Duration::from_millis(20)), faults)
+    let team = broadcast_team(8, ftco(t), faults)
         .tree(tree("binomial"))
-        .failure_timeout(Duration::from_millis(50))
+        .failure_timeout(failure_timeout)
         .build()
         .unwrap();
     let report = broadcasts(&team, 40, &[0]);
     every_live_rank_delivers(&report, &[0], "a hung rank");
+    report
+}
+
+#[test]
+fn ftco_remembers_a_hung_rank_once_the_detector_reports_it() {
+    let report = broadcasts_with_a_hung_rank(Duration::from_millis(20), Duration::from_millis(50));
     assert_eq!(
         (report.hung.clone(), report.failed.clone()),
         (vec![3], vec![3])
@@ -135,15 +146,7 @@ fn ftco_remembers_a_hung_rank_once_the_detector_reports_it() {
 /// ftco --hang 3` (T = 50 ms, failure timeout 1 s), 40 operations.
 #[test]
 fn a_hung_rank_costs_ftco_no_false_suspicion_of_a_live_rank() {
-    let _serial = serial();
-    let faults = FaultSchedule::none().at(3, 0, Fault::Hang);
-    let team = broadcast_team(8, ftco(Duration::from_millis(50)), faults)
-        .tree(tree("binomial"))
-        .failure_timeout(Duration::from_secs(1))
-        .build()
-        .unwrap();
-    let report = broadcasts(&team, 40, &[0]);
-    every_live_rank_delivers(&report, &[0], "a hung rank");
+    let report = broadcasts_with_a_hung_rank(Duration::from_millis(50), Duration::from_secs(1));
     assert_eq!(report.hung, vec![3]);
     only_the_hung_rank_was_suspected(&report);
 }
