@@ -424,18 +424,21 @@ impl Outcome {
         true
     }
 
-    /// Notes the time of call `iter`, begun at `started`.
-    fn timed(&mut self, iter: u32, started: Instant) {
-        let ns = started.elapsed().as_nanos() as f64;
-        if self.took_ns.last().is_none() || ns > self.latency_ns.max {
-            // `latency_ns.max` is the slowest so far until `finish`.
-            (self.slowest_iter, self.latency_ns.max) = (iter, ns);
-        }
-        self.took_ns.push(ns);
+    /// Notes the time of the next call (iteration `took_ns.len()`), begun
+    /// at `started`.
+    fn timed(&mut self, started: Instant) {
+        self.took_ns.push(started.elapsed().as_nanos() as f64);
     }
 
-    /// Summarizes the calls' times.
+    /// Summarizes the calls' times; the slowest call's iteration.
     fn finish(&mut self) {
+        let slowest = self
+            .took_ns
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .map_or(0, |(i, _)| i);
+        self.slowest_iter = slowest as u32;
         self.latency_ns = Stats::of(std::mem::take(&mut self.took_ns));
     }
 }
@@ -538,7 +541,7 @@ fn agreement_loop<C: Collectives>(
             first,
             held,
         } = step(comm, &failed_by);
-        outcome.timed(iter, started);
+        outcome.timed(started);
         if iter < 100 {
             outcome.firsts.push(first);
         }
@@ -665,7 +668,7 @@ fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
                 reduced.map(|()| holds_every_live_rank(&buf))
             }
         };
-        outcome.timed(iter, op_started);
+        outcome.timed(op_started);
         if args.op == "allreduce" && iter < 100 {
             let first = match result {
                 Ok(_) if op == "allreduce" => buf.first().copied().unwrap_or(0),
