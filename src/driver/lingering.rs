@@ -1,7 +1,13 @@
 //! Cores kept after their call returned, behind one object-safe face, so
-//! that the driver keeps cores of any kind without naming them.
+//! that the driver keeps cores of any kind without naming them, each in a
+//! heap block the driver recycles (see the driver's *lingering*).
 
-use crate::driver::transport::Carries;
+use std::alloc::Layout;
+
+use recycle_box::{coerce_box, RecycleBox};
+
+use super::{Carries, Driver, Members, Transport};
+use crate::error::Error;
 use crate::protocol::{Event, Header, Msg, Protocol, Transmit};
 use crate::types::Tick;
 
@@ -68,5 +74,90 @@ where
 
     fn uses_time(&self) -> bool {
         Protocol::uses_time(self)
+    }
+}
+
+/// Heap blocks of cores no longer kept that a driver holds for the next
+/// kept cores (each call keeps at most one core and retires about one).
+const SPARE_BLOCKS: usize = 4;
+
+/// A core kept after its call, with the numbering of the communicator it
+/// was made in.
+pub(super) struct Kept<'t, W> {
+    pub(super) members: Members<'t>,
+    pub(super) core: RecycleBox<dyn Lingering<W> + Send + 't>,
+}
+
+impl<'t, T: Transport> Driver<'t, T> {
+    /// Keeps a core after its call, unless it is finished: it is served
+    /// from then on (see the module's *lingering*).
+    pub fn keep<C>(&mut self, core: C)
+    where
+        C: Protocol + Send + 't,
+        T::Payload: Carries<C::Payload>,
+    {
+        if core.is_finished() {
+            return;
+        }
+        if self.lingering.len() == self.config.linger {
+            self.drop_kept(0);
+        }
+        // The smallest spare block that holds a `C` (cores of several
+        // kinds take turns: a barrier's and a broadcast's).
+        let need = Layout::new::<C>();
+        let fits = self
+            .spares
+            .iter()
+            .enumerate()
+            .filter(|(_, (l, _))| l.size() >= need.size() && l.align() >= need.align())
+            .min_by_key(|(_, (l, _))| l.size())
+            .map(|(i, _)| i);
+        let core: RecycleBox<dyn Lingering<T::Payload> + Send + 't> = match fits {
+            Some(i) => coerce_box!(RecycleBox::recycle(self.spares.swap_remove(i).1, core)),
+            None => coerce_box!(RecycleBox::new(core)),
+        };
+        self.lingering.push_back(Kept {
+            members: self.members,
+            core,
+        });
+    }
+
+    /// Stops keeping the `i`-th lingering core; its heap block is kept
+    /// for the next core kept (a few blocks at most).
+    pub(super) fn drop_kept(&mut self, i: usize) {
+        if let Some(kept) = self.lingering.remove(i) {
+            if self.spares.len() < SPARE_BLOCKS {
+                let held = Layout::for_value(&*kept.core);
+                self.spares.push((held, RecycleBox::vacate(kept.core)));
+            }
+        }
+    }
+
+    /// Lets lingering cores send what they have.
+    pub(super) fn serve_lingering(&mut self) -> Result<(), Error> {
+        if self.lingering.is_empty() {
+            return Ok(());
+        }
+        // The clock only for a core that acts on it (the contract lets the
+        // others see a stale tick): this runs on every idle turn and pump.
+        let now = if self.lingering.iter().any(|k| k.core.uses_time()) {
+            self.transport.now()
+        } else {
+            0
+        };
+        let mut i = 0;
+        while i < self.lingering.len() {
+            while let Some(tx) = self.lingering[i].core.poll_transmit(now) {
+                let kept = &self.lingering[i];
+                let (op, to) = (kept.core.header().op, kept.members.to_transport(tx.to));
+                self.transmit(op, to, tx.msg)?;
+            }
+            if self.lingering[i].core.is_finished() {
+                self.drop_kept(i);
+            } else {
+                i += 1;
+            }
+        }
+        Ok(())
     }
 }
