@@ -26,11 +26,11 @@
 //!
 //! Failure detection: the transport's registry tells every core of every
 //! failure ([`Event::PeerFailed`]) as soon as it is marked. A rank that is
-//! alive but silent inside an operation is caught by the timeout detector:
-//! a core that has waited on the same peer for the failure timeout, while
-//! that peer is inside the same operation and not itself waiting, marks it
-//! failed for everyone. A rank so marked is failed for good: its next step
-//! returns [`Error::Failed`]. A rank whose program has ended counts as
+//! alive but silent is caught by the timeout detector (`detector.rs`): a
+//! rank that awaits a peer whose heartbeat has stood still for the failure
+//! timeout marks it failed for everyone (a rank that merely waits keeps
+//! beating, so a wait-for chain is never taken for death). A rank so marked
+//! is failed for good: its next step returns [`Error::Failed`]. A rank whose program has ended counts as
 //! failed for every operation it never entered.
 //!
 //! Time: the driver reads the transport's clock when a call starts (if it

@@ -27,7 +27,7 @@ pub struct MpiArgs {
     /// failed ranks, which must list only ranks that failed, alike on
     /// every survivor), or shrink (every iteration a shrink, which agrees
     /// on the failed ranks, then an allreduce of 1 over the survivors,
-    /// which must sum to their number).
+    /// which must sum to their number), or barrier.
     #[arg(long, default_value = "bcast")]
     op: String,
     /// Operations to run.
