@@ -231,7 +231,12 @@ pub enum Error {
     /// Ranks called different collectives (or the same with different roots)
     /// as the same operation. A bug in the calling program: every rank must
     /// call the same collectives in the same order with the same roots. The
-    /// team's operation numbers no longer line up, so stop using it.
+    /// rank that meets the mismatch aborts the operation for the team: every
+    /// rank ends it with this error (or, a rank that returned before the
+    /// mismatch showed, with a result that holds no input of a rank that got
+    /// the error), nobody is declared failed, and the next operation, called
+    /// alike on every rank, works (`after_a_mismatch_the_team_goes_on` in
+    /// `tests/edges.rs`, `tests/mismatch.rs`).
     #[error("operation {op}: this rank called {mine} but another rank called {theirs}; every rank must call the same collectives in the same order")]
     Mismatch {
         /// The operation number.
