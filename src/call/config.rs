@@ -105,8 +105,7 @@ pub enum ReduceAlgorithm {
 /// FTCO's model on threads (FTCO, Appendix A: the o·(children) term of a
 /// timeout; Section 4: f_ETA): the Corrected Trees paper's L = 2, o = 1 with a tick of 1 µs
 /// (ticks are nanoseconds), about what a hop between two running ranks
-/// costs here (docs/benchmarks.md: 8 ranks broadcast through a binomial
-/// tree of depth 3 in 13-14 µs). It gives FTCO's expected arrival times
+/// costs here (docs/benchmarks.md, *Broadcast on threads*). It gives FTCO's expected arrival times
 /// (f_ETA: tens of µs) and the o·(children) term of its timeouts, both
 /// small next to T: on threads a timeout is d·T, and T is what has to
 /// cover scheduling noise (docs/algorithms.md, *FTCO on threads*).

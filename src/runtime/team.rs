@@ -34,9 +34,8 @@ const ALONE_SPINS: u32 = 4096;
 /// for may share its core and cannot run while it spins; a waiter that
 /// yields at once hands the core over. With the mailbox default (64 rounds,
 /// ~1.5 µs) every rank that got the core burnt its spins before yielding,
-/// and a round of four ranks on a core cost ~6 µs: 8 ranks on 2 cores took
-/// 20-22 µs to broadcast with checked correction lined up, 13-14 µs with no
-/// spins (docs/benchmarks.md).
+/// and a round of four ranks on a core cost four rounds of spins (measured
+/// in docs/mailbox.md, *Waiting policy and the costs behind it*).
 const SHARED_SPINS: u32 = 0;
 
 impl TeamBuilder {
