@@ -80,8 +80,7 @@ fn section_5_1_exhaustive_small_teams() {
 #[test]
 fn a_dead_first_root_costs_one_retry() {
     let sc = scenario(16, 1, Correction::Checked, 4);
-    let mut death = vec![NEVER; 16];
-    death[0] = 0;
+    let death = common::dead_from_start(16, &[0]);
     let run = AllreduceSim::new(&sc).run_with(&death, &[]);
     assert_eq!(run.violations, 0);
     assert_eq!(run.rounds, 2);

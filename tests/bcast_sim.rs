@@ -191,6 +191,23 @@ fn seeded_dead_set(tree: &str, procs: u32, density: f64, seed: u64) -> (Vec<Tick
     (death, dead)
 }
 
+/// Seeded dead sets (the root alive) of 2 to 399 ranks, sparse to dense, on
+/// each of [`TREES`], and a correction distance d from 1 to 5: the tree, P,
+/// d, the death times and the dead ranks.
+fn dead_sets() -> impl Strategy<Value = (&'static str, u32, u32, Vec<Tick>, Vec<Rank>)> {
+    let inputs = (
+        0..TREES.len(),
+        2u32..400,
+        0.0f64..0.9,
+        1u32..6,
+        any::<u64>(),
+    );
+    inputs.prop_map(|(tree, procs, density, d, seed)| {
+        let (death, dead) = seeded_dead_set(TREES[tree], procs, density, seed);
+        (TREES[tree], procs, d, death, dead)
+    })
+}
+
 proptest! {
     // Thousands of seeded dead sets, sparse to dense.
     #![proptest_config(ProptestConfig::with_cases(3000))]
@@ -199,16 +216,9 @@ proptest! {
     /// opportunistic correction with the same d and dead set, and sends no
     /// more messages.
     #[test]
-    fn optimized_is_no_less_safe_than_opportunistic(
-        procs in 2u32..400,
-        density in 0.0f64..0.9,
-        d in 1u32..6,
-        seed in any::<u64>(),
-        tree in 0usize..TREES.len(),
-    ) {
-        let (_, dead) = seeded_dead_set(TREES[tree], procs, density, seed);
-        let (plain, v1, m1) = run_with_dead(TREES[tree], procs, Correction::Opportunistic { distance: d }, &dead);
-        let (opt, v2, m2) = run_with_dead(TREES[tree], procs, Correction::Optimized { distance: d }, &dead);
+    fn optimized_is_no_less_safe_than_opportunistic((tree, procs, d, _, dead) in dead_sets()) {
+        let (plain, v1, m1) = run_with_dead(tree, procs, Correction::Opportunistic { distance: d }, &dead);
+        let (opt, v2, m2) = run_with_dead(tree, procs, Correction::Optimized { distance: d }, &dead);
         prop_assert_eq!(v1 + v2, 0);
         for r in 0..procs as usize {
             prop_assert!(opt[r] || !plain[r], "rank {} colored by plain but not optimized", r);
@@ -223,16 +233,11 @@ proptest! {
     /// every shorter run.
     #[test]
     fn relaying_and_forwarding_color_what_opportunistic_does_relaying_past_short_dead_runs(
-        procs in 2u32..400,
-        density in 0.0f64..0.9,
-        d in 1u32..6,
-        seed in any::<u64>(),
-        tree in 0usize..TREES.len(),
+        (tree, procs, d, death, dead) in dead_sets(),
     ) {
-        let (death, dead) = seeded_dead_set(TREES[tree], procs, density, seed);
-        let (plain, v1, _) = run_with_dead(TREES[tree], procs, Correction::Opportunistic { distance: d }, &dead);
-        let (relay, v2, _) = run_with_dead(TREES[tree], procs, Correction::Relaying { distance: d }, &dead);
-        let (forward, v3, _) = run_with_dead(TREES[tree], procs, Correction::Forwarding { distance: d }, &dead);
+        let (plain, v1, _) = run_with_dead(tree, procs, Correction::Opportunistic { distance: d }, &dead);
+        let (relay, v2, _) = run_with_dead(tree, procs, Correction::Relaying { distance: d }, &dead);
+        let (forward, v3, _) = run_with_dead(tree, procs, Correction::Forwarding { distance: d }, &dead);
         prop_assert_eq!(v1 + v2 + v3, 0);
         for r in 0..procs as usize {
             prop_assert!(relay[r] || !plain[r], "rank {} colored by plain but not relaying", r);
@@ -260,19 +265,9 @@ fn relaying_and_forwarding_bridge_a_gap_of_live_ranks() {
     let (procs, d) = (256, 4);
     // In-order binomial numbering: rank 1's subtree is the contiguous range
     // 1..129 (half the ring), all alive but rank 1.
-    let dead = [1];
-    let (plain, _, m_plain) = run_with_dead(
-        "inorder-binomial",
-        procs,
-        Correction::Opportunistic { distance: d },
-        &dead,
-    );
-    let (relay, v, m_relay) = run_with_dead(
-        "inorder-binomial",
-        procs,
-        Correction::Relaying { distance: d },
-        &dead,
-    );
+    let run = |correction| run_with_dead("inorder-binomial", procs, correction, &[1]);
+    let (plain, _, m_plain) = run(Correction::Opportunistic { distance: d });
+    let (relay, v, m_relay) = run(Correction::Relaying { distance: d });
     assert_eq!(v, 0);
     let uncolored = |c: &[bool]| (0..procs as usize).filter(|&r| r != 1 && !c[r]).count();
     assert!(
@@ -282,12 +277,7 @@ fn relaying_and_forwarding_bridge_a_gap_of_live_ranks() {
     );
     assert_eq!(uncolored(&relay), 0);
     assert!(m_relay > m_plain);
-    let (forward, v, _) = run_with_dead(
-        "inorder-binomial",
-        procs,
-        Correction::Forwarding { distance: d },
-        &dead,
-    );
+    let (forward, v, _) = run(Correction::Forwarding { distance: d });
     assert_eq!(v, 0);
     assert_eq!(uncolored(&forward), 0);
 }

@@ -3,10 +3,12 @@
 //! latency against the paper's T_BIG, its work, and its weak consistency
 //! under fewer than log2 N failures, exhaustively at N = 16.
 
+mod common;
+
 use corrected::protocol::gossip::big::ceil_log2;
 use corrected::protocol::gossip::{bfb_latency, big_latency, big_messages};
 use corrected::sim::{BigScenario, BigSim, FaultPlan, NEVER};
-use corrected::types::{LogP, Tick};
+use corrected::types::LogP;
 
 const PAPER: LogP = LogP::PAPER;
 
@@ -61,16 +63,7 @@ fn consistent_under_fewer_than_log2_n_failures_exhaustively() {
                 continue;
             }
             // Bit i kills node i + 1: never the root.
-            let death: Vec<Tick> = (0..procs)
-                .map(|r| {
-                    if r > 0 && mask & (1 << (r - 1)) != 0 {
-                        0
-                    } else {
-                        NEVER
-                    }
-                })
-                .collect();
-            let run = sim.run_with(&death, &[]);
+            let run = sim.run_with(&common::dead_set(procs, mask), &[]);
             assert_eq!(run.consistency, 1.0, "N = {procs}, dead mask {mask:#b}");
             assert_eq!(run.violations, 0);
             assert_eq!(run.failed, mask.count_ones());

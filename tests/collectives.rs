@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use corrected::protocol::reduce::{FailureScheme, ReducePlan};
-use corrected::runtime::{Fault, FaultSchedule, RankOutcome, SystemOperation, Team};
+use corrected::runtime::{Fault, FaultSchedule, RankOutcome, SystemOperation, Team, TeamReport};
 use corrected::sim::engine::NEVER;
 use corrected::sim::reduce::{includes_exactly, input_of};
 use corrected::types::{LogP, Rank, Tick};
@@ -21,14 +21,28 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 fn team(ranks: u32, f: u32, faults: FaultSchedule) -> Team {
-    Team::builder()
-        .ranks(ranks)
+    common::recorded_team(ranks, faults)
         .fault_budget(f)
-        .faults(faults)
-        .op_timeout(Duration::from_secs(20))
-        .op_records(true)
         .build()
         .unwrap()
+}
+
+/// Per rank, the results of `ops(rank)` allreduces summing `input(rank)`.
+fn sums(
+    t: &Team,
+    ops: impl Fn(Rank) -> u32 + Sync,
+    input: impl Fn(Rank) -> u64 + Sync,
+) -> TeamReport<Vec<Result<u64, Error>>> {
+    t.run(|comm| {
+        let me = input(comm.rank());
+        (0..ops(comm.rank()))
+            .map(|_| {
+                let mut out = 0u64;
+                comm.all_reduce_into(&me, &mut out, SystemOperation::sum())
+                    .map(|_| out)
+            })
+            .collect()
+    })
 }
 
 fn wrapping_sum(a: &u64, b: &u64) -> u64 {
@@ -279,16 +293,7 @@ fn hanging_ranks_are_found(records: bool) {
         .op_records(records)
         .build()
         .unwrap();
-    let report = t.run(|comm| {
-        let me = comm.rank() as u64 + 1;
-        (0..3)
-            .map(|_| {
-                let mut out = 0u64;
-                comm.all_reduce_into(&me, &mut out, SystemOperation::sum())
-                    .map(|_| out)
-            })
-            .collect::<Vec<_>>()
-    });
+    let report = sums(&t, |_| 3, |r| u64::from(r) + 1);
     let all: u64 = (1..=12).sum();
     for (r, got) in report.returned() {
         if r == 0 || r == 2 {
@@ -316,16 +321,7 @@ fn a_killed_root_is_retried_and_later_operations_go_on() {
     let _s = serial();
     // Rank 0, the first allreduce root, dies before operation 1.
     let t = team(16, 1, FaultSchedule::none().kill(0, 1));
-    let report = t.run(|comm| {
-        let me = comm.rank() as u64;
-        (0..50)
-            .map(|_| {
-                let mut out = 0u64;
-                comm.all_reduce_into(&me, &mut out, SystemOperation::sum())
-                    .map(|_| out)
-            })
-            .collect::<Vec<_>>()
-    });
+    let report = sums(&t, |_| 50, u64::from);
     let all: u64 = (0..16).sum();
     for (r, got) in report.returned().filter(|&(r, _)| r != 0) {
         assert_eq!(got[0], Ok(all), "rank {r}");
@@ -418,17 +414,7 @@ fn mismatched_collectives_and_bad_input_are_typed_errors() {
 fn a_rank_that_leaves_early_counts_as_failed_for_what_it_skips() {
     let _s = serial();
     let t = team(9, 1, FaultSchedule::none());
-    let report = t.run(|comm| {
-        let me = comm.rank() as u64;
-        let rounds = if comm.rank() == 4 { 1 } else { 3 };
-        (0..rounds)
-            .map(|_| {
-                let mut out = 0u64;
-                comm.all_reduce_into(&me, &mut out, SystemOperation::sum())
-                    .map(|_| out)
-            })
-            .collect::<Vec<_>>()
-    });
+    let report = sums(&t, |r| if r == 4 { 1 } else { 3 }, u64::from);
     let all: u64 = (0..9).sum();
     for (r, got) in report.returned() {
         assert_eq!(got[0], Ok(all), "rank {r}");

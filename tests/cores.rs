@@ -11,6 +11,8 @@
 //! two combined by `+`: a value shows which inputs it includes, and an input
 //! counted twice shows as a carry.
 
+mod common;
+
 use std::ops::Range;
 
 use corrected::protocol::allreduce::{Allreduce, AllreduceOutput, AllreducePlan};
@@ -21,7 +23,7 @@ use corrected::protocol::reduce::{
 };
 use corrected::protocol::script::Script;
 use corrected::protocol::{Event, Header, Msg, Protocol, Tag, Transmit};
-use corrected::sim::{BcastScenario, BcastSim, Engine, FaultPlan, NEVER};
+use corrected::sim::{BcastScenario, BcastSim, Engine, FaultPlan};
 use corrected::topology::{Shape, Tree, TreeSpec};
 use corrected::types::{Collective, LogP, Rank, Tick};
 use rand::{Rng, SeedableRng};
@@ -44,9 +46,26 @@ fn bplan(spec: TreeSpec, procs: u32, correction: Correction, sync_start: Tick) -
     )
 }
 
-/// The core of `me` in a broadcast from `root` (the root gets the value).
+/// The core of `me` in a broadcast from `root` (the root gets the value),
+/// started at 0.
 fn bcore(plan: &BcastPlan, root: Rank, me: Rank) -> Script<Bcast<'_, u8>> {
-    Script::new(Bcast::new(plan, root, me, 0, (me == root).then_some(VALUE)).unwrap())
+    let mut s = Script::new(Bcast::new(plan, root, me, 0, (me == root).then_some(VALUE)).unwrap());
+    s.start(0);
+    s
+}
+
+/// [`bcore`] of `me`, colored by the tree: its `parent`'s tree message
+/// delivered at `at`.
+fn colored_by_tree(
+    plan: &BcastPlan,
+    root: Rank,
+    me: Rank,
+    at: Tick,
+    parent: Rank,
+) -> Script<Bcast<'_, u8>> {
+    let mut s = bcore(plan, root, me);
+    s.deliver(at, parent, bmsg(root, Tag::Tree));
+    s
 }
 
 fn bmsg(root: Rank, tag: Tag) -> Msg<u8> {
@@ -111,7 +130,6 @@ fn opportunistic_sends_tree_children_then_d_each_way() {
     for d in [1, 3, 7] {
         let plan = bplan(BINOMIAL, P, Correction::Opportunistic { distance: d }, 0);
         let mut s = bcore(&plan, 0, 1);
-        s.start(0);
         assert_eq!(s.sends(0), [], "uncolored: silent");
         s.deliver(4, 0, bmsg(0, Tag::Tree));
         assert_eq!(s.output(), Some(VALUE));
@@ -137,9 +155,7 @@ fn opportunistic_sends_tree_children_then_d_each_way() {
 fn checked_stops_each_side_at_the_nearest_sender_heard() {
     const P: u32 = 16;
     let plan = bplan(BINOMIAL, P, Correction::Checked, 0);
-    let mut s = bcore(&plan, 0, 5);
-    s.start(0);
-    s.deliver(4, 1, bmsg(0, Tag::Tree));
+    let mut s = colored_by_tree(&plan, 0, 5, 4, 1);
     assert_eq!(binomial_children(5, P), [13]);
     let first: Vec<_> = (0..3).map(|_| s.send(4).unwrap()).collect();
     assert_eq!(
@@ -165,9 +181,7 @@ fn checked_without_news_covers_the_ring_once() {
     const P: u32 = 16;
     for correction in [Correction::Checked, Correction::CheckedSync] {
         let plan = bplan(BINOMIAL, P, correction, 6);
-        let mut s = bcore(&plan, 0, 5);
-        s.start(0);
-        s.deliver(4, 1, bmsg(0, Tag::Tree));
+        let mut s = colored_by_tree(&plan, 0, 5, 4, 1);
         let mut want = tree_sends(&[13]);
         if correction.synchronized() {
             // Synchronized: the sweep waits for the common start.
@@ -191,9 +205,7 @@ fn checked_without_news_covers_the_ring_once() {
 fn checked_rotates_around_the_root() {
     const P: u32 = 16;
     let plan = bplan(BINOMIAL, P, Correction::Checked, 0);
-    let mut s = bcore(&plan, 3, 8);
-    s.start(0);
-    s.deliver(4, 4, bmsg(3, Tag::Tree));
+    let mut s = colored_by_tree(&plan, 3, 8, 4, 4);
     s.deliver(4, 10, bmsg(3, Tag::Leftward));
     s.deliver(4, 6, bmsg(3, Tag::Rightward));
     // A message of another root's broadcast is not this operation's.
@@ -230,18 +242,14 @@ fn optimized_skips_what_a_neighbour_covers() {
             .collect()
     };
 
-    let mut s = bcore(&plan, 0, 19);
-    s.start(0);
-    s.deliver(6, 3, bmsg(0, Tag::Tree));
+    let mut s = colored_by_tree(&plan, 0, 19, 6, 3);
     s.deliver(6, 23, bmsg(0, Tag::Leftward));
     let sends = s.sends(6);
     assert_eq!(split(&sends, Tag::Leftward), [14, 13, 12, 11]);
     assert_eq!(split(&sends, Tag::Rightward), (20..=27).collect::<Vec<_>>());
     assert_eq!(sends.len(), 12);
 
-    let mut s = bcore(&plan, 0, 19);
-    s.start(0);
-    s.deliver(6, 3, bmsg(0, Tag::Tree));
+    let mut s = colored_by_tree(&plan, 0, 19, 6, 3);
     s.deliver(6, 23, bmsg(0, Tag::Leftward));
     s.deliver(6, 17, bmsg(0, Tag::Rightward));
     let sends = s.sends(6);
@@ -250,9 +258,7 @@ fn optimized_skips_what_a_neighbour_covers() {
     assert!(s.core().is_quiescent());
 
     // A sender d or more away covers none of this rank's neighbours.
-    let mut s = bcore(&plan, 0, 19);
-    s.start(0);
-    s.deliver(6, 3, bmsg(0, Tag::Tree));
+    let mut s = colored_by_tree(&plan, 0, 19, 6, 3);
     s.deliver(6, 27, bmsg(0, Tag::Leftward));
     assert_eq!(dests(&s.sends(6)), alternating(19, d, P));
 }
@@ -281,7 +287,6 @@ fn a_rank_colored_by_correction_sends_no_correction_unless_relaying() {
         for spec in [BINOMIAL, kary4] {
             let plan = bplan(spec, P, correction, 10);
             let mut s = bcore(&plan, 0, 2);
-            s.start(0);
             s.deliver(3, 1, bmsg(0, Tag::Rightward));
             s.deliver(4, 4, bmsg(0, Tag::Leftward));
             assert_eq!(s.output(), Some(VALUE));
@@ -310,7 +315,6 @@ fn an_early_correction_message_then_the_tree_message() {
     const P: u32 = 16;
     let plan = bplan(BINOMIAL, P, Correction::Opportunistic { distance: 2 }, 0);
     let mut s = bcore(&plan, 0, 5);
-    s.start(0);
     s.deliver(2, 6, bmsg(0, Tag::Leftward));
     assert_eq!(s.output(), Some(VALUE));
     assert_eq!(s.sends(2), []);
@@ -321,18 +325,22 @@ fn an_early_correction_message_then_the_tree_message() {
     assert_eq!(dests(&s.sends(4)), want);
 }
 
+/// Delayed correction on 16 ranks, synchronized at T = 20 with a delay of
+/// 5: the plan, T and the delay.
+fn delayed() -> (BcastPlan, Tick, Tick) {
+    let (t, delay) = (20, 5);
+    let plan = bplan(BINOMIAL, 16, Correction::Delayed { delay }, t);
+    (plan, t, delay)
+}
+
 /// Delayed correction (Section 3.3), synchronized at T: at T one message to
 /// the left, then a deadline at T + delay; if nothing came from the right
 /// by then, a sweep to the right, one rank after the other, until
 /// something comes from the right.
 #[test]
 fn delayed_one_left_then_a_deadline_then_right_until_heard() {
-    const P: u32 = 16;
-    let (t, delay) = (20, 5);
-    let plan = bplan(BINOMIAL, P, Correction::Delayed { delay }, t);
-    let mut s = bcore(&plan, 0, 5);
-    s.start(0);
-    s.deliver(3, 1, bmsg(0, Tag::Tree));
+    let (plan, t, delay) = delayed();
+    let mut s = colored_by_tree(&plan, 0, 5, 3, 1);
     assert_eq!(dests(&s.sends(3)), tree_sends(&[13]));
     assert_eq!(s.deadline(), Some(t), "waits for the synchronized start");
     s.fire(t);
@@ -354,6 +362,18 @@ fn delayed_one_left_then_a_deadline_then_right_until_heard() {
     assert!(s.core().is_quiescent());
 }
 
+/// [`colored_by_tree`] of `me` under delayed correction synchronized at
+/// `t`, its `parent`'s tree message at 3: it sends to its tree children,
+/// then at `t` one message to the left.
+fn sent_left(plan: &BcastPlan, t: Tick, me: Rank, parent: Rank) -> Script<Bcast<'_, u8>> {
+    let mut s = colored_by_tree(plan, 0, me, 3, parent);
+    let children = binomial_children(me, plan.procs());
+    assert_eq!(dests(&s.sends(3)), tree_sends(&children));
+    s.fire(t);
+    assert_eq!(dests(&s.sends(t)), [(Tag::Leftward, me - 1)]);
+    s
+}
+
 /// One poll: role and destination.
 fn step(s: &mut Script<Bcast<'_, u8>>, now: Tick) -> Option<(Tag, Rank)> {
     s.send(now).map(|tx| (tx.msg.tag, tx.to))
@@ -363,15 +383,8 @@ fn step(s: &mut Script<Bcast<'_, u8>>, now: Tick) -> Option<(Tag, Rank)> {
 /// no sweep right at all; fault-free that is one message per process.
 #[test]
 fn delayed_heard_from_the_right_in_time_sends_one_message() {
-    const P: u32 = 16;
-    let (t, delay) = (20, 5);
-    let plan = bplan(BINOMIAL, P, Correction::Delayed { delay }, t);
-    let mut s = bcore(&plan, 0, 5);
-    s.start(0);
-    s.deliver(3, 1, bmsg(0, Tag::Tree));
-    s.sends(3);
-    s.fire(t);
-    assert_eq!(dests(&s.sends(t)), [(Tag::Leftward, 4)]);
+    let (plan, t, delay) = delayed();
+    let mut s = sent_left(&plan, t, 5, 1);
     s.deliver(t + 4, 6, bmsg(0, Tag::Leftward));
     assert_eq!(s.deadline(), None);
     assert_eq!(s.sends(t + delay), []);
@@ -384,16 +397,9 @@ fn delayed_heard_from_the_right_in_time_sends_one_message() {
 /// by correction does not, and sends nothing at all.
 #[test]
 fn delayed_tree_colored_rank_replies_stop_and_others_stay_silent() {
-    const P: u32 = 16;
-    let (t, delay) = (20, 5);
-    let plan = bplan(BINOMIAL, P, Correction::Delayed { delay }, t);
+    let (plan, t, delay) = delayed();
 
-    let mut tree_colored = bcore(&plan, 0, 5);
-    tree_colored.start(0);
-    tree_colored.deliver(3, 1, bmsg(0, Tag::Tree));
-    tree_colored.sends(3);
-    tree_colored.fire(t);
-    tree_colored.sends(t);
+    let mut tree_colored = sent_left(&plan, t, 5, 1);
     tree_colored.deliver(t + 1, 6, bmsg(0, Tag::Leftward));
     for (at, from) in [(t + delay + 4, 3), (t + delay + 6, 1)] {
         tree_colored.deliver(at, from, bmsg(0, Tag::Rightward));
@@ -402,7 +408,6 @@ fn delayed_tree_colored_rank_replies_stop_and_others_stay_silent() {
     assert!(tree_colored.core().is_quiescent());
 
     let mut by_correction = bcore(&plan, 0, 6);
-    by_correction.start(0);
     by_correction.deliver(t + delay + 4, 3, bmsg(0, Tag::Rightward));
     assert_eq!(by_correction.output(), Some(VALUE));
     assert_eq!(by_correction.sends(t + delay + 4), []);
@@ -466,9 +471,7 @@ fn delayed_tree_colored_rank_replies_stop_and_others_stay_silent() {
 /// happens, and a random-schedule sweep.
 #[test]
 fn a_third_pending_stop_reply_is_dropped() {
-    const P: u32 = 16;
-    let (t, delay) = (20, 5);
-    let plan = bplan(BINOMIAL, P, Correction::Delayed { delay }, t);
+    let (plan, t, delay) = delayed();
     // Three senders at distances 2, 4 and 6, handed in before X sends again.
     let mut batched = ready_x(&plan, t);
     for (i, from) in [12, 10, 8].into_iter().enumerate() {
@@ -492,16 +495,7 @@ fn a_third_pending_stop_reply_is_dropped() {
 /// X = 14 of 16 (delayed correction, synchronized at `t`), colored by the
 /// tree, after its left message and after hearing from 15 on its right.
 fn ready_x(plan: &BcastPlan, t: Tick) -> Script<Bcast<'_, u8>> {
-    let x = 14;
-    let mut s = bcore(plan, 0, x);
-    s.start(0);
-    s.deliver(3, 6, bmsg(0, Tag::Tree));
-    assert_eq!(
-        dests(&s.sends(3)),
-        tree_sends(&binomial_children(x, plan.procs()))
-    );
-    s.fire(t);
-    assert_eq!(dests(&s.sends(t)), [(Tag::Leftward, 13)]);
+    let mut s = sent_left(plan, t, 14, 6);
     s.deliver(t + 4, 15, bmsg(0, Tag::Leftward));
     s
 }
@@ -536,6 +530,16 @@ impl<'p> Held<'p> {
             .iter()
             .filter(|&&(_, r, tag)| r == to && tag == Tag::Stop)
             .count()
+    }
+
+    /// The senders of the `Rightward` messages it heard while held back, in
+    /// the order they came.
+    fn rightward_while_held(&self) -> Vec<Rank> {
+        self.heard
+            .iter()
+            .filter(|h| h.2 == Tag::Rightward && self.stall.contains(&h.0))
+            .map(|h| h.1)
+            .collect()
     }
 
     /// Senders of `Rightward` messages that came while this rank was
@@ -624,9 +628,7 @@ fn run_held<'p>(
             Held::new(core, stall)
         })
         .collect();
-    let death: Vec<Tick> = (0..procs)
-        .map(|r| if dead.contains(&r) { 0 } else { NEVER })
-        .collect();
+    let death = common::dead_from_start(procs, dead);
     let trace = Engine::new(LogP::PAPER).run(&mut cores, &death);
     let context = format!("dead {dead:?}, stalls {stalls:?}");
     for r in (0..procs).filter(|r| !dead.contains(r)) {
@@ -669,10 +671,7 @@ fn dropping_the_third_stop_reply_is_safe() {
         FaultPlan::dead(dead),
     )
     .unwrap();
-    let death: Vec<Tick> = (0..P)
-        .map(|r| if dead.contains(&r) { 0 } else { NEVER })
-        .collect();
-    let run = BcastSim::new(&sc).run_with(&death);
+    let run = BcastSim::new(&sc).run_with(&common::dead_from_start(P, &dead));
     assert_eq!((run.violations, run.uncolored_live), (0, 0));
     let free = run_held(&plan, &dead, &[]);
     for r in [8, 10, 12] {
@@ -682,12 +681,7 @@ fn dropping_the_third_stop_reply_is_safe() {
     // X held back from just after its left message until well after the sweeps.
     let held = run_held(&plan, &dead, &[(x, t + 1..t + delay + 30)]);
     let xs = &held[x as usize];
-    let senders: Vec<Rank> = xs
-        .heard
-        .iter()
-        .filter(|h| h.2 == Tag::Rightward && xs.stall.contains(&h.0))
-        .map(|h| h.1)
-        .collect();
+    let senders = xs.rightward_while_held();
     assert_eq!(
         senders,
         [12, 10, 8],
@@ -713,12 +707,7 @@ fn dropping_the_third_stop_reply_is_safe() {
         &[(x, t + 1..t + delay + 30), (12, t + 1..t + delay + 8)],
     );
     let xs = &held[x as usize];
-    let senders: Vec<Rank> = xs
-        .heard
-        .iter()
-        .filter(|h| h.2 == Tag::Rightward && xs.stall.contains(&h.0))
-        .map(|h| h.1)
-        .collect();
+    let senders = xs.rightward_while_held();
     assert_eq!(senders.len(), 3, "{senders:?}");
     assert_eq!(senders[2], 12, "the nearest comes last: {senders:?}");
     assert_eq!(xs.dropped(), [12]);
@@ -793,19 +782,13 @@ fn rplan(procs: u32, f: u32) -> ReducePlan {
     ReducePlan::new(BINOMIAL, procs, f, FailureScheme::List, LogP::PAPER).unwrap()
 }
 
+/// The reduce core of `me` (root 0), started at 0.
 fn rcore(plan: &ReducePlan, me: Rank) -> Script<Reduce<'_, u64, Add>> {
-    Script::new(
-        Reduce::new(
-            plan,
-            0,
-            me,
-            0,
-            Collective::Reduce,
-            Contribution::input(input(me)),
-            add as Add,
-        )
-        .unwrap(),
-    )
+    let input = Contribution::input(input(me));
+    let core = Reduce::new(plan, 0, me, 0, Collective::Reduce, input, add as Add).unwrap();
+    let mut s = Script::new(core);
+    s.start(0);
+    s
 }
 
 fn rmsg(root: Rank, kind: Collective, tag: Tag, c: Contribution<u64>) -> Msg<Contribution<u64>> {
@@ -840,6 +823,24 @@ fn partial(value: u64, info: FailureInfo) -> Msg<Contribution<u64>> {
     )
 }
 
+/// The partial result `value` of a subtree that reports no failure.
+fn complete(value: u64) -> Msg<Contribution<u64>> {
+    partial(value, FailureInfo::default())
+}
+
+/// The value the root delivered, if it did.
+fn root_value(out: Option<ReduceOutput<u64>>) -> Option<u64> {
+    match out {
+        Some(ReduceOutput::Root { value, .. }) => Some(value),
+        _ => None,
+    }
+}
+
+/// The up-corrections of an input to `peers`, in turn.
+fn up_corrections(peers: &[Rank]) -> Vec<(Tag, Rank)> {
+    peers.iter().map(|&p| (Tag::UpCorrection, p)).collect()
+}
+
 /// Failure information as the list scheme builds it: `(rank, in the tree)`.
 fn failures(noted: &[(Rank, bool)]) -> FailureInfo {
     let mut info = FailureInfo::default();
@@ -860,12 +861,8 @@ fn failures(noted: &[(Rank, bool)]) -> FailureInfo {
 fn reduce_non_root_up_corrects_then_waits_for_its_children() {
     let plan = rplan(7, 2);
     let mut s = rcore(&plan, 2);
-    s.start(0);
     let sends = s.sends(0);
-    assert_eq!(
-        dests(&sends),
-        [(Tag::UpCorrection, 1), (Tag::UpCorrection, 3)]
-    );
+    assert_eq!(dests(&sends), up_corrections(&[1, 3]));
     for tx in &sends {
         assert_eq!(tx.msg.payload, Contribution::input(input(2)));
         assert_eq!((tx.msg.kind, tx.msg.root), (Collective::Reduce, 0));
@@ -879,7 +876,7 @@ fn reduce_non_root_up_corrects_then_waits_for_its_children() {
     assert_eq!(s.sends(2), []);
     assert!(s.core().is_quiescent());
     // 5's partial result: 5 up-corrected with 4 and 6.
-    s.deliver(3, 5, partial(sum([4, 5, 6]), FailureInfo::default()));
+    s.deliver(3, 5, complete(sum([4, 5, 6])));
     let sends = s.sends(3);
     assert_eq!(dests(&sends), [(Tag::Upward, 0)]);
     assert_eq!(
@@ -899,7 +896,6 @@ fn reduce_non_root_up_corrects_then_waits_for_its_children() {
 fn reduce_failed_child_sets_subtree_failed_and_a_failed_peer_does_not() {
     let plan = rplan(7, 1);
     let mut s = rcore(&plan, 2);
-    s.start(0);
     assert_eq!(dests(&s.sends(0)), [(Tag::UpCorrection, 1)]);
     s.fail(1, 1);
     assert_eq!(s.core().awaiting(), Some(4));
@@ -919,11 +915,10 @@ fn reduce_failed_child_sets_subtree_failed_and_a_failed_peer_does_not() {
 
     // The peer alone failing leaves the bit clear.
     let mut s = rcore(&plan, 2);
-    s.start(0);
     s.sends(0);
     s.fail(1, 1);
-    s.deliver(2, 4, partial(sum([3, 4]), FailureInfo::default()));
-    s.deliver(2, 6, partial(sum([5, 6]), FailureInfo::default()));
+    s.deliver(2, 4, complete(sum([3, 4])));
+    s.deliver(2, 6, complete(sum([5, 6])));
     let got = s.sends(2)[0].msg.payload;
     assert_eq!(got.value, sum([2, 3, 4, 5, 6]));
     assert!(!got.info.subtree_failed);
@@ -938,7 +933,6 @@ fn reduce_failed_child_sets_subtree_failed_and_a_failed_peer_does_not() {
 fn reduce_root_takes_the_first_complete_subtree() {
     let plan = rplan(7, 1);
     let mut s = rcore(&plan, 0);
-    s.start(0);
     assert_eq!(s.sends(0), [], "in no group: no up-correction");
     assert_eq!(s.core().awaiting(), Some(1));
     // The paper's Figure 2: 1 died, subtree 1 is incomplete; 2, 1's group
@@ -964,12 +958,8 @@ fn reduce_root_takes_the_first_complete_subtree() {
 
     // The first complete answer wins even with another one still pending.
     let mut s = rcore(&plan, 0);
-    s.start(0);
-    s.deliver(1, 2, partial(sum(1..7), FailureInfo::default()));
-    assert!(matches!(
-        s.output(),
-        Some(ReduceOutput::Root { value, .. }) if value == sum(0..7)
-    ));
+    s.deliver(1, 2, complete(sum(1..7)));
+    assert_eq!(root_value(s.output()), Some(sum(0..7)));
 }
 
 /// P = 8, f = 2: groups {1, 2, 3}, {4, 5, 6} and the short last group {7}
@@ -983,34 +973,29 @@ fn reduce_root_in_a_group_completes_subtrees_without_a_member() {
     let all = sum(0..8);
 
     let mut s = rcore(&plan, 0);
-    s.start(0);
     assert_eq!(dests(&s.sends(0)), [(Tag::UpCorrection, 7)]);
     assert_eq!(s.core().awaiting(), Some(7));
-    s.deliver(1, 1, partial(all, FailureInfo::default()));
-    assert!(
-        matches!(s.output(), Some(ReduceOutput::Root { value, .. }) if value == all),
+    s.deliver(1, 1, complete(all));
+    assert_eq!(
+        root_value(s.output()),
+        Some(all),
         "subtree 1 already holds the root's input: taken as is"
     );
 
     let mut s = rcore(&plan, 0);
-    s.start(0);
     s.sends(0);
-    s.deliver(1, 2, partial(sum(1..7), FailureInfo::default()));
+    s.deliver(1, 2, complete(sum(1..7)));
     assert_eq!(s.output(), None, "needs 7's input first");
     assert_eq!(s.core().awaiting(), Some(7));
     s.deliver(2, 7, up(input(7)));
-    assert!(matches!(s.output(), Some(ReduceOutput::Root { value, .. }) if value == all));
+    assert_eq!(root_value(s.output()), Some(all));
 
     // 7 failed: subtree 3's result plus the root's own input, without 7's.
     let mut s = rcore(&plan, 0);
-    s.start(0);
     s.sends(0);
     s.fail(1, 7);
-    s.deliver(2, 3, partial(sum(1..7), FailureInfo::default()));
-    assert!(matches!(
-        s.output(),
-        Some(ReduceOutput::Root { value, .. }) if value == sum(0..7)
-    ));
+    s.deliver(2, 3, complete(sum(1..7)));
+    assert_eq!(root_value(s.output()), Some(sum(0..7)));
 }
 
 /// With no subtree complete (more than f failures) the root says so
@@ -1019,7 +1004,6 @@ fn reduce_root_in_a_group_completes_subtrees_without_a_member() {
 fn reduce_root_with_no_complete_subtree_reports_too_many_failures() {
     let plan = rplan(7, 1);
     let mut s = rcore(&plan, 0);
-    s.start(0);
     // 2, 4 and 5 died. Subtree 1 = {1, 3, 5}: 1 lost its peer 2 and its
     // child 5, 3 lost its peer 4.
     let below = failures(&[(2, false), (4, false), (5, true)]);
@@ -1075,6 +1059,19 @@ fn failures_in(scheme: FailureScheme, noted: &[(Rank, bool)]) -> FailureInfo {
     info
 }
 
+/// Calls `test(scheme, root)` for each failure scheme with the core of the
+/// root of `procs` ranks, fault budget `f`.
+fn for_both_schemes(
+    procs: u32,
+    f: u32,
+    mut test: impl FnMut(FailureScheme, &mut Script<Reduce<'_, u64, Add>>),
+) {
+    for scheme in [FailureScheme::List, FailureScheme::Count] {
+        let plan = rplan_with(procs, f, scheme);
+        test(scheme, &mut rcore(&plan, 0));
+    }
+}
+
 /// The root's information, checked: one failure of `rank`.
 fn once(out: Option<ReduceOutput<u64>>, scheme: FailureScheme, rank: Rank, value: u64) {
     match out {
@@ -1094,15 +1091,12 @@ fn once(out: Option<ReduceOutput<u64>>, scheme: FailureScheme, rank: Rank, value
 /// too. One rank failed; the root says two.
 #[test]
 fn reduce_root_counts_a_failed_root_child_once() {
-    for scheme in [FailureScheme::List, FailureScheme::Count] {
-        let plan = rplan_with(7, 1, scheme);
-        let mut s = rcore(&plan, 0);
-        s.start(0);
+    for_both_schemes(7, 1, |scheme, s| {
         s.fail(1, 1);
         let below = failures_in(scheme, &[(1, false)]);
         s.deliver(2, 2, partial(sum([2, 3, 4, 5, 6]), below));
         once(s.output(), scheme, 1, sum([0, 2, 3, 4, 5, 6]));
-    }
+    });
 }
 
 /// Regression (see the note above). P = 9, f = 2: the root's group is {7, 8,
@@ -1112,14 +1106,8 @@ fn reduce_root_counts_a_failed_root_child_once() {
 /// own notes: 7 twice.
 #[test]
 fn reduce_root_counts_a_failed_group_peer_once() {
-    for scheme in [FailureScheme::List, FailureScheme::Count] {
-        let plan = rplan_with(9, 2, scheme);
-        let mut s = rcore(&plan, 0);
-        s.start(0);
-        assert_eq!(
-            dests(&s.sends(0)),
-            [(Tag::UpCorrection, 7), (Tag::UpCorrection, 8)]
-        );
+    for_both_schemes(9, 2, |scheme, s| {
+        assert_eq!(dests(&s.sends(0)), up_corrections(&[7, 8]));
         s.fail(1, 7);
         // Subtree 1 = {1, 4, 7}: 7's parent 4 finds it failed.
         s.deliver(2, 1, partial(sum(1..7), failures_in(scheme, &[(7, true)])));
@@ -1127,7 +1115,7 @@ fn reduce_root_counts_a_failed_group_peer_once() {
         let without_7 = sum(0..9) - input(7);
         s.deliver(3, 2, partial(without_7, failures_in(scheme, &[(7, false)])));
         once(s.output(), scheme, 7, without_7);
-    }
+    });
 }
 
 /// Regression (see the note above). P = 3, f = 2: one group holds the team; the
@@ -1135,18 +1123,12 @@ fn reduce_root_counts_a_failed_group_peer_once() {
 /// as both.
 #[test]
 fn reduce_root_of_one_group_counts_a_failed_rank_once() {
-    for scheme in [FailureScheme::List, FailureScheme::Count] {
-        let plan = rplan_with(3, 2, scheme);
-        let mut s = rcore(&plan, 0);
-        s.start(0);
-        assert_eq!(
-            dests(&s.sends(0)),
-            [(Tag::UpCorrection, 1), (Tag::UpCorrection, 2)]
-        );
+    for_both_schemes(3, 2, |scheme, s| {
+        assert_eq!(dests(&s.sends(0)), up_corrections(&[1, 2]));
         s.fail(1, 1);
         s.deliver(2, 2, up(input(2)));
         once(s.output(), scheme, 1, sum([0, 2]));
-    }
+    });
 }
 
 /// Regression (see the note above). P = 7, f = 1, ranks 2, 4 and 5 dead: three
@@ -1156,7 +1138,6 @@ fn reduce_root_of_one_group_counts_a_failed_rank_once() {
 fn reduce_too_many_failures_counts_each_failed_rank_once() {
     let plan = rplan_with(7, 1, FailureScheme::Count);
     let mut s = rcore(&plan, 0);
-    s.start(0);
     let below = failures_in(FailureScheme::Count, &[(2, false), (4, false), (5, true)]);
     s.deliver(1, 1, partial(sum([1, 3]), below));
     s.fail(2, 2);
@@ -1204,6 +1185,33 @@ fn asends(sends: &[Transmit<Msg<Contribution<u64>>>]) -> Vec<(Tag, Rank, Rank, u
         .collect()
 }
 
+/// Root `root` reported failed to rank 3 at `now`: it moves to the next
+/// round and, its group complete and its tree child known failed, sends
+/// its input to its group `peer` and at once `value` up to its `parent`,
+/// its subtree incomplete. Returns those sends.
+fn next_round(
+    s: &mut Script<Allreduce<'_, u64, Add>>,
+    now: Tick,
+    root: Rank,
+    peer: Rank,
+    parent: Rank,
+    value: u64,
+) -> Vec<Transmit<Msg<Contribution<u64>>>> {
+    s.fail(now, root);
+    let round = root + 1;
+    assert_eq!(s.core().root(), round);
+    let sends = s.sends(now);
+    assert_eq!(
+        asends(&sends),
+        [
+            (Tag::UpCorrection, peer, round, input(3), false),
+            (Tag::Upward, parent, round, value, false),
+        ]
+    );
+    assert!(sends[1].msg.payload.info.subtree_failed);
+    sends
+}
+
 /// An undecided rank: round 0 until root 0 is reported failed, then round
 /// 1 (messages carry root 1), then round 2 when root 1 fails too. A
 /// message of a later round waits until the rank gets there, and is then
@@ -1226,17 +1234,7 @@ fn allreduce_retry_holds_later_rounds_and_drops_abandoned_ones() {
 
     // Root 0 fails: round 1. Rank 2's held message completes the group, and
     // the child (rank 0) is known failed: up at once, subtree incomplete.
-    s.fail(2, 0);
-    assert_eq!(s.core().root(), 1);
-    let sends = s.sends(2);
-    assert_eq!(
-        asends(&sends),
-        [
-            (Tag::UpCorrection, 2, 1, input(3), false),
-            (Tag::Upward, 1, 1, sum([2, 3]), false),
-        ]
-    );
-    assert!(sends[1].msg.payload.info.subtree_failed);
+    let sends = next_round(&mut s, 2, 0, 2, 1, sum([2, 3]));
     assert_eq!(sends[1].msg.payload.info.ranks(), [0]);
 
     // Round 0's message from rank 4 comes late: dropped.
@@ -1244,17 +1242,7 @@ fn allreduce_retry_holds_later_rounds_and_drops_abandoned_ones() {
     assert_eq!(s.sends(3), []);
 
     // Root 1 fails: round 2, where rank 4's held message is applied.
-    s.fail(4, 1);
-    assert_eq!(s.core().root(), 2);
-    let sends = s.sends(4);
-    assert_eq!(
-        asends(&sends),
-        [
-            (Tag::UpCorrection, 4, 2, input(3), false),
-            (Tag::Upward, 2, 2, sum([3, 4]), false),
-        ]
-    );
-    assert!(sends[1].msg.payload.info.subtree_failed);
+    next_round(&mut s, 4, 1, 4, 2, sum([3, 4]));
     assert_eq!(s.output(), None);
 
     // Root 2's broadcast brings the result (rank 3 is virtual 1, child of 0).

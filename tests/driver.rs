@@ -2,7 +2,7 @@
 //! transport (`driver::memory`): one rank driven, the others played by the
 //! test, time virtual (it moves only when the driver reads or waits).
 
-use corrected::driver::memory::MemoryNet;
+use corrected::driver::memory::{MemoryNet, MemoryTransport};
 use corrected::driver::{Driver, DriverConfig};
 use corrected::protocol::bcast::{Bcast, BcastPlan, Correction};
 use corrected::protocol::{Event, Header, Leave, Msg, Protocol, Tag, Transmit};
@@ -135,14 +135,22 @@ fn msg(op: u32, kind: Collective, root: Rank, tag: Tag, payload: u64) -> Msg<u64
     }
 }
 
+/// Four ranks over the memory network, their plan, and rank `rank`'s driver.
+fn four_ranks<'t>(
+    rank: Rank,
+    config: DriverConfig,
+) -> (MemoryNet<u64>, BcastPlan, Driver<'t, MemoryTransport<u64>>) {
+    let net = MemoryNet::new(4, 1, 64);
+    let driver = Driver::new(net.transport(rank), config);
+    (net, plan(4), driver)
+}
+
 /// A message of the current operation from another collective ends the
 /// call with a mismatch that names both calls; it does not wait for the
 /// timeout.
 #[test]
 fn a_message_of_another_collective_is_a_mismatch() {
-    let net = MemoryNet::<u64>::new(4, 1, 64);
-    let plan = plan(4);
-    let mut driver = Driver::new(net.transport(2), DriverConfig::default());
+    let (net, plan, mut driver) = four_ranks(2, DriverConfig::default());
     let op = driver.enter().unwrap();
     net.inject(1, 2, msg(op, Collective::Reduce, 1, Tag::Upward, 7));
     let mut core = Bcast::new(&plan, 1, 2, op, None).unwrap();
@@ -165,13 +173,11 @@ fn a_message_of_another_collective_is_a_mismatch() {
 /// of virtual time, never hangs.
 #[test]
 fn a_silent_root_times_out() {
-    let net = MemoryNet::<u64>::new(4, 1, 64);
-    let plan = plan(4);
     let config = DriverConfig {
         op_timeout: 5_000_000,
         ..DriverConfig::default()
     };
-    let mut driver = Driver::new(net.transport(3), config);
+    let (net, plan, mut driver) = four_ranks(3, config);
     let op = driver.enter().unwrap();
     let mut core = Bcast::<u64>::new(&plan, 0, 3, op, None).unwrap();
     let err = driver.drive(op, None, &mut core).unwrap_err();
@@ -184,9 +190,7 @@ fn a_silent_root_times_out() {
 /// core, here a root that still has correction to send.
 #[test]
 fn early_messages_wait_and_kept_cores_are_served() {
-    let net = MemoryNet::<u64>::new(4, 1, 64);
-    let plan = plan(4);
-    let mut driver = Driver::new(net.transport(1), DriverConfig::default());
+    let (net, plan, mut driver) = four_ranks(1, DriverConfig::default());
     // Operation 1's tree message from root 0 comes during operation 0.
     net.inject(0, 1, msg(1, Collective::Broadcast, 0, Tag::Tree, 11));
     let op0 = driver.enter().unwrap();
@@ -222,9 +226,7 @@ fn early_messages_wait_and_kept_cores_are_served() {
 /// root's message comes, and rank 3 must deliver the root's.
 #[test]
 fn a_rank_known_failed_is_not_heard() {
-    let net = MemoryNet::<u64>::new(4, 1, 64);
-    let plan = plan(4);
-    let mut driver = Driver::new(net.transport(3), DriverConfig::default());
+    let (net, plan, mut driver) = four_ranks(3, DriverConfig::default());
     let op0 = driver.enter().unwrap();
     net.fail(1);
     net.inject(0, 3, msg(op0, Collective::Broadcast, 0, Tag::Tree, 10));
@@ -247,14 +249,12 @@ fn a_rank_known_failed_is_not_heard() {
 #[test]
 fn a_root_failed_inside_the_broadcast_is_waited_for_root_wait() {
     use corrected::driver::PeerView;
-    let net = MemoryNet::<u64>::new(4, 1, 64);
-    let plan = plan(4);
     let config = DriverConfig {
         failure_timeout: 50_000_000,
         root_wait: 5_000_000,
         ..DriverConfig::default()
     };
-    let mut driver = Driver::new(net.transport(3), config);
+    let (net, plan, mut driver) = four_ranks(3, config);
     let op = driver.enter().unwrap();
     let inside = PeerView {
         entered: op + 1,

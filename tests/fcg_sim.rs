@@ -5,6 +5,9 @@
 //! small N for f = 1 and over pairs of victims for f = 2; Corollary 3 (any
 //! dead set fixed before the operation); the SOS path.
 
+mod common;
+
+use common::{assert_every_live_node_reached, dead_set};
 use corrected::protocol::gossip::{
     gossip_time, sos_timeout, GossipCorrection, GossipPlan, GossipVariant,
 };
@@ -57,8 +60,7 @@ fn fault_free_fcg_colors_everyone_without_sos() {
             for seed in 0..20 {
                 let run = sim.run(seed);
                 let what = format!("N = {procs}, f = {f}, T = {stop}, seed {seed}");
-                assert_eq!(run.violations, 0, "{what}: {run:?}");
-                assert_eq!(run.consistency, 1.0, "{what}: {run:?}");
+                assert_every_live_node_reached(&run, &what);
                 assert_eq!(run.sos_nodes, 0, "{what}: {run:?}");
                 let most = sim
                     .last_trace()
@@ -196,19 +198,9 @@ fn any_dead_set_before_the_operation_reaches_every_live_node() {
             let sc = fcg(procs, L2, stop, f, FaultPlan::none());
             let mut sim = GossipSim::new(&sc);
             for set in 0u32..1 << (procs - 1) {
-                let death: Vec<Tick> = (0..procs)
-                    .map(|r| {
-                        if r > 0 && set & (1 << (r - 1)) != 0 {
-                            0
-                        } else {
-                            NEVER
-                        }
-                    })
-                    .collect();
-                let run = sim.run_with(u64::from(set), &death, &[]);
+                let run = sim.run_with(u64::from(set), &dead_set(procs, set), &[]);
                 let what = format!("f {f} T {stop} dead set {set:#b}");
-                assert_eq!(run.violations, 0, "{what}: {run:?}");
-                assert_eq!(run.consistency, 1.0, "{what}: {run:?}");
+                assert_every_live_node_reached(&run, &what);
             }
         }
     }

@@ -17,7 +17,7 @@
 
 mod common;
 
-use common::{for_each_death_time, for_each_send_death, one_ack_wave, subsets};
+use common::{dead_from_start, for_each_death_time, for_each_send_death, one_ack_wave, subsets};
 use corrected::protocol::Tag;
 use corrected::sim::{CollectiveRun, FaultPlan, FtcoReduceScenario, FtcoReduceSim, Tally, NEVER};
 use corrected::topology::{Shape, Tree, TreeSpec};
@@ -28,6 +28,8 @@ const BINARY: TreeSpec = TreeSpec::interleaved(Shape::KAry(2));
 const QUAD: TreeSpec = TreeSpec::interleaved(Shape::KAry(4));
 /// FTCO's own tree (Section 5.2.1).
 const KNOMIAL: TreeSpec = TreeSpec::interleaved(Shape::KNomial(3));
+/// The trees the exhaustive tests sweep.
+const FOUR_TREES: [TreeSpec; 4] = [BINOMIAL, BINARY, QUAD, KNOMIAL];
 const KINDS: [Collective; 2] = [Collective::Reduce, Collective::Allreduce];
 
 fn paper() -> LogP {
@@ -41,6 +43,11 @@ fn scenario(
     timeout: Option<Tick>,
 ) -> FtcoReduceScenario {
     FtcoReduceScenario::new(kind, spec, procs, paper(), timeout, FaultPlan::none()).unwrap()
+}
+
+/// A fault-free scenario on `logp`, default timeout.
+fn fault_free(kind: Collective, spec: TreeSpec, procs: u32, logp: LogP) -> FtcoReduceScenario {
+    FtcoReduceScenario::new(kind, spec, procs, logp, None, FaultPlan::none()).unwrap()
 }
 
 /// The plain tree's reduce, computed apart from the engine: a node sends
@@ -81,9 +88,7 @@ fn fault_free_latency_completion_and_messages() {
         ] {
             for procs in (1..=40).chain([100, 1000]) {
                 for kind in KINDS {
-                    let sc =
-                        FtcoReduceScenario::new(kind, spec, procs, logp, None, FaultPlan::none())
-                            .unwrap();
+                    let sc = fault_free(kind, spec, procs, logp);
                     let mut sim = FtcoReduceSim::new(&sc);
                     let run = sim.run(0);
                     let tree = sc.plan().tree();
@@ -172,13 +177,6 @@ fn each_scenario(
     }
 }
 
-/// The death times of `dead` (non-root ranks) dead from the start.
-fn dead_from_start(procs: u32, dead: &[Rank]) -> Vec<Tick> {
-    (0..procs)
-        .map(|r| if dead.contains(&r) { 0 } else { NEVER })
-        .collect()
-}
-
 /// Every dead set of 1, 2 and 3 non-root nodes before the operation (all
 /// of them, none sampled), P = 2..=17, binomial, binary, 4-ary and
 /// 3-nomial trees,
@@ -187,19 +185,15 @@ fn dead_from_start(procs: u32, dead: &[Rank]) -> Vec<Tick> {
 #[test]
 fn every_dead_set_of_up_to_three_before_the_operation() {
     let mut runs = 0u32;
-    each_scenario(
-        &[BINOMIAL, BINARY, QUAD, KNOMIAL],
-        2..=17,
-        |sim, procs, what| {
-            for set in subsets(procs - 1, 3).into_iter().filter(|s| !s.is_empty()) {
-                let dead: Vec<Rank> = set.iter().map(|r| r + 1).collect();
-                let what = format!("{what} dead {dead:?}");
-                let run = definition_3_2(sim, &dead_from_start(procs, &dead), &[], &what);
-                assert!(run.timeouts > 0, "{what}");
-                runs += 1;
-            }
-        },
-    );
+    each_scenario(&FOUR_TREES, 2..=17, |sim, procs, what| {
+        for set in subsets(procs - 1, 3).into_iter().filter(|s| !s.is_empty()) {
+            let dead: Vec<Rank> = set.iter().map(|r| r + 1).collect();
+            let what = format!("{what} dead {dead:?}");
+            let run = definition_3_2(sim, &dead_from_start(procs, &dead), &[], &what);
+            assert!(run.timeouts > 0, "{what}");
+            runs += 1;
+        }
+    });
     // Per tree and collective: the sets of 1-3 of P - 1 = 1..=16 ranks.
     let per: u32 = (1..=16u32)
         .map(|n| n + n * (n - 1) / 2 + n * (n - 1) * n.saturating_sub(2) / 6)
@@ -219,18 +213,14 @@ fn fault_free_sends(sim: &mut FtcoReduceSim, procs: u32) -> Vec<u32> {
 #[test]
 fn every_single_death_after_each_send() {
     let mut runs = 0u32;
-    each_scenario(
-        &[BINOMIAL, BINARY, QUAD, KNOMIAL],
-        2..=17,
-        |sim, procs, what| {
-            let sends = fault_free_sends(sim, procs);
-            let never = vec![NEVER; procs as usize];
-            for_each_send_death(procs, &sends, &[], |budget, when| {
-                definition_3_2(sim, &never, budget, &format!("{what}: {when}"));
-                runs += 1;
-            });
-        },
-    );
+    each_scenario(&FOUR_TREES, 2..=17, |sim, procs, what| {
+        let sends = fault_free_sends(sim, procs);
+        let never = vec![NEVER; procs as usize];
+        for_each_send_death(procs, &sends, &[], |budget, when| {
+            definition_3_2(sim, &never, budget, &format!("{what}: {when}"));
+            runs += 1;
+        });
+    });
     assert!(runs > 2000, "{runs}");
 }
 
@@ -429,9 +419,7 @@ fn multiroot_fault_free_latency_and_messages() {
                 let multi = TreeSpec::interleaved(Shape::MultiRoot(k));
                 let single = TreeSpec::interleaved(Shape::KNomial(k));
                 let run_of = |kind, spec| {
-                    let sc =
-                        FtcoReduceScenario::new(kind, spec, procs, logp, None, FaultPlan::none())
-                            .unwrap();
+                    let sc = fault_free(kind, spec, procs, logp);
                     let mut sim = FtcoReduceSim::new(&sc);
                     let run = sim.run(0);
                     let all = sim.result().unwrap();
@@ -559,9 +547,7 @@ fn table_1_parallel_faults_cost_one_serial_faults_two() {
         TreeSpec::interleaved(Shape::MultiRoot(4)),
     ] {
         for procs in [64u32, 128, 256, 384, 512] {
-            let none = FaultPlan::none();
-            let sc = FtcoReduceScenario::new(Collective::Allreduce, spec, procs, logp, None, none)
-                .unwrap();
+            let sc = fault_free(Collective::Allreduce, spec, procs, logp);
             let mut sim = FtcoReduceSim::new(&sc);
             let base = sim.run(0).latency;
             let plan = sc.plan();

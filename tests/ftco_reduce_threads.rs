@@ -14,12 +14,17 @@ mod common;
 use corrected::Collectives;
 use std::time::Duration;
 
-use common::{only_the_hung_rank_was_suspected, serial};
+use common::{
+    bad_timeouts_are_refused, fault_free_message_counts, for_each_dead_set_before,
+    for_each_death_in_the_first_operation, only_the_hung_rank_3_was_suspected, recorded_team,
+    serial, short_timeouts_suspect_live_ranks, the_hung_rank_was_remembered,
+};
 use corrected::runtime::{
-    Fault, FaultSchedule, ReduceAlgorithm, SystemOperation, Team, TeamReport, FTCO_ALLREDUCE_ROOT,
+    Fault, FaultSchedule, ReduceAlgorithm, SystemOperation, Team, TeamBuilder, TeamReport,
+    FTCO_ALLREDUCE_ROOT,
 };
 use corrected::types::Rank;
-use corrected::{ConfigError, Error};
+use corrected::Error;
 
 fn ftco(timeout: Duration) -> ReduceAlgorithm {
     ReduceAlgorithm::Ftco {
@@ -27,14 +32,22 @@ fn ftco(timeout: Duration) -> ReduceAlgorithm {
     }
 }
 
-fn team(procs: u32, tree: &str, timeout: Duration, faults: FaultSchedule) -> Team {
-    Team::builder()
-        .ranks(procs)
+/// A team of `procs` with FTCO's reduce, timeout unit `timeout`; the
+/// caller adds the rest and builds.
+fn ftco_builder(procs: u32, timeout: Duration) -> TeamBuilder {
+    Team::builder().ranks(procs).reduce(ftco(timeout))
+}
+
+/// A [`recorded_team`] of `procs` on `tree` with FTCO's reduce, timeout
+/// unit `timeout`; the caller adds the rest and builds.
+fn ftco_team(procs: u32, tree: &str, timeout: Duration, faults: FaultSchedule) -> TeamBuilder {
+    recorded_team(procs, faults)
         .tree(tree.parse().expect("a tree"))
         .reduce(ftco(timeout))
-        .faults(faults)
-        .op_timeout(Duration::from_secs(20))
-        .op_records(true)
+}
+
+fn team(procs: u32, tree: &str, timeout: Duration, faults: FaultSchedule) -> Team {
+    ftco_team(procs, tree, timeout, faults)
         .build()
         .expect("a team")
 }
@@ -140,32 +153,25 @@ fn definition_3_2(
 /// its ACK too).
 #[test]
 fn fault_free_every_input_once_and_the_exact_message_counts() {
-    let _serial = serial();
-    for (procs, tree) in [
-        (1u32, "binomial"),
+    let teams = [
+        (1, "binomial"),
         (2, "binomial"),
         (8, "binomial"),
         (13, "kary:2"),
         (16, "knomial:4"),
         (17, "lame:2"),
-    ] {
+    ];
+    // Allreduce, reduce, barrier, and again.
+    fault_free_message_counts(&teams, &[4, 2, 4], |procs, tree| {
         let team = team(procs, tree, Duration::from_secs(5), FaultSchedule::none());
         let ops = 9;
         let root = procs / 2;
         let report = mixed(&team, ops, root);
         let case = format!("{tree} P={procs}");
         definition_3_2(&report, ops, root, &[], ops, &case);
-        assert_eq!((report.timeouts, report.false_suspicions), (0, 0), "{case}");
-        for op in &report.ops {
-            let per_edge = if op.op % 3 == 1 { 2 } else { 4 };
-            assert_eq!(
-                op.messages,
-                per_edge * u64::from(procs - 1),
-                "{case} op {}",
-                op.op
-            );
-        }
-    }
+        assert_eq!(report.false_suspicions, 0, "{case}");
+        report
+    });
 }
 
 /// The multi-root k-nomial tree (Section 5.2.1): an allreduce's roots
@@ -203,31 +209,19 @@ fn the_multi_root_tree_reduces_every_live_input_once() {
 /// timeout (the dead are known).
 #[test]
 fn ranks_dead_before_are_left_out_and_every_live_input_is_in_once() {
-    let _serial = serial();
-    let cases: [(u32, &[Rank]); 6] = [
-        (2, &[1]),
-        (5, &[1]),
-        (8, &[1, 2]),
-        (8, &[3, 4, 5]),
-        (13, &[1, 3, 7]),
-        (17, &[5, 9, 12, 16]),
-    ];
-    for tree in ["binomial", "kary:2"] {
-        for (procs, dead) in cases {
-            let faults = FaultSchedule::none().kill_group(dead.iter().copied(), 0);
-            // T far above the scheduling noise: no live rank is suspected
-            // in the first operation, where all start together.
-            let team = team(procs, tree, Duration::from_millis(100), faults);
-            let root = (0..procs).rev().find(|r| !dead.contains(r)).unwrap_or(0);
-            let report = mixed(&team, 3, root);
-            let case = format!("{tree} P={procs} dead={dead:?}");
-            definition_3_2(&report, 3, root, dead, 1, &case);
-            assert_eq!(report.failed, dead.to_vec(), "{case}");
-            // The team knows them (`Fault::Dead`): routed around without a
-            // timeout, none suspected.
-            assert_eq!((report.timeouts, report.false_suspicions), (0, 0), "{case}");
-        }
-    }
+    for_each_dead_set_before(|tree, procs, dead, faults| {
+        // T far above the scheduling noise: no live rank is suspected in
+        // the first operation, where all start together.
+        let team = team(procs, tree, Duration::from_millis(100), faults);
+        let root = (0..procs).rev().find(|r| !dead.contains(r)).unwrap_or(0);
+        let report = mixed(&team, 3, root);
+        let case = format!("{tree} P={procs} dead={dead:?}");
+        definition_3_2(&report, 3, root, dead, 1, &case);
+        assert_eq!(report.failed, dead.to_vec(), "{case}");
+        // The team knows them (`Fault::Dead`): routed around without a
+        // timeout, none suspected.
+        assert_eq!((report.timeouts, report.false_suspicions), (0, 0), "{case}");
+    });
 }
 
 /// A rank that hangs (alive, silent, nobody told) is found by FTCO's
@@ -240,15 +234,7 @@ fn ranks_dead_before_are_left_out_and_every_live_input_is_in_once() {
 #[test]
 fn a_hung_rank_is_remembered_once_the_detector_reports_it() {
     let report = mixed_with_a_hung_rank(Duration::from_millis(20), Duration::from_millis(50));
-    assert_eq!(
-        (report.hung.clone(), report.failed.clone()),
-        (vec![3], vec![3])
-    );
-    let late: Vec<u64> = report.ops[15..].iter().map(|o| o.timeouts).collect();
-    assert!(
-        late.iter().all(|&t| t == 0),
-        "timeouts by operation: {late:?}"
-    );
+    the_hung_rank_was_remembered(&report, 15);
 }
 
 /// 30 operations (`mixed`) of a team of 8 whose rank 3 hangs from the
@@ -256,14 +242,9 @@ fn a_hung_rank_is_remembered_once_the_detector_reports_it() {
 /// `failure_timeout`; Definition 3.2 in every operation.
 fn mixed_with_a_hung_rank(t: Duration, failure_timeout: Duration) -> TeamReport<Vec<Got>> {
     let _serial = serial();
-    let team = Team::builder()
-        .ranks(8)
-        .tree("binomial".parse().expect("a tree"))
-        .reduce(ftco(t))
-        .faults(FaultSchedule::none().at(3, 0, Fault::Hang))
+    let hung = FaultSchedule::none().at(3, 0, Fault::Hang);
+    let team = ftco_team(8, "binomial", t, hung)
         .failure_timeout(failure_timeout)
-        .op_timeout(Duration::from_secs(20))
-        .op_records(true)
         .build()
         .expect("a team");
     let report = mixed(&team, 30, 5);
@@ -280,8 +261,7 @@ fn mixed_with_a_hung_rank(t: Duration, failure_timeout: Duration) -> TeamReport<
 #[test]
 fn a_hung_rank_costs_no_false_suspicion_of_a_live_rank() {
     let report = mixed_with_a_hung_rank(Duration::from_millis(50), Duration::from_secs(1));
-    assert_eq!(report.hung, vec![3]);
-    only_the_hung_rank_was_suspected(&report);
+    only_the_hung_rank_3_was_suspected(&report);
 }
 
 /// A rank killed during the operation after its n-th send (n = 0 to 3:
@@ -291,19 +271,12 @@ fn a_hung_rank_costs_no_false_suspicion_of_a_live_rank() {
 /// first).
 #[test]
 fn a_rank_killed_during_the_operation_is_in_or_out_and_live_inputs_are_in() {
-    let _serial = serial();
-    for (procs, victims) in [(12u32, [1u32, 2, 11]), (17, [1, 3, 16])] {
-        for victim in victims {
-            for sends in 0..4 {
-                let faults = FaultSchedule::none().at(victim, 0, Fault::DieAfterSends(sends));
-                let team = team(procs, "binomial", Duration::from_millis(100), faults);
-                let report = mixed(&team, 3, 0);
-                let case = format!("P={procs} rank {victim} dies after {sends} sends");
-                definition_3_2(&report, 3, 0, &[], 1, &case);
-                assert_eq!(report.failed, vec![victim], "{case}");
-            }
-        }
-    }
+    for_each_death_in_the_first_operation(|procs, victim, faults, case| {
+        let team = team(procs, "binomial", Duration::from_millis(100), faults);
+        let report = mixed(&team, 3, 0);
+        definition_3_2(&report, 3, 0, &[], 1, &case);
+        assert_eq!(report.failed, vec![victim], "{case}");
+    });
 }
 
 /// A timeout far below a hop's round trip (1 µs): live ranks are suspected
@@ -312,19 +285,7 @@ fn a_rank_killed_during_the_operation_is_in_or_out_and_live_inputs_are_in() {
 /// hang), fault-free and with ranks dead.
 #[test]
 fn a_very_short_timeout_suspects_live_ranks_yet_counts_no_input_twice() {
-    let _serial = serial();
-    let mut false_suspicions = 0;
-    for (procs, faults) in [
-        (8u32, FaultSchedule::none()),
-        (16, FaultSchedule::none()),
-        (16, FaultSchedule::none().kill_group([3, 6], 0)),
-        (
-            12,
-            FaultSchedule::none()
-                .kill(5, 0)
-                .at(1, 0, Fault::DieAfterSends(1)),
-        ),
-    ] {
+    short_timeouts_suspect_live_ranks(|procs, faults| {
         let team = team(procs, "binomial", Duration::from_micros(1), faults);
         let report = mixed(&team, 9, 0);
         let dead: Vec<Rank> = report
@@ -335,10 +296,8 @@ fn a_very_short_timeout_suspects_live_ranks_yet_counts_no_input_twice() {
             .collect();
         let case = format!("P={procs} dead {:?}", report.failed);
         definition_3_2(&report, 9, 0, &dead, 0, &case);
-        assert!(report.timeouts >= report.false_suspicions, "{case}");
-        false_suspicions += report.false_suspicions;
-    }
-    assert!(false_suspicions > 0, "1 µs never suspected a live rank");
+        report
+    });
 }
 
 /// The root never fails in FTCO's model (Section 2). When it does, the
@@ -353,9 +312,7 @@ fn a_dead_root_is_a_typed_error_on_every_other_rank() {
     let _serial = serial();
     let op_timeout = Duration::from_millis(300);
     for (reduce_root, ops) in [(FTCO_ALLREDUCE_ROOT, 1u32), (3, 2)] {
-        let team = Team::builder()
-            .ranks(6)
-            .reduce(ftco(Duration::from_millis(5)))
+        let team = ftco_builder(6, Duration::from_millis(5))
             .faults(FaultSchedule::none().kill(reduce_root, 0))
             .op_timeout(op_timeout)
             .build()
@@ -440,11 +397,8 @@ fn large_values_are_exact_and_lengths_that_differ_are_typed_errors() {
 #[test]
 fn different_operations_at_one_number_are_a_mismatch_not_a_hang() {
     let _serial = serial();
-    let op_timeout = Duration::from_millis(500);
-    let team = Team::builder()
-        .ranks(6)
-        .reduce(ftco(Duration::from_millis(50)))
-        .op_timeout(op_timeout)
+    let team = ftco_builder(6, Duration::from_millis(50))
+        .op_timeout(Duration::from_millis(500))
         .build()
         .unwrap();
     let report = team.run(|comm| {
@@ -475,9 +429,7 @@ fn ranks_waiting_outside_the_library_keep_answering_through_progress() {
     let _serial = serial();
     let procs = 8u32;
     let faults = FaultSchedule::none().at(1, 0, Fault::DieAfterSends(1));
-    let team = Team::builder()
-        .ranks(procs)
-        .reduce(ftco(Duration::from_millis(100)))
+    let team = ftco_builder(procs, Duration::from_millis(100))
         .faults(faults)
         .op_timeout(Duration::from_secs(5))
         .build()
@@ -532,11 +484,5 @@ fn ranks_waiting_outside_the_library_keep_answering_through_progress() {
 /// Bad FTCO timeouts are typed configuration errors when the team is built.
 #[test]
 fn bad_ftco_reduce_timeouts_are_typed_errors() {
-    for bad in [Duration::ZERO, Duration::from_secs(3601)] {
-        let built = Team::builder().ranks(4).reduce(ftco(bad)).build();
-        assert!(
-            matches!(built, Err(ConfigError::BadTimeout { .. })),
-            "{bad:?}: {built:?}"
-        );
-    }
+    bad_timeouts_are_refused(|bad| ftco_builder(4, bad).build());
 }

@@ -10,11 +10,16 @@ mod common;
 
 use std::time::Duration;
 
-use common::{broadcast_team, broadcasts, only_the_hung_rank_was_suspected, serial, value};
+use common::{
+    bad_timeouts_are_refused, broadcast_team, broadcasts, fault_free_message_counts,
+    for_each_dead_set_before, for_each_death_in_the_first_operation,
+    only_the_hung_rank_3_was_suspected, serial, short_timeouts_suspect_live_ranks,
+    the_hung_rank_was_remembered, value,
+};
 use corrected::runtime::{BroadcastAlgorithm, Fault, FaultSchedule, Team, TeamReport};
 use corrected::topology::TreeSpec;
 use corrected::types::Rank;
-use corrected::{Collectives, ConfigError, Error};
+use corrected::{Collectives, Error};
 
 fn ftco(timeout: Duration) -> BroadcastAlgorithm {
     BroadcastAlgorithm::Ftco {
@@ -68,28 +73,15 @@ fn every_live_rank_delivers(
 /// scheduling noise).
 #[test]
 fn ftco_delivers_to_every_live_rank_with_ranks_dead_before() {
-    let _serial = serial();
-    let cases: [(u32, &[Rank]); 7] = [
-        (2, &[1]),
-        (5, &[1]),
-        (8, &[1, 2]),
-        (8, &[3, 4, 5]),
-        (13, &[1, 3, 7]),
-        (17, &[1, 2, 4]),
-        (17, &[5, 9, 12, 16]),
-    ];
-    for name in ["binomial", "kary:2"] {
-        for (procs, dead) in cases {
-            let faults = FaultSchedule::none().kill_group(dead.iter().copied(), 0);
-            let team = team(procs, tree(name), ftco(Duration::from_millis(5)), faults);
-            let roots: Vec<Rank> = (0..procs).filter(|r| !dead.contains(r)).take(3).collect();
-            let report = broadcasts(&team, 3, &roots);
-            let case = format!("{name} P={procs} dead={dead:?}");
-            every_live_rank_delivers(&report, &roots, &case);
-            assert_eq!(report.failed, dead.to_vec(), "{case}");
-            assert_eq!(report.timeouts, report.false_suspicions, "{case}");
-        }
-    }
+    for_each_dead_set_before(|name, procs, dead, faults| {
+        let team = team(procs, tree(name), ftco(Duration::from_millis(5)), faults);
+        let roots: Vec<Rank> = (0..procs).filter(|r| !dead.contains(r)).take(3).collect();
+        let report = broadcasts(&team, 3, &roots);
+        let case = format!("{name} P={procs} dead={dead:?}");
+        every_live_rank_delivers(&report, &roots, &case);
+        assert_eq!(report.failed, dead.to_vec(), "{case}");
+        assert_eq!(report.timeouts, report.false_suspicions, "{case}");
+    });
 }
 
 /// A hung rank nobody is told of (`Fault::Hang`) is found by FTCO's
@@ -122,18 +114,10 @@ fn broadcasts_with_a_hung_rank(
 #[test]
 fn ftco_remembers_a_hung_rank_once_the_detector_reports_it() {
     let report = broadcasts_with_a_hung_rank(Duration::from_millis(20), Duration::from_millis(50));
-    assert_eq!(
-        (report.hung.clone(), report.failed.clone()),
-        (vec![3], vec![3])
-    );
+    the_hung_rank_was_remembered(&report, 20);
     assert!(
         report.ops[0].timeouts > 0,
         "the hang was not found by a timeout"
-    );
-    let late: Vec<u64> = report.ops[20..].iter().map(|o| o.timeouts).collect();
-    assert!(
-        late.iter().all(|&t| t == 0),
-        "timeouts by operation: {late:?}"
     );
 }
 
@@ -147,8 +131,7 @@ fn ftco_remembers_a_hung_rank_once_the_detector_reports_it() {
 #[test]
 fn a_hung_rank_costs_ftco_no_false_suspicion_of_a_live_rank() {
     let report = broadcasts_with_a_hung_rank(Duration::from_millis(50), Duration::from_secs(1));
-    assert_eq!(report.hung, vec![3]);
-    only_the_hung_rank_was_suspected(&report);
+    only_the_hung_rank_3_was_suspected(&report);
 }
 
 /// A rank killed during the operation (after its n-th send, n = 0 to 3:
@@ -157,24 +140,13 @@ fn a_hung_rank_costs_ftco_no_false_suspicion_of_a_live_rank() {
 /// the rank dead: every other live rank delivers both values exactly once.
 #[test]
 fn ftco_delivers_to_every_live_rank_with_a_rank_killed_during_the_operation() {
-    let _serial = serial();
-    for (procs, victims) in [(12u32, [1u32, 2, 11]), (17, [1, 3, 16])] {
-        for victim in victims {
-            for sends in 0..4 {
-                let faults = FaultSchedule::none().at(victim, 0, Fault::DieAfterSends(sends));
-                let team = team(
-                    procs,
-                    tree("binomial"),
-                    ftco(Duration::from_millis(5)),
-                    faults,
-                );
-                let report = broadcasts(&team, 2, &[0]);
-                let case = format!("P={procs} rank {victim} dies after {sends} sends");
-                every_live_rank_delivers(&report, &[0], &case);
-                assert_eq!(report.failed, vec![victim], "{case}");
-            }
-        }
-    }
+    let t = ftco(Duration::from_millis(5));
+    for_each_death_in_the_first_operation(|procs, victim, faults, case| {
+        let team = team(procs, tree("binomial"), t, faults);
+        let report = broadcasts(&team, 2, &[0]);
+        every_live_rank_delivers(&report, &[0], &case);
+        assert_eq!(report.failed, vec![victim], "{case}");
+    });
 }
 
 /// With generous T (5 s) and no rank dead: no timeout, and exactly one DATA
@@ -187,21 +159,16 @@ fn ftco_delivers_to_every_live_rank_with_a_rank_killed_during_the_operation() {
 /// suspected.
 #[test]
 fn ftco_fault_free_sends_two_messages_per_rank_and_suspects_only_the_dead() {
-    let _serial = serial();
-    for (procs, name) in [(8u32, "binomial"), (16, "kary:2"), (17, "kary:4")] {
-        let team = team(
-            procs,
-            tree(name),
-            ftco(Duration::from_secs(5)),
-            FaultSchedule::none(),
-        );
+    let teams = [(8, "binomial"), (16, "kary:2"), (17, "kary:4")];
+    let t = ftco(Duration::from_secs(5));
+    fault_free_message_counts(&teams, &[2], |procs, name| {
+        let team = team(procs, tree(name), t, FaultSchedule::none());
         let report = broadcasts(&team, 20, &[0, 3]);
         every_live_rank_delivers(&report, &[0, 3], name);
-        assert_eq!((report.timeouts, report.false_suspicions), (0, 0), "{name}");
-        for op in &report.ops {
-            assert_eq!(op.messages, 2 * u64::from(procs - 1), "{name} op {}", op.op);
-        }
-    }
+        assert_eq!(report.false_suspicions, 0, "{name}");
+        report
+    });
+    let _serial = serial();
     let dead = [2u32, 5, 6];
     let faults = FaultSchedule::none().kill_group(dead, 0);
     let team = team(
@@ -223,28 +190,14 @@ fn ftco_fault_free_sends_two_messages_per_rank_and_suspects_only_the_dead() {
 /// within the operation timeout: no hang).
 #[test]
 fn a_very_short_timeout_suspects_live_ranks_yet_delivers_exactly_once() {
-    let _serial = serial();
     let short = ftco(Duration::from_micros(1));
-    let mut false_suspicions = 0;
-    for (procs, faults) in [
-        (8u32, FaultSchedule::none()),
-        (16, FaultSchedule::none()),
-        (16, FaultSchedule::none().kill_group([3, 6], 0)),
-        (
-            12,
-            FaultSchedule::none()
-                .kill(5, 0)
-                .at(1, 0, Fault::DieAfterSends(1)),
-        ),
-    ] {
+    short_timeouts_suspect_live_ranks(|procs, faults| {
         let team = team(procs, tree("binomial"), short, faults);
         let report = broadcasts(&team, 10, &[0]);
         let case = format!("P={procs} dead {:?}", report.failed);
         every_live_rank_delivers(&report, &[0], &case);
-        assert!(report.timeouts >= report.false_suspicions, "{case}");
-        false_suspicions += report.false_suspicions;
-    }
-    assert!(false_suspicions > 0, "1 µs never suspected a live rank");
+        report
+    });
 }
 
 /// The ack tree fault-free: every non-root rank receives the value once
@@ -252,13 +205,13 @@ fn a_very_short_timeout_suspects_live_ranks_yet_delivers_exactly_once() {
 /// 2(P - 1) messages; every rank delivers each operation's value.
 #[test]
 fn the_ack_tree_sends_exactly_two_messages_per_non_root_rank() {
-    let _serial = serial();
-    for (procs, name) in [
-        (2u32, "binomial"),
+    let teams = [
+        (2, "binomial"),
         (7, "kary:2"),
         (16, "binomial"),
         (17, "lame:2"),
-    ] {
+    ];
+    fault_free_message_counts(&teams, &[2], |procs, name| {
         let team = team(
             procs,
             tree(name),
@@ -269,11 +222,8 @@ fn the_ack_tree_sends_exactly_two_messages_per_non_root_rank() {
         let report = broadcasts(&team, 10, &roots);
         every_live_rank_delivers(&report, &roots, name);
         assert_eq!(report.ops.len(), 10);
-        for op in &report.ops {
-            assert_eq!(op.messages, 2 * u64::from(procs - 1), "{name} op {}", op.op);
-        }
-        assert_eq!(report.timeouts, 0);
-    }
+        report
+    });
 }
 
 /// A leaf that hangs (alive, silent, nobody told) in an ack tree: its
@@ -348,11 +298,5 @@ fn the_ack_tree_routes_around_a_known_failure() {
 /// Bad FTCO timeouts are typed configuration errors when the team is built.
 #[test]
 fn bad_ftco_timeouts_are_typed_errors() {
-    for bad in [Duration::ZERO, Duration::from_secs(3601)] {
-        let built = Team::builder().ranks(4).broadcast(ftco(bad)).build();
-        assert!(
-            matches!(built, Err(ConfigError::BadTimeout { .. })),
-            "{bad:?}: {built:?}"
-        );
-    }
+    bad_timeouts_are_refused(|bad| Team::builder().ranks(4).broadcast(ftco(bad)).build());
 }

@@ -11,7 +11,7 @@ mod common;
 use corrected::Collectives;
 use std::time::{Duration, Instant};
 
-use common::{broadcast_team, serial, value};
+use common::{broadcast_once, broadcast_team, serial, value};
 use corrected::protocol::gossip::{CorrectionChoice, GossipSpec, GossipTime};
 use corrected::runtime::{BroadcastAlgorithm, Fault, FaultSchedule, Team};
 use corrected::types::Rank;
@@ -110,17 +110,12 @@ fn the_gossip_phase_is_bounded_by_t_on_threads() {
             u64::from(procs) * (t + u64::from(procs)),
         ),
     ] {
-        let team = Team::builder()
-            .ranks(procs)
-            .broadcast(gossip(GossipTime::Ticks(t), correction))
+        let algorithm = gossip(GossipTime::Ticks(t), correction);
+        let team = broadcast_team(procs, algorithm, FaultSchedule::none())
             .op_timeout(Duration::from_millis(300))
-            .op_records(true)
             .build()
             .unwrap();
-        let report = team.run(|comm| {
-            let mut v = if comm.rank() == 0 { 42u64 } else { 0 };
-            comm.broadcast_into(0, &mut v).map(|()| v)
-        });
+        let report = broadcast_once(&team, 42);
         let sent = report.ops[0].messages;
         assert!(
             (t..=most).contains(&sent),
@@ -140,18 +135,13 @@ fn the_gossip_phase_is_bounded_by_t_on_threads() {
 fn an_unreached_rank_gets_a_timeout_not_a_hang() {
     let _serial = serial();
     let timeout = Duration::from_millis(200);
-    let team = Team::builder()
-        .ranks(4)
-        .broadcast(gossip(GossipTime::Ticks(1), CorrectionChoice::None))
+    let gos = gossip(GossipTime::Ticks(1), CorrectionChoice::None);
+    let team = broadcast_team(4, gos, FaultSchedule::none())
         .op_timeout(timeout)
-        .op_records(true)
         .build()
         .unwrap();
     let started = Instant::now();
-    let report = team.run(|comm| {
-        let mut v = if comm.rank() == 0 { 5u64 } else { 0 };
-        comm.broadcast_into(0, &mut v).map(|()| v)
-    });
+    let report = broadcast_once(&team, 5);
     let mut unreached = 0;
     for (rank, got) in report.returned() {
         match (rank, got) {
@@ -210,13 +200,11 @@ fn gossip_on_threads_sends_what_lemma_1_expects() {
     let _serial = serial();
     for (procs, t, below) in [(8u32, 8u64, 0.95), (32, 12, 0.85)] {
         let ops = 300u32;
-        let team = Team::builder()
-            .ranks(procs)
-            .broadcast(gossip(GossipTime::Ticks(t), CorrectionChoice::None))
+        let gos = gossip(GossipTime::Ticks(t), CorrectionChoice::None);
+        let team = broadcast_team(procs, gos, FaultSchedule::none())
             .seed(11)
             .op_timeout(Duration::from_millis(10))
             .failure_timeout(Duration::from_millis(10))
-            .op_records(true)
             .build()
             .unwrap();
         let report = team.run(|comm| {
@@ -277,10 +265,7 @@ fn fcg_is_all_or_none_under_deaths_during_the_operation() {
                 .op_timeout(Duration::from_secs(5))
                 .build()
                 .unwrap();
-            let report = team.run(|comm| {
-                let mut v = if comm.rank() == 0 { 77u64 } else { 0 };
-                comm.broadcast_into(0, &mut v).map(|()| v)
-            });
+            let report = broadcast_once(&team, 77);
             let live: Vec<_> = report
                 .returned()
                 .filter(|(r, _)| !report.failed.contains(r))

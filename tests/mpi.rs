@@ -6,14 +6,15 @@
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 mod schema;
 
-/// Runs `corrected mpi ARGS` on `procs` processes on shared memory, with
-/// failed processes tolerated by the launcher; returns each process's
-/// outcome, by rank, each checked against `docs/cli.md`'s JSON vocabulary.
-fn mpirun(procs: u32, args: &[&str]) -> Vec<Value> {
+/// Runs `corrected mpi` with the arguments of `args` (split at white
+/// space) on `procs` processes on shared memory, with failed processes
+/// tolerated by the launcher; returns each process's outcome, by rank,
+/// each checked against `docs/cli.md`'s JSON vocabulary.
+fn mpirun(procs: u32, args: &str) -> Vec<Value> {
     // Each launch its own session directory: tests run in parallel, and
     // Open MPI's launchers race on creating and removing a shared one
     // ("A call to mkdir was unable to create the desired directory").
@@ -33,7 +34,7 @@ fn mpirun(procs: u32, args: &[&str]) -> Vec<Value> {
         .args(["-n", &procs.to_string()])
         .arg(env!("CARGO_BIN_EXE_corrected"))
         .arg("mpi")
-        .args(args)
+        .args(args.split_whitespace())
         .output()
         .expect("mpirun runs (apt-get install openmpi-bin libopenmpi-dev)");
     let _ = std::fs::remove_dir_all(&session);
@@ -52,6 +53,35 @@ fn mpirun(procs: u32, args: &[&str]) -> Vec<Value> {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
+    outcomes
+}
+
+/// [`mpirun`] of `args` on `procs` processes, of which `reporting` report
+/// (each thread of a node team apart): each delivers `iters` results, every
+/// one right, but the ranks of `died` (rank, results), which deliver their
+/// own count. Returns the outcomes.
+fn delivering(
+    procs: u32,
+    args: &str,
+    reporting: usize,
+    iters: u64,
+    died: &[(u64, u64)],
+) -> Vec<Value> {
+    let outcomes = mpirun(procs, args);
+    assert_eq!(outcomes.len(), reporting, "{args}: {outcomes:?}");
+    for o in &outcomes {
+        let rank = field(o, "rank");
+        let expected = died.iter().find(|d| d.0 == rank).map_or(iters, |d| d.1);
+        delivered_all(o, expected, args);
+    }
+    outcomes
+}
+
+/// [`delivering`] of `args` (no announced death), and every survivor got
+/// the same results. Returns the outcomes.
+fn survivors_agree(procs: u32, args: &str, reporting: usize, iters: u64) -> Vec<Value> {
+    let outcomes = delivering(procs, args, reporting, iters, &[]);
+    assert_same_results(&outcomes, args);
     outcomes
 }
 
@@ -74,12 +104,7 @@ fn assert_same_results(outcomes: &[Value], context: &str) {
 /// The two ways frames go between processes of one node: through the
 /// node's shared memory (frame rings, the default), and through MPI alone
 /// (`--shared-memory 0`, as between nodes).
-const CHANNELS: [&[&str]; 2] = [&[], &["--shared-memory", "0"]];
-
-/// `base` followed by `extra`.
-fn with<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
-    base.iter().chain(extra).copied().collect()
-}
+const CHANNELS: [&str; 2] = ["", "--shared-memory 0"];
 
 /// The outcomes of the first 100 iterations (`results`, runs expanded).
 fn results(o: &Value) -> Vec<String> {
@@ -128,16 +153,9 @@ fn broadcasts_and_allreduces_between_processes_give_every_rank_the_value() {
         ("reduce", 4, "20000"),
     ] {
         for channel in CHANNELS {
-            let args = with(&["--op", op, "--iters", "300", "--len", len], channel);
-            let outcomes = mpirun(procs, &args);
-            assert_eq!(
-                outcomes.len(),
-                procs as usize,
-                "{args:?}: every process reports"
-            );
-            for o in &outcomes {
-                delivered_all(o, 300, &format!("{args:?}"));
-                assert_eq!(o["bad_frames"], serde_json::json!([0, 0]), "{o}");
+            let args = format!("--op {op} --iters 300 --len {len} {channel}");
+            for o in &delivering(procs, &args, procs as usize, 300, &[]) {
+                assert_eq!(o["bad_frames"], json!([0, 0]), "{o}");
             }
         }
     }
@@ -154,55 +172,32 @@ fn a_sigkilled_process_does_not_stop_the_others_broadcasts() {
     // processes of one node, several slots each, so a process may die with
     // one half written.
     let cases = [
-        (6, "1500", "1", "4:500"),
-        (4, "300", "20000", "2:100"),
-        (5, "600", "500", "1:200"),
+        (6, 1500, "1", "4:500"),
+        (4, 300, "20000", "2:100"),
+        (5, 600, "500", "1:200"),
     ];
     for ((procs, iters, len, kill), channel) in
         cases.into_iter().flat_map(|c| CHANNELS.map(|ch| (c, ch)))
     {
-        let args = [
-            "--op",
-            "bcast",
-            "--iters",
-            iters,
-            "--len",
-            len,
-            "--sigkill",
-            kill,
-        ];
-        let outcomes = mpirun(procs, &with(&args, channel));
-        assert_eq!(
-            outcomes.len(),
-            procs as usize - 1,
-            "the survivors report: {outcomes:?}"
-        );
-        for o in &outcomes {
+        let args = format!("--op bcast --iters {iters} --len {len} --sigkill {kill} {channel}");
+        // The survivors report.
+        for o in &delivering(procs, &args, procs as usize - 1, iters, &[]) {
             assert_ne!(o["rank"].as_u64(), kill[..1].parse().ok());
-            delivered_all(o, iters.parse::<u64>().unwrap(), "");
         }
     }
 }
 
 /// Every broadcast algorithm of the thread runtime, as `corrected mpi`
 /// spells it (the tree's, the default, is tested above).
-const ALGORITHMS: [&[&str]; 7] = [
-    &["--algorithm", "gossip", "--correction", "none"],
-    &["--algorithm", "gossip", "--correction", "ocg"],
-    &["--algorithm", "gossip", "--correction", "ccg"],
-    &["--algorithm", "gossip", "--correction", "fcg:1"],
-    &["--algorithm", "big"],
-    &["--algorithm", "ftco", "--timeout-ms", "5"],
-    &["--algorithm", "ack-tree"],
+const ALGORITHMS: [&str; 7] = [
+    "--algorithm gossip --correction none",
+    "--algorithm gossip --correction ocg",
+    "--algorithm gossip --correction ccg",
+    "--algorithm gossip --correction fcg:1",
+    "--algorithm big",
+    "--algorithm ftco --timeout-ms 5",
+    "--algorithm ack-tree",
 ];
-
-/// [`mpirun`] of `corrected mpi` with `args` (words split at spaces) and
-/// `algorithm`'s options.
-fn mpirun_with(procs: u32, algorithm: &[&str], args: &str) -> Vec<Value> {
-    let mut all: Vec<&str> = args.split_whitespace().collect();
-    all.extend_from_slice(algorithm);
-    mpirun(procs, &all)
-}
 
 /// Gossip (GOS, OCG, CCG, FCG), BIG, FTCO and the ack tree between 3-5
 /// processes, fault-free: every process delivers every broadcast, small
@@ -214,20 +209,14 @@ fn every_broadcast_algorithm_delivers_between_processes() {
     for (i, algorithm) in ALGORITHMS.iter().enumerate() {
         let procs = 3 + (i as u32 % 3);
         for (len, iters) in [("1", 100u64), ("20000", 10)] {
-            let args = format!("--op bcast --iters {iters} --len {len}");
-            let outcomes = mpirun_with(procs, algorithm, &args);
-            assert_eq!(
-                outcomes.len(),
-                procs as usize,
-                "{algorithm:?}: {outcomes:?}"
-            );
+            let args = format!("--op bcast --iters {iters} --len {len} {algorithm}");
+            let outcomes = delivering(procs, &args, procs as usize, iters, &[]);
             for o in &outcomes {
-                delivered_all(o, iters, &format!("{algorithm:?} len {len}"));
-                assert_eq!(o["bad_frames"], serde_json::json!([0, 0]), "{o}");
+                assert_eq!(o["bad_frames"], json!([0, 0]), "{o}");
             }
-            if algorithm[1] == "gossip" {
+            if algorithm.starts_with("--algorithm gossip") {
                 // The root is a g-node of every operation.
-                assert_eq!(field(&outcomes[0], "g_node_ops"), iters, "{algorithm:?}");
+                assert_eq!(field(&outcomes[0], "g_node_ops"), iters, "{algorithm}");
             }
         }
     }
@@ -245,40 +234,14 @@ fn every_broadcast_algorithm_delivers_between_processes() {
 /// survivor too, none waiting for the dead rank's ACK.
 #[test]
 fn every_broadcast_algorithm_meets_an_announced_death_as_it_promises() {
-    let tree: &[&str] = &["--algorithm", "tree"];
-    let gos: &[&str] = &[
-        "--algorithm",
-        "gossip",
-        "--correction",
-        "none",
-        "--gossip-time",
-        "40",
-    ];
+    let tree = "--algorithm tree";
+    let gos = "--algorithm gossip --correction none --gossip-time 40";
     let algorithms = [tree, gos]
         .into_iter()
         .chain(ALGORITHMS.into_iter().skip(1));
     for algorithm in algorithms {
-        let iters = 60;
-        let args = format!("--op bcast --iters {iters} --len 3 --die-at 2:20 --timeout 10");
-        let outcomes = mpirun_with(4, algorithm, &args);
-        assert_eq!(outcomes.len(), 4, "{algorithm:?}: {outcomes:?}");
-        for o in &outcomes {
-            let rank = field(o, "rank");
-            assert_eq!(field(o, "wrong"), 0, "{algorithm:?}: {o}");
-            if rank == 2 {
-                assert_eq!(
-                    (field(o, "delivered"), errors(o)),
-                    (20, 0),
-                    "{algorithm:?}: {o}"
-                );
-            } else {
-                assert_eq!(
-                    (field(o, "delivered"), errors(o)),
-                    (iters, 0),
-                    "{algorithm:?}: {o}"
-                );
-            }
-        }
+        let args = format!("--op bcast --iters 60 --len 3 --die-at 2:20 --timeout 10 {algorithm}");
+        delivering(4, &args, 4, 60, &[(2, 20)]);
     }
 }
 
@@ -290,12 +253,13 @@ fn every_broadcast_algorithm_meets_an_announced_death_as_it_promises() {
 fn fcg_and_ftco_survive_a_death_inside_a_broadcast() {
     for algorithm in [ALGORITHMS[3], ALGORITHMS[5]] {
         for kill in ["1:20:1", "3:20:3"] {
-            let args = format!("--op bcast --iters 40 --len 3 --die-after-sends {kill}");
-            let outcomes = mpirun_with(4, algorithm, &args);
-            assert_eq!(outcomes.len(), 4, "{algorithm:?}: {outcomes:?}");
+            let args =
+                format!("--op bcast --iters 40 --len 3 --die-after-sends {kill} {algorithm}");
+            let outcomes = mpirun(4, &args);
+            assert_eq!(outcomes.len(), 4, "{algorithm}: {outcomes:?}");
             let victim = u64::from(kill.as_bytes()[0] - b'0');
             for o in outcomes.iter().filter(|o| field(o, "rank") != victim) {
-                delivered_all(o, 40, &format!("{algorithm:?} {kill}"));
+                delivered_all(o, 40, &args);
             }
         }
     }
@@ -312,23 +276,16 @@ fn fcg_and_ftco_survive_a_death_inside_a_broadcast() {
 /// next results as suspected.)
 #[test]
 fn ftco_reduce_and_allreduce_between_processes_survive_a_sigkill() {
-    let ftco = ["--algorithm", "ftco", "--timeout-ms", "20"];
+    let ftco = "--algorithm ftco --timeout-ms 20";
     for (op, procs) in [("reduce", 4u32), ("allreduce", 5)] {
-        let outcomes = mpirun_with(procs, &ftco, &format!("--op {op} --iters 200 --len 3"));
-        assert_eq!(outcomes.len(), procs as usize, "{op}: {outcomes:?}");
-        for o in &outcomes {
-            delivered_all(o, 200, op);
-        }
+        let args = format!("--op {op} --iters 200 --len 3 {ftco}");
+        delivering(procs, &args, procs as usize, 200, &[]);
     }
-    let args = "--op allreduce --iters 250 --len 3 --sigkill 2:50";
-    let outcomes = mpirun_with(4, &ftco, args);
-    assert_eq!(outcomes.len(), 3, "the survivors report: {outcomes:?}");
-    for o in &outcomes {
-        delivered_all(o, 250, "");
-    }
+    let args = format!("--op allreduce --iters 250 --len 3 --sigkill 2:50 {ftco}");
+    // The survivors report.
+    let outcomes = survivors_agree(4, &args, 3, 250);
     // The killed process's parent (the root) found it by timeouts.
     assert!(field(&outcomes[0], "timeouts") > 0, "{}", outcomes[0]);
-    assert_same_results(&outcomes, "FTCO allreduce, a process SIGKILLed");
 }
 
 /// FCG between processes needs no failure notice: a process SIGKILLed in
@@ -337,12 +294,10 @@ fn ftco_reduce_and_allreduce_between_processes_survive_a_sigkill() {
 /// process delivering every broadcast, the later ones included.
 #[test]
 fn a_sigkilled_process_does_not_stop_fcg_broadcasts() {
-    let args = "--op bcast --iters 600 --sigkill 3:200";
-    let outcomes = mpirun_with(5, ALGORITHMS[3], args);
-    assert_eq!(outcomes.len(), 4, "the survivors report: {outcomes:?}");
-    for o in &outcomes {
+    let args = format!("--op bcast --iters 600 --sigkill 3:200 {}", ALGORITHMS[3]);
+    // The survivors report.
+    for o in &delivering(5, &args, 4, 600, &[]) {
         assert_ne!(field(o, "rank"), 3);
-        delivered_all(o, 600, "");
     }
 }
 
@@ -360,18 +315,8 @@ fn every_survivor_of_a_sigkill_gets_the_same_outcome_of_every_operation() {
     for op in ["allreduce", "reduce", "bcast"] {
         for kill in ["3:150", "1:277"] {
             for channel in CHANNELS {
-                let context = format!("{op} --sigkill {kill} {channel:?}");
-                let args = ["--op", op, "--iters", "400", "--sigkill", kill];
-                let outcomes = mpirun(4, &with(&args, channel));
-                assert_eq!(outcomes.len(), 3, "{context}: {outcomes:?}");
-                for o in &outcomes {
-                    assert_eq!(
-                        (field(o, "delivered"), field(o, "wrong"), errors(o)),
-                        (400, 0, 0),
-                        "{context}: {o}"
-                    );
-                }
-                assert_same_results(&outcomes, &context);
+                let args = format!("--op {op} --iters 400 --sigkill {kill} {channel}");
+                survivors_agree(4, &args, 3, 400);
             }
         }
     }
@@ -401,34 +346,15 @@ fn every_survivor_of_a_sigkill_inside_an_operation_gets_the_same_outcome() {
     ];
     for (op, len, victim) in cases {
         for sends in 1..=3 {
-            let kill = format!("{victim}:2:{sends}");
-            let context = format!("{op} --len {len} --sigkill-after-sends {kill}");
-            let args = [
-                "--op",
-                op,
-                "--iters",
-                "6",
-                "--len",
-                len,
-                "--f",
-                "1",
-                "--sigkill-after-sends",
-                &kill,
-                "--timeout",
-                "5",
-            ];
-            let outcomes = mpirun(4, &args);
-            assert_eq!(outcomes.len(), 3, "{context}: {outcomes:?}");
+            let args = format!(
+                "--op {op} --iters 6 --len {len} --f 1 --sigkill-after-sends {victim}:2:{sends} \
+                 --timeout 5"
+            );
+            let outcomes = survivors_agree(4, &args, 3, 6);
             for o in &outcomes {
-                assert_ne!(field(o, "rank"), victim, "{context}: {o}");
-                assert_eq!(
-                    (field(o, "delivered"), field(o, "wrong"), errors(o)),
-                    (6, 0, 0),
-                    "{context}: {o}"
-                );
-                assert_eq!(results(o), results(&outcomes[0]), "{context}: {o}");
+                assert_ne!(field(o, "rank"), victim, "{args}: {o}");
+                assert_eq!(results(o), results(&outcomes[0]), "{args}: {o}");
             }
-            assert_same_results(&outcomes, &context);
         }
     }
 }
@@ -442,31 +368,20 @@ fn every_survivor_of_a_sigkill_inside_an_operation_gets_the_same_outcome() {
 fn a_broadcast_root_sigkilled_inside_the_operation_leaves_no_survivor_a_wrong_value() {
     for len in ["1", "20000"] {
         for sends in 1..=3 {
-            let kill = format!("0:2:{sends}");
-            let context = format!("bcast --len {len} --sigkill-after-sends {kill}");
-            let args = [
-                "--op",
-                "bcast",
-                "--iters",
-                "5",
-                "--len",
-                len,
-                "--sigkill-after-sends",
-                &kill,
-                "--timeout",
-                "5",
-            ];
+            let args = format!(
+                "--op bcast --iters 5 --len {len} --sigkill-after-sends 0:2:{sends} --timeout 5"
+            );
             let outcomes = mpirun(4, &args);
-            assert_eq!(outcomes.len(), 3, "{context}: {outcomes:?}");
+            assert_eq!(outcomes.len(), 3, "{args}: {outcomes:?}");
             for o in &outcomes {
                 let results = results(o);
-                assert_eq!(results[..2], ["ok", "ok"], "{context}: {o}");
+                assert_eq!(results[..2], ["ok", "ok"], "{args}: {o}");
                 assert!(
                     results[2] == "ok" || results[2] == "RootFailed",
-                    "{context}: {o}"
+                    "{args}: {o}"
                 );
-                assert_eq!(results[3..], ["RootFailed", "RootFailed"], "{context}: {o}");
-                assert_eq!(field(o, "wrong"), 0, "{context}: {o}");
+                assert_eq!(results[3..], ["RootFailed", "RootFailed"], "{args}: {o}");
+                assert_eq!(field(o, "wrong"), 0, "{args}: {o}");
             }
         }
     }
@@ -479,26 +394,8 @@ fn a_broadcast_root_sigkilled_inside_the_operation_leaves_no_survivor_a_wrong_va
 #[test]
 fn allreduce_goes_on_after_a_sigkilled_process_is_detected() {
     for channel in CHANNELS {
-        let args = [
-            "--op",
-            "allreduce",
-            "--iters",
-            "300",
-            "--sigkill",
-            "2:100",
-            "--timeout",
-            "2",
-        ];
-        let outcomes = mpirun(5, &with(&args, channel));
-        assert_eq!(outcomes.len(), 4, "{channel:?}: {outcomes:?}");
-        for o in &outcomes {
-            assert_eq!(
-                (field(o, "delivered"), field(o, "wrong"), errors(o)),
-                (300, 0, 0),
-                "{o}"
-            );
-        }
-        assert_same_results(&outcomes, &format!("{channel:?}"));
+        let args = format!("--op allreduce --iters 300 --sigkill 2:100 --timeout 2 {channel}");
+        survivors_agree(5, &args, 4, 300);
     }
 }
 
@@ -513,18 +410,7 @@ fn allreduce_goes_on_after_a_sigkilled_process_is_detected() {
 fn shrink_between_processes_leaves_out_the_failed_alike() {
     for sends in ["1", "2", "4"] {
         let dying = format!("1:20:{sends}");
-        let args = [
-            "--op",
-            "shrink",
-            "--iters",
-            "30",
-            "--f",
-            "2",
-            "--die-at",
-            "2:10",
-            "--die-after-sends",
-            &dying,
-        ];
+        let args = format!("--op shrink --iters 30 --f 2 --die-at 2:10 --die-after-sends {dying}");
         let outcomes = mpirun(4, &args);
         let survivors: Vec<&Value> = outcomes
             .iter()
@@ -532,11 +418,7 @@ fn shrink_between_processes_leaves_out_the_failed_alike() {
             .collect();
         assert_eq!(survivors.len(), 2, "{outcomes:?}");
         for o in &survivors {
-            assert_eq!(
-                (field(o, "delivered"), field(o, "wrong"), errors(o)),
-                (30, 0, 0),
-                "{o}"
-            );
+            delivered_all(o, 30, &dying);
             assert_eq!(field(o, "f"), 1, "f clamped to the survivors: {o}");
             // A rank that fails as the others begin an agreement is left
             // out by it or by the next one, by every survivor alike.
@@ -556,31 +438,14 @@ fn shrink_between_processes_leaves_out_the_failed_alike() {
 #[test]
 fn shrink_between_processes_survives_a_sigkilled_process() {
     for channel in CHANNELS {
-        let args = [
-            "--op",
-            "shrink",
-            "--iters",
-            "40",
-            "--sigkill",
-            "3:20",
-            "--timeout",
-            "5",
-        ];
-        let outcomes = mpirun(5, &with(&args, channel));
-        assert_eq!(outcomes.len(), 4, "{channel:?}: {outcomes:?}");
-        for o in &outcomes {
-            // Its exit is found by the first process that waits on it: no
-            // call times out, not even the one of the death.
-            assert_eq!(
-                (field(o, "delivered"), field(o, "wrong"), errors(o)),
-                (40, 0, 0),
-                "{o}"
-            );
+        let args = format!("--op shrink --iters 40 --sigkill 3:20 --timeout 5 {channel}");
+        // Its exit is found by the first process that waits on it: no call
+        // times out, not even the one of the death.
+        for o in &survivors_agree(5, &args, 4, 40) {
             let sizes = o["firsts"].as_array().expect("sizes");
             assert_eq!(sizes[19], 5, "{o}");
             assert_eq!(sizes[39], 4, "{o}");
         }
-        assert_same_results(&outcomes, &format!("{channel:?}"));
     }
 }
 
@@ -588,9 +453,7 @@ fn shrink_between_processes_survives_a_sigkilled_process() {
 /// the ranks that ran every iteration (the survivors), of which there must
 /// be `survivors`.
 fn survivors_of(procs: u32, op: &str, extra: &str, survivors: usize) -> Vec<Value> {
-    let mut args = vec!["--op", op, "--iters", "20"];
-    args.extend(extra.split_whitespace());
-    let live: Vec<Value> = mpirun(procs, &args)
+    let live: Vec<Value> = mpirun(procs, &format!("--op {op} --iters 20 {extra}"))
         .into_iter()
         .filter(|o| field(o, "delivered") + errors(o) == 20)
         .collect();
@@ -659,14 +522,8 @@ fn agreement_lists_the_failed_alike_between_processes_and_in_node_teams() {
 /// An emulated, announced failure within the budget: no operation fails.
 #[test]
 fn allreduce_survives_an_announced_failure_within_the_budget() {
-    let outcomes = mpirun(
-        5,
-        &["--op", "allreduce", "--iters", "200", "--die-at", "3:50"],
-    );
-    for o in &outcomes {
-        let expected = if field(o, "rank") == 3 { 50 } else { 200 };
-        delivered_all(o, expected, "");
-    }
+    let args = "--op allreduce --iters 200 --die-at 3:50";
+    delivering(5, args, 5, 200, &[(3, 50)]);
 }
 
 /// A large allreduce goes by blocks (`protocol::scatter`): a rank dying
@@ -713,23 +570,11 @@ fn large_allreduces_with_a_death(
     shared_memory: &str,
 ) -> Vec<Value> {
     let kill = format!("{victim}:1:{n}");
-    let outcomes = mpirun(
-        procs,
-        &[
-            "--op",
-            "allreduce",
-            "--iters",
-            "4",
-            "--len",
-            "70000",
-            "--f",
-            "1",
-            "--die-after-sends",
-            &kill,
-            "--shared-memory",
-            shared_memory,
-        ],
+    let args = format!(
+        "--op allreduce --iters 4 --len 70000 --f 1 --die-after-sends {kill} \
+         --shared-memory {shared_memory}"
     );
+    let outcomes = mpirun(procs, &args);
     assert_eq!(outcomes.len(), procs as usize, "{kill}: {outcomes:?}");
     let survivors: Vec<Value> = outcomes
         .iter()
@@ -764,23 +609,11 @@ fn an_allreduce_by_blocks_survives_a_sigkilled_process() {
 /// each at most one call in error (the one of the death), and those
 /// without an error all the same results. Returns the survivors' outcomes.
 fn large_allreduces_with_a_sigkill(shared_memory: &str) -> Vec<Value> {
-    let outcomes = mpirun(
-        4,
-        &[
-            "--op",
-            "allreduce",
-            "--iters",
-            "60",
-            "--len",
-            "70000",
-            "--sigkill",
-            "1:20",
-            "--timeout",
-            "3",
-            "--shared-memory",
-            shared_memory,
-        ],
+    let args = format!(
+        "--op allreduce --iters 60 --len 70000 --sigkill 1:20 --timeout 3 \
+         --shared-memory {shared_memory}"
     );
+    let outcomes = mpirun(4, &args);
     assert_eq!(outcomes.len(), 3, "{outcomes:?}");
     for o in &outcomes {
         assert_eq!(o["shared_memory"], shared_memory != "0", "{o}");
@@ -812,30 +645,14 @@ const SLOT: &str = "8388608";
 /// bytes: every rank gets the error `kind` every time, never a hang.
 fn lengths_that_differ(cases: &[(&str, &str)], shared_memory: &str) {
     for &(len_at, kind) in cases {
-        let outcomes = mpirun(
-            3,
-            &[
-                "--op",
-                "allreduce",
-                "--iters",
-                "3",
-                "--len",
-                "70000",
-                "--len-at",
-                len_at,
-                "--timeout",
-                "5",
-                "--shared-memory",
-                shared_memory,
-            ],
+        let args = format!(
+            "--op allreduce --iters 3 --len 70000 --len-at {len_at} --timeout 5 \
+             --shared-memory {shared_memory}"
         );
+        let outcomes = mpirun(3, &args);
         assert_eq!(outcomes.len(), 3, "{outcomes:?}");
         for o in &outcomes {
-            assert_eq!(
-                o["missing_by_error"],
-                serde_json::json!({ kind: 3 }),
-                "{len_at}: {o}"
-            );
+            assert_eq!(o["missing_by_error"], json!({ kind: 3 }), "{len_at}: {o}");
         }
     }
 }
@@ -868,24 +685,10 @@ fn an_allreduce_through_shared_memory_survives_a_sigkilled_process() {
 /// go on without shared memory, by blocks.
 #[test]
 fn slots_too_large_for_dev_shm_leave_the_shared_memory_off() {
-    let huge = (u64::MAX / 2).to_string();
-    let outcomes = mpirun(
-        2,
-        &[
-            "--op",
-            "allreduce",
-            "--iters",
-            "3",
-            "--len",
-            "70000",
-            "--shared-memory",
-            &huge,
-        ],
-    );
-    assert_eq!(outcomes.len(), 2, "{outcomes:?}");
-    for o in &outcomes {
+    let huge = u64::MAX / 2;
+    let args = format!("--op allreduce --iters 3 --len 70000 --shared-memory {huge}");
+    for o in &delivering(2, &args, 2, 3, &[]) {
         assert_eq!(o["shared_memory"], false, "{o}");
-        assert_eq!((field(o, "delivered"), errors(o)), (3, 0), "{o}");
     }
 }
 
@@ -923,23 +726,10 @@ fn shared_broadcasts(o: &Value) -> (u64, u64) {
 #[test]
 fn a_large_broadcast_through_shared_memory_waits_for_a_slow_receiver() {
     for (stall, held) in [("1:100:300", false), ("1:100:1500", true)] {
-        let outcomes = mpirun(
-            3,
-            &[
-                "--op",
-                "bcast",
-                "--iters",
-                "300",
-                "--len",
-                "20000",
-                "--stall-at",
-                stall,
-            ],
-        );
-        assert_eq!(outcomes.len(), 3, "{stall}: {outcomes:?}");
+        let args = format!("--op bcast --iters 300 --len 20000 --stall-at {stall}");
+        let outcomes = delivering(3, &args, 3, 300, &[]);
         for o in &outcomes {
             assert_eq!(o["shared_memory"], true, "{stall}: {o}");
-            delivered_all(o, 300, stall);
         }
         let (shared, as_bytes) = shared_broadcasts(&outcomes[0]);
         assert_eq!(shared + as_bytes, 300, "{stall}: {}", outcomes[0]);
@@ -958,18 +748,14 @@ fn a_large_broadcast_through_shared_memory_reports_lengths_that_differ() {
         ("1:100", &[1]),
         ("0:100", &[1, 2]),
     ] {
-        let outcomes = mpirun(
-            3,
-            &[
-                "--op", "bcast", "--iters", "5", "--len", "20000", "--len-at", len_at,
-            ],
-        );
+        let args = format!("--op bcast --iters 5 --len 20000 --len-at {len_at}");
+        let outcomes = mpirun(3, &args);
         assert_eq!(outcomes.len(), 3, "{len_at}: {outcomes:?}");
         for o in &outcomes {
             let expected = if failing.contains(&field(o, "rank")) {
-                serde_json::json!({ "LengthMismatch": 5 })
+                json!({ "LengthMismatch": 5 })
             } else {
-                serde_json::json!({})
+                json!({})
             };
             assert_eq!(o["missing_by_error"], expected, "{len_at}: {o}");
             assert_eq!(field(o, "wrong"), 0, "{len_at}: {o}");
@@ -986,18 +772,7 @@ fn a_large_broadcast_through_shared_memory_reports_lengths_that_differ() {
 #[test]
 fn a_large_reduce_through_shared_memory_reports_lengths_that_differ_at_its_root() {
     for (len_at, kind) in [("1:70001", "LengthMismatch"), ("1:100", "Mismatch")] {
-        let args = [
-            "--op",
-            "reduce",
-            "--iters",
-            "8",
-            "--len",
-            "70000",
-            "--len-at",
-            len_at,
-            "--timeout",
-            "5",
-        ];
+        let args = format!("--op reduce --iters 8 --len 70000 --len-at {len_at} --timeout 5");
         let outcomes = mpirun(4, &args);
         assert_eq!(outcomes.len(), 4, "{len_at}: {outcomes:?}");
         for o in &outcomes {
@@ -1027,20 +802,8 @@ fn a_call_of_another_collective_is_reported_between_processes() {
         ("bcast", "2:2:allreduce"),
         ("barrier", "0:2:bcast"),
     ] {
-        let args = [
-            "--op",
-            op,
-            "--iters",
-            "5",
-            "--f",
-            "1",
-            "--call-at",
-            call_at,
-            "--timeout",
-            "30",
-        ];
-        let outcomes = mpirun(4, &args);
         let context = format!("--op {op} --call-at {call_at}");
+        let outcomes = mpirun(4, &format!("{context} --iters 5 --f 1 --timeout 30"));
         assert_eq!(outcomes.len(), 4, "{context}: {outcomes:?}");
         let mut reported = 0;
         for o in &outcomes {
@@ -1070,21 +833,9 @@ fn a_large_broadcast_through_shared_memory_survives_a_death_at_every_send() {
     for (victim, sends) in [(0u64, 1..=3), (2, 1..=2)] {
         for n in sends {
             let kill = format!("{victim}:1:{n}");
-            let outcomes = mpirun(
-                4,
-                &[
-                    "--op",
-                    "bcast",
-                    "--iters",
-                    "4",
-                    "--len",
-                    "20000",
-                    "--die-after-sends",
-                    &kill,
-                    "--timeout",
-                    "5",
-                ],
-            );
+            let args =
+                format!("--op bcast --iters 4 --len 20000 --die-after-sends {kill} --timeout 5");
+            let outcomes = mpirun(4, &args);
             assert_eq!(outcomes.len(), 4, "{kill}: {outcomes:?}");
             for o in outcomes.iter().filter(|o| field(o, "rank") != victim) {
                 assert_eq!(field(o, "wrong"), 0, "{kill}: {o}");
@@ -1113,29 +864,16 @@ fn a_node_team_gives_every_thread_of_every_process_the_result() {
     // words: the threads' lazy allreduce, then the processes' through
     // shared memory.
     for (op, procs, threads, len) in [
-        ("allreduce", 2, "4", "3"),
-        ("bcast", 3, "3", "3"),
-        ("reduce", 2, "3", "3"),
-        ("allreduce", 3, "2", "70000"),
+        ("allreduce", 2, 4, "3"),
+        ("bcast", 3, 3, "3"),
+        ("reduce", 2, 3, "3"),
+        ("allreduce", 3, 2, "70000"),
     ] {
-        let outcomes = mpirun(
-            procs,
-            &[
-                "--op",
-                op,
-                "--iters",
-                "200",
-                "--threads",
-                threads,
-                "--len",
-                len,
-            ],
-        );
-        let ranks = procs as usize * threads.parse::<usize>().unwrap();
-        assert_eq!(outcomes.len(), ranks, "{op}: every thread reports");
+        let args = format!("--op {op} --iters 200 --threads {threads} --len {len}");
+        // Every thread reports.
+        let outcomes = delivering(procs, &args, procs as usize * threads, 200, &[]);
         for (r, o) in outcomes.iter().enumerate() {
             assert_eq!(field(o, "rank"), r as u64);
-            delivered_all(o, 200, op);
         }
     }
 }
@@ -1156,10 +894,7 @@ fn a_node_teams_processes_share_out_the_cores_they_all_may_use() {
             .collect()
     };
     for procs in [2u32, 3] {
-        let outcomes = mpirun(
-            procs,
-            &["--op", "allreduce", "--iters", "20", "--threads", "2"],
-        );
+        let outcomes = mpirun(procs, "--op allreduce --iters 20 --threads 2");
         assert_eq!(outcomes.len(), 2 * procs as usize);
         let of = |p: usize| -> Vec<u64> {
             let mut all: Vec<u64> = outcomes[2 * p..2 * p + 2].iter().flat_map(cpus).collect();
@@ -1200,19 +935,14 @@ fn a_node_teams_processes_share_out_the_cores_they_all_may_use() {
 #[test]
 fn a_node_team_with_mpi_own_collectives_between_processes() {
     for extra in [
-        &["--op", "allreduce"][..],
-        &["--op", "allreduce", "--closure"][..],
-        &["--op", "bcast"][..],
-        &["--op", "reduce"][..],
-        &["--op", "reduce", "--closure"][..],
+        "--op allreduce",
+        "--op allreduce --closure",
+        "--op bcast",
+        "--op reduce",
+        "--op reduce --closure",
     ] {
-        let mut args = vec!["--iters", "200", "--threads", "2", "--native", "--len", "5"];
-        args.extend_from_slice(extra);
-        let outcomes = mpirun(3, &args);
-        assert_eq!(outcomes.len(), 6, "{extra:?}");
-        for o in &outcomes {
-            delivered_all(o, 200, &format!("{extra:?}"));
-        }
+        let args = format!("--iters 200 --threads 2 --native --len 5 {extra}");
+        delivering(3, &args, 6, 200, &[]);
     }
 }
 
@@ -1226,30 +956,18 @@ fn a_node_team_with_mpi_own_collectives_between_processes() {
 #[test]
 fn a_node_team_runs_every_broadcast_algorithm_between_its_proxies() {
     for algorithm in ALGORITHMS {
-        let args = "--op bcast --iters 60 --len 3 --threads 2";
-        let outcomes = mpirun_with(3, algorithm, args);
-        assert_eq!(outcomes.len(), 6, "{algorithm:?}: {outcomes:?}");
-        for o in &outcomes {
-            delivered_all(o, 60, &format!("{algorithm:?}"));
-        }
+        let args = format!("--op bcast --iters 60 --len 3 --threads 2 {algorithm}");
+        delivering(3, &args, 6, 60, &[]);
     }
     // Ranks are process x 2 + thread: rank 2 is process 1's proxy.
     for algorithm in [ALGORITHMS[2], ALGORITHMS[3], ALGORITHMS[4], ALGORITHMS[5]] {
-        let args = "--op bcast --iters 60 --len 3 --threads 2 --die-at 2:20";
-        let outcomes = mpirun_with(4, algorithm, args);
-        assert_eq!(outcomes.len(), 8, "{algorithm:?}: {outcomes:?}");
-        for o in &outcomes {
-            let expected = if field(o, "rank") == 2 { 20 } else { 60 };
-            delivered_all(o, expected, &format!("{algorithm:?}"));
-        }
+        let args = format!("--op bcast --iters 60 --len 3 --threads 2 --die-at 2:20 {algorithm}");
+        delivering(4, &args, 8, 60, &[(2, 20)]);
     }
     for algorithm in [ALGORITHMS[3], ALGORITHMS[5]] {
-        let args = "--op bcast --iters 100 --len 3 --threads 2 --sigkill 1:30";
-        let outcomes = mpirun_with(4, algorithm, args);
-        assert_eq!(outcomes.len(), 6, "the survivors' threads: {outcomes:?}");
-        for o in &outcomes {
-            delivered_all(o, 100, &format!("{algorithm:?}"));
-        }
+        let args = format!("--op bcast --iters 100 --len 3 --threads 2 --sigkill 1:30 {algorithm}");
+        // The survivors' threads report.
+        delivering(4, &args, 6, 100, &[]);
     }
 }
 
@@ -1261,22 +979,8 @@ fn a_node_team_runs_every_broadcast_algorithm_between_its_proxies() {
 #[test]
 fn a_node_team_waits_for_a_stalled_thread_without_suspecting_it() {
     for (op, stalled) in [("bcast", "2"), ("allreduce", "2"), ("allreduce", "3")] {
-        let stall = format!("{stalled}:20:2500");
-        let args = [
-            "--op",
-            op,
-            "--iters",
-            "60",
-            "--threads",
-            "2",
-            "--stall-at",
-            &stall,
-        ];
-        let outcomes = mpirun(2, &args);
-        assert_eq!(outcomes.len(), 4, "{op} {stall}: {outcomes:?}");
-        for o in &outcomes {
-            delivered_all(o, 60, &format!("{op} {stall}"));
-        }
+        let args = format!("--op {op} --iters 60 --threads 2 --stall-at {stalled}:20:2500");
+        delivering(2, &args, 4, 60, &[]);
     }
 }
 
@@ -1284,68 +988,13 @@ fn a_node_team_waits_for_a_stalled_thread_without_suspecting_it() {
 /// its process, and a whole process SIGKILLed, in the same kind of run.
 #[test]
 fn a_node_team_survives_a_dead_thread_and_a_sigkilled_process() {
-    let outcomes = mpirun(
-        2,
-        &[
-            "--op",
-            "allreduce",
-            "--iters",
-            "200",
-            "--threads",
-            "4",
-            "--die-at",
-            "5:50",
-        ],
-    );
-    for o in &outcomes {
-        let expected = if field(o, "rank") == 5 { 50 } else { 200 };
-        delivered_all(o, expected, "");
-    }
-    let outcomes = mpirun(
-        3,
-        &[
-            "--op",
-            "bcast",
-            "--iters",
-            "600",
-            "--threads",
-            "2",
-            "--sigkill",
-            "2:200",
-        ],
-    );
-    assert_eq!(
-        outcomes.len(),
-        4,
-        "the two surviving processes' threads: {outcomes:?}"
-    );
-    for o in &outcomes {
-        delivered_all(o, 600, "");
-    }
-    let outcomes = mpirun(
-        3,
-        &[
-            "--op",
-            "allreduce",
-            "--iters",
-            "200",
-            "--threads",
-            "2",
-            "--sigkill",
-            "1:50",
-            "--timeout",
-            "2",
-        ],
-    );
-    assert_eq!(outcomes.len(), 4, "{outcomes:?}");
-    for o in &outcomes {
-        assert_eq!(
-            (field(o, "delivered"), field(o, "wrong"), errors(o)),
-            (200, 0, 0),
-            "{o}"
-        );
-    }
-    assert_same_results(&outcomes, "a sigkilled process in node teams");
+    let args = "--op allreduce --iters 200 --threads 4 --die-at 5:50";
+    delivering(2, args, 8, 200, &[(5, 50)]);
+    // The two surviving processes' threads report.
+    let args = "--op bcast --iters 600 --threads 2 --sigkill 2:200";
+    delivering(3, args, 4, 600, &[]);
+    let args = "--op allreduce --iters 200 --threads 2 --sigkill 1:50 --timeout 2";
+    survivors_agree(3, args, 4, 200);
 }
 
 /// A process stalled past the operation timeout (alive, silent, outside the
@@ -1358,18 +1007,9 @@ fn a_node_team_survives_a_dead_thread_and_a_sigkilled_process() {
 #[test]
 fn a_process_taken_for_failed_while_alive_is_told_and_fails_its_calls() {
     for channel in CHANNELS {
-        let args = [
-            "--op",
-            "allreduce",
-            "--iters",
-            "60",
-            "--stall-at",
-            "1:50:3500",
-            "--timeout",
-            "2",
-        ];
-        let outcomes = mpirun(3, &with(&args, channel));
-        assert_eq!(outcomes.len(), 3, "{channel:?}: {outcomes:?}");
+        let args = format!("--op allreduce --iters 60 --stall-at 1:50:3500 --timeout 2 {channel}");
+        let outcomes = mpirun(3, &args);
+        assert_eq!(outcomes.len(), 3, "{args}: {outcomes:?}");
         let stalled = outcomes
             .iter()
             .find(|o| field(o, "rank") == 1)
@@ -1404,29 +1044,10 @@ fn a_process_taken_for_failed_while_alive_is_told_and_fails_its_calls() {
 /// sums, which leave both out, are right, not "wrong".
 #[test]
 fn the_checker_counts_a_thread_of_a_killed_process_dead_once() {
-    let args = [
-        "--op",
-        "allreduce",
-        "--iters",
-        "300",
-        "--threads",
-        "3",
-        "--die-at",
-        "7:100",
-        "--sigkill",
-        "2:200",
-    ];
-    let outcomes = mpirun(4, &args);
+    let args = "--op allreduce --iters 300 --threads 3 --die-at 7:100 --sigkill 2:200";
     // Rank 7 is thread 1 of process 2: the survivors are the threads of
     // processes 0, 1 and 3.
-    assert_eq!(outcomes.len(), 9, "{outcomes:?}");
-    for o in &outcomes {
-        assert_eq!(
-            (field(o, "delivered"), field(o, "wrong"), errors(o)),
-            (300, 0, 0),
-            "{o}"
-        );
-    }
+    delivering(4, args, 9, 300, &[]);
 }
 
 /// A proxy that dies is replaced by the next thread of its process: the
@@ -1443,53 +1064,14 @@ fn a_node_team_survives_its_proxy_thread_dying() {
         ("reduce", "600"),
         ("bcast", "600"),
     ] {
-        // Rank 4 is process 1's local rank 0, its first proxy.
-        let outcomes = mpirun(
-            2,
-            &[
-                "--op",
-                op,
-                "--iters",
-                "200",
-                "--threads",
-                "4",
-                "--die-at",
-                "4:50",
-                "--len",
-                len,
-            ],
-        );
-        assert_eq!(outcomes.len(), 8, "{op}: every thread reports");
-        for o in &outcomes {
-            let expected = if field(o, "rank") == 4 { 50 } else { 200 };
-            delivered_all(o, expected, op);
-        }
+        // Rank 4 is process 1's local rank 0, its first proxy; every thread
+        // reports.
+        let args = format!("--op {op} --iters 200 --threads 4 --die-at 4:50 --len {len}");
+        delivering(2, &args, 8, 200, &[(4, 50)]);
     }
     // The proxies of two processes, at 3 processes of 3 threads.
-    let outcomes = mpirun(
-        3,
-        &[
-            "--op",
-            "allreduce",
-            "--iters",
-            "150",
-            "--threads",
-            "3",
-            "--die-at",
-            "3:40",
-            "--die-at",
-            "6:80",
-        ],
-    );
-    assert_eq!(outcomes.len(), 9);
-    for o in &outcomes {
-        let expected = match field(o, "rank") {
-            3 => 40,
-            6 => 80,
-            _ => 150,
-        };
-        delivered_all(o, expected, "");
-    }
+    let args = "--op allreduce --iters 150 --threads 3 --die-at 3:40 --die-at 6:80";
+    delivering(3, args, 9, 150, &[(3, 40), (6, 80)]);
 }
 
 // The wire format, through the public API (in this file so that CI builds

@@ -81,9 +81,7 @@ fn section_4_1_exhaustive_small_teams() {
 fn more_failures_than_f_never_give_a_partial_result() {
     // f = 1, both root children dead: no complete subtree; the root says so.
     let sc = scenario(9, 1, FailureScheme::Count, 2);
-    let mut death = vec![NEVER; 9];
-    death[1] = 0;
-    death[2] = 0;
+    let death = common::dead_from_start(9, &[1, 2]);
     let run = ReduceSim::new(&sc).run_with(&death, &[]);
     assert!(!run.result_consistent);
     assert_eq!(run.violations, 0);
