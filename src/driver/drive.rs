@@ -117,7 +117,9 @@ impl<'t, T: Transport> Driver<'t, T> {
             // Kept for the next call: its capacity stays.
             self.early = early;
         }
-        tell_failures::<T::Payload, C>(core, &self.known_failed, self.members, self.me, tick);
+        if !self.known_failed.is_empty() {
+            tell_failures::<T::Payload, C>(core, &self.known_failed, self.members, self.me, tick);
+        }
         // This operation's early messages are its core's now, to answer.
         self.ahead.retain(|(_, _, m)| m.op > op);
         let me = self.me;
