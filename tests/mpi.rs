@@ -1077,7 +1077,10 @@ fn a_node_team_survives_its_proxy_thread_dying() {
 // The wire format, through the public API (in this file so that CI builds
 // one test binary for the feature).
 mod wire {
-    use corrected::mpi::wire::{decode, decode_parts, encode, encode_parts, Decoded, Frame};
+    use corrected::mailbox::frames::FIRST_BYTES;
+    use corrected::mpi::wire::{
+        decode, decode_parts, encode, encode_parts, Decoded, Frame, SmallFrame,
+    };
     use corrected::protocol::ftco::FtcoData;
     use corrected::protocol::gossip::{FcgPayload, Known, Stamped, KNOWN_CAPACITY};
     use corrected::protocol::reduce::{Contribution, FailureInfo, FailureScheme};
@@ -1092,6 +1095,12 @@ mod wire {
         let mut bytes = Vec::new();
         encode(&frame, &mut bytes).expect("framed");
         assert_eq!(decode(&bytes, &pool), Some(frame.clone()));
+        // A frame that fits one ring slot is encoded alike on the stack;
+        // a longer one says it did not fit.
+        let mut small = SmallFrame::<FIRST_BYTES>::new();
+        encode_parts(&frame, &mut small, usize::MAX).expect("framed");
+        let fits = bytes.len() <= FIRST_BYTES;
+        assert_eq!(small.bytes(), fits.then_some(&bytes[..]), "{frame:?}");
         // Every strict prefix and every extension is refused.
         for cut in 0..bytes.len() {
             assert_eq!(decode(&bytes[..cut], &pool), None, "prefix of {cut} bytes");

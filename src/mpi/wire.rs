@@ -106,6 +106,89 @@ pub enum Unframeable {
     LocalValue,
 }
 
+/// Where [`encode_parts`] writes a frame: a growable buffer, or a
+/// [`SmallFrame`] for a frame that fits one slot of a frame ring.
+pub trait FrameOut {
+    /// Empties it.
+    fn clear(&mut self);
+    /// Appends one byte.
+    fn push(&mut self, byte: u8);
+    /// Appends `bytes`.
+    fn extend_from_slice(&mut self, bytes: &[u8]);
+}
+
+impl FrameOut for Vec<u8> {
+    #[inline]
+    fn clear(&mut self) {
+        Vec::clear(self)
+    }
+    #[inline]
+    fn push(&mut self, byte: u8) {
+        Vec::push(self, byte)
+    }
+    #[inline]
+    fn extend_from_slice(&mut self, bytes: &[u8]) {
+        Vec::extend_from_slice(self, bytes)
+    }
+}
+
+/// A frame of at most `N` bytes, on the stack: a small message encoded
+/// here goes into a ring's slot with no buffer taken from a pool (most
+/// frames: a header, a tag and a value of a few words). A longer frame
+/// marks it [overflowed](SmallFrame::bytes) and is encoded again into a
+/// buffer.
+pub struct SmallFrame<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
+    overflowed: bool,
+}
+
+impl<const N: usize> SmallFrame<N> {
+    /// An empty frame.
+    #[inline]
+    pub fn new() -> Self {
+        SmallFrame {
+            bytes: [0; N],
+            len: 0,
+            overflowed: false,
+        }
+    }
+
+    /// The frame's bytes, or `None` if it did not fit.
+    #[inline]
+    pub fn bytes(&self) -> Option<&[u8]> {
+        (!self.overflowed).then(|| &self.bytes[..self.len])
+    }
+}
+
+impl<const N: usize> Default for SmallFrame<N> {
+    fn default() -> Self {
+        SmallFrame::new()
+    }
+}
+
+impl<const N: usize> FrameOut for SmallFrame<N> {
+    #[inline]
+    fn clear(&mut self) {
+        self.len = 0;
+        self.overflowed = false;
+    }
+    #[inline]
+    fn push(&mut self, byte: u8) {
+        self.extend_from_slice(&[byte]);
+    }
+    #[inline]
+    fn extend_from_slice(&mut self, bytes: &[u8]) {
+        match self.bytes.get_mut(self.len..self.len + bytes.len()) {
+            Some(room) if !self.overflowed => {
+                room.copy_from_slice(bytes);
+                self.len += bytes.len();
+            }
+            _ => self.overflowed = true,
+        }
+    }
+}
+
 /// Writes `frame` into `out` (cleared first), values included.
 pub fn encode(frame: &Frame, out: &mut Vec<u8>) -> Result<(), Unframeable> {
     encode_parts(frame, out, usize::MAX).map(|_| ())
@@ -113,14 +196,14 @@ pub fn encode(frame: &Frame, out: &mut Vec<u8>) -> Result<(), Unframeable> {
 
 /// Writes `frame` into `out` (cleared first); a value of `detach_min`
 /// bytes or more is detached: returned, to be sent as the next message.
-pub fn encode_parts(
+pub fn encode_parts<O: FrameOut>(
     frame: &Frame,
-    out: &mut Vec<u8>,
+    out: &mut O,
     detach_min: usize,
 ) -> Result<Option<Data>, Unframeable> {
     out.clear();
     let mut detached = None;
-    let mut data = |d: &Data, out: &mut Vec<u8>| data(d, out, detach_min, &mut detached);
+    let mut data = |d: &Data, out: &mut O| data(d, out, detach_min, &mut detached);
     match frame {
         Frame::Failed(r) => {
             out.push(FRAME_FAILED);
@@ -216,9 +299,9 @@ pub fn encode_parts(
     Ok(detached)
 }
 
-fn data(
+fn data<O: FrameOut>(
     d: &Data,
-    out: &mut Vec<u8>,
+    out: &mut O,
     detach_min: usize,
     detached: &mut Option<Data>,
 ) -> Result<(), Unframeable> {

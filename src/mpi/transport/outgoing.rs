@@ -8,7 +8,7 @@ use mpi::point_to_point::Destination;
 use mpi::request::{Request, StaticScope};
 use mpi::topology::{Communicator, SimpleCommunicator};
 
-use crate::mailbox::frames::{FrameReader, FrameWriter};
+use crate::mailbox::frames::{FrameReader, FrameWriter, FIRST_BYTES};
 use crate::mpi::wire::{self, Frame};
 use crate::types::{Rank, Tick};
 use crate::value::data::{Data, Wire};
@@ -162,6 +162,30 @@ impl Outgoing {
         self.queued += 1;
     }
 
+    /// A frame that fits one slot, to a peer whose ring has nothing
+    /// queued: encoded on the stack and written straight into the ring, or
+    /// queued if the ring is full. False if it is not such a frame (the
+    /// caller sends it the general way).
+    #[inline]
+    fn start_small(&mut self, to: usize, frame: &Frame) -> bool {
+        let Some(ring) = self.rings[to].as_mut().filter(|r| r.queue.is_empty()) else {
+            return false;
+        };
+        let mut small = wire::SmallFrame::<FIRST_BYTES>::new();
+        let framed = wire::encode_parts(frame, &mut small, wire::DETACH_MIN_BYTES);
+        let Some(bytes) = small.bytes().filter(|_| matches!(framed, Ok(None))) else {
+            return false;
+        };
+        if ring.writer.write(bytes, 0) == 0 {
+            let mut queued = self.spare.pop().unwrap_or_default();
+            queued.clear();
+            queued.extend_from_slice(bytes);
+            ring.queue.push_back((queued, 0));
+            self.queued += 1;
+        }
+        true
+    }
+
     /// Sends to `to` not yet complete: through MPI, and for a peer on this
     /// node frames not yet wholly written into its ring.
     pub(super) fn in_flight(&self, to: usize) -> usize {
@@ -196,6 +220,9 @@ impl Outgoing {
     /// ring, whole, if it is on this node; else through MPI, the frame,
     /// then its detached value if it has one (MPI keeps the two in order).
     pub(super) fn start(&mut self, comm: &SimpleCommunicator, to: Rank, frame: &Frame) -> bool {
+        if self.start_small(to as usize, frame) {
+            return true;
+        }
         let mut bytes = self.spare.pop().unwrap_or_default();
         let detached = match wire::encode_parts(frame, &mut bytes, wire::DETACH_MIN_BYTES) {
             Ok(detached) => detached,
