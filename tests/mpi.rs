@@ -1079,7 +1079,7 @@ fn a_node_team_survives_its_proxy_thread_dying() {
 mod wire {
     use corrected::mailbox::frames::FIRST_BYTES;
     use corrected::mpi::wire::{
-        decode, decode_parts, encode, encode_parts, Decoded, Frame, SmallFrame,
+        decode, decode_msg, decode_parts, encode, encode_parts, Decoded, Frame, SmallFrame,
     };
     use corrected::protocol::ftco::FtcoData;
     use corrected::protocol::gossip::{FcgPayload, Known, Stamped, KNOWN_CAPACITY};
@@ -1101,12 +1101,25 @@ mod wire {
         encode_parts(&frame, &mut small, usize::MAX).expect("framed");
         let fits = bytes.len() <= FIRST_BYTES;
         assert_eq!(small.bytes(), fits.then_some(&bytes[..]), "{frame:?}");
+        // A protocol message decodes alike on the ring's short path; any
+        // other frame is left to the general one.
+        let msg = match &frame {
+            Frame::Msg(msg) => Some(msg.clone()),
+            _ => None,
+        };
+        assert_eq!(decode_msg(&bytes, &pool), msg, "{frame:?}");
         // Every strict prefix and every extension is refused.
         for cut in 0..bytes.len() {
             assert_eq!(decode(&bytes[..cut], &pool), None, "prefix of {cut} bytes");
+            assert_eq!(
+                decode_msg(&bytes[..cut], &pool),
+                None,
+                "prefix of {cut} bytes"
+            );
         }
         bytes.push(0);
         assert_eq!(decode(&bytes, &pool), None, "a trailing byte");
+        assert_eq!(decode_msg(&bytes, &pool), None, "a trailing byte");
     }
 
     #[test]

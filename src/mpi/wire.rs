@@ -341,6 +341,93 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    /// A protocol message's header and payload (a frame's body after its
+    /// kind byte).
+    fn msg(&mut self, pool: &SegmentPool) -> Option<Msg<Packet>> {
+        let r = self;
+        let op = r.u32()?;
+        let kind = Collective::from_u8(r.u8()?)?;
+        let tag = *Tag::ALL.get(usize::from(r.u8()?))?;
+        let root = r.u32()?;
+        let payload = match r.u8()? {
+            PACKET_VALUE => Packet::Value(r.data(pool)?),
+            PACKET_CONTRIBUTION => {
+                let subtree_failed = r.u8()? != 0;
+                let decided = r.u8()? != 0;
+                let count = r.u32()?;
+                let n = usize::from(r.u8()?);
+                let ranks: Vec<Rank> = (0..n).map(|_| r.u32()).collect::<Option<_>>()?;
+                Packet::Contribution(Contribution {
+                    value: r.data(pool)?,
+                    info: FailureInfo::from_parts(subtree_failed, count, &ranks),
+                    decided,
+                })
+            }
+            PACKET_STAMPED => {
+                let sent = r.u64()?;
+                Packet::Stamped(Stamped {
+                    sent,
+                    value: r.data(pool)?,
+                })
+            }
+            PACKET_FCG => {
+                let sent = r.u64()?;
+                let sos = match r.u8()? {
+                    0 => false,
+                    1 => true,
+                    _ => return None,
+                };
+                let n = usize::from(r.u8()?);
+                if n > KNOWN_CAPACITY {
+                    return None;
+                }
+                let ids: Vec<Rank> = (0..n).map(|_| r.u32()).collect::<Option<_>>()?;
+                Packet::Fcg(Stamped {
+                    sent,
+                    value: FcgPayload {
+                        value: r.data(pool)?,
+                        sos,
+                        known: Known::from_slice(&ids)?,
+                    },
+                })
+            }
+            PACKET_FTCO => Packet::Ftco(Box::new(match r.u8()? {
+                FTCO_PART => {
+                    let value = r.data(pool)?;
+                    let own = r.data(pool)?;
+                    let n = r.u32()?;
+                    // Each id is four bytes: a count beyond what is left
+                    // is refused before anything is read.
+                    if n as usize > r.bytes.len() / 4 {
+                        return None;
+                    }
+                    let missing = (0..n).map(|_| r.u32()).collect::<Option<_>>()?;
+                    FtcoData::Part {
+                        value,
+                        own,
+                        missing,
+                    }
+                }
+                FTCO_RESULT => FtcoData::Result(r.data(pool)?),
+                FTCO_EMPTY => FtcoData::Empty,
+                _ => return None,
+            })),
+            PACKET_OPTIONAL => Packet::Optional(match r.u8()? {
+                0 => None,
+                1 => Some(r.data(pool)?),
+                _ => return None,
+            }),
+            _ => return None,
+        };
+        Some(Msg {
+            op,
+            kind,
+            root,
+            tag,
+            payload,
+        })
+    }
+
     fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         if self.bytes.len() < n {
             return None;
@@ -404,6 +491,24 @@ pub fn decode(bytes: &[u8], pool: &SegmentPool) -> Option<Frame> {
     }
 }
 
+/// Reads a frame of a protocol message with no detached value (every
+/// frame of a ring): the message, or `None` for any other frame, which
+/// [`decode_parts`] then reads. The receive path of most frames, without
+/// the [`Decoded`] and [`Frame`] around the message.
+#[inline]
+pub fn decode_msg(bytes: &[u8], pool: &SegmentPool) -> Option<Msg<Packet>> {
+    let (&FRAME_MSG, body) = bytes.split_first()? else {
+        return None;
+    };
+    let mut r = Reader {
+        bytes: body,
+        payload: None,
+        awaits: None,
+    };
+    let msg = r.msg(pool)?;
+    (r.bytes.is_empty() && r.awaits.is_none()).then_some(msg)
+}
+
 /// Reads a frame written by [`encode_parts`], with its detached value's
 /// bytes if they came (`payload`): the frame, or the length of the value
 /// it awaits. `None` for bytes that are not a frame, or a `payload` it does
@@ -424,89 +529,7 @@ pub fn decode_parts(bytes: &[u8], pool: &SegmentPool, payload: Option<Data>) -> 
             beat: r.u64()?,
             call: r.u64()?,
         },
-        FRAME_MSG => {
-            let op = r.u32()?;
-            let kind = Collective::from_u8(r.u8()?)?;
-            let tag = *Tag::ALL.get(usize::from(r.u8()?))?;
-            let root = r.u32()?;
-            let payload = match r.u8()? {
-                PACKET_VALUE => Packet::Value(r.data(pool)?),
-                PACKET_CONTRIBUTION => {
-                    let subtree_failed = r.u8()? != 0;
-                    let decided = r.u8()? != 0;
-                    let count = r.u32()?;
-                    let n = usize::from(r.u8()?);
-                    let ranks: Vec<Rank> = (0..n).map(|_| r.u32()).collect::<Option<_>>()?;
-                    Packet::Contribution(Contribution {
-                        value: r.data(pool)?,
-                        info: FailureInfo::from_parts(subtree_failed, count, &ranks),
-                        decided,
-                    })
-                }
-                PACKET_STAMPED => {
-                    let sent = r.u64()?;
-                    Packet::Stamped(Stamped {
-                        sent,
-                        value: r.data(pool)?,
-                    })
-                }
-                PACKET_FCG => {
-                    let sent = r.u64()?;
-                    let sos = match r.u8()? {
-                        0 => false,
-                        1 => true,
-                        _ => return None,
-                    };
-                    let n = usize::from(r.u8()?);
-                    if n > KNOWN_CAPACITY {
-                        return None;
-                    }
-                    let ids: Vec<Rank> = (0..n).map(|_| r.u32()).collect::<Option<_>>()?;
-                    Packet::Fcg(Stamped {
-                        sent,
-                        value: FcgPayload {
-                            value: r.data(pool)?,
-                            sos,
-                            known: Known::from_slice(&ids)?,
-                        },
-                    })
-                }
-                PACKET_FTCO => Packet::Ftco(Box::new(match r.u8()? {
-                    FTCO_PART => {
-                        let value = r.data(pool)?;
-                        let own = r.data(pool)?;
-                        let n = r.u32()?;
-                        // Each id is four bytes: a count beyond what is left
-                        // is refused before anything is read.
-                        if n as usize > r.bytes.len() / 4 {
-                            return None;
-                        }
-                        let missing = (0..n).map(|_| r.u32()).collect::<Option<_>>()?;
-                        FtcoData::Part {
-                            value,
-                            own,
-                            missing,
-                        }
-                    }
-                    FTCO_RESULT => FtcoData::Result(r.data(pool)?),
-                    FTCO_EMPTY => FtcoData::Empty,
-                    _ => return None,
-                })),
-                PACKET_OPTIONAL => Packet::Optional(match r.u8()? {
-                    0 => None,
-                    1 => Some(r.data(pool)?),
-                    _ => return None,
-                }),
-                _ => return None,
-            };
-            Frame::Msg(Msg {
-                op,
-                kind,
-                root,
-                tag,
-                payload,
-            })
-        }
+        FRAME_MSG => Frame::Msg(r.msg(pool)?),
         _ => return None,
     };
     // Trailing bytes, or a payload not awaited: not a frame this version

@@ -252,11 +252,18 @@ impl MpiTransport {
                 if !ring.reader.read(&mut ring.frame) {
                     break;
                 }
+                self.ring_turn = peer + 1;
+                // Most frames: a protocol message, handed out as it is
+                // decoded (what `take_frame` and `deliver` do for it).
+                if let Some(msg) = wire::decode_msg(&ring.frame, &self.segments) {
+                    ring.frame.clear();
+                    self.frames_from[peer] += 1;
+                    return Some((peer as Rank, msg));
+                }
                 // Never detached: a ring's frame is whole (`Awaits` would
                 // be malformed, and is counted so).
                 let decoded = wire::decode_parts(&ring.frame, &self.segments, None);
                 ring.frame.clear();
-                self.ring_turn = peer + 1;
                 if let Some(msg) = self.take_frame(peer as Rank, decoded, true) {
                     return Some(msg);
                 }
