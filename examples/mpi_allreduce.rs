@@ -17,7 +17,7 @@ use corrected::prelude::*;
 /// The element-wise average of every rank's `local`, on every rank.
 fn average(comm: &mut impl Collectives, local: &[f64]) -> Result<Vec<f64>, Error> {
     let mut sum = vec![0.0; local.len()];
-    comm.all_reduce_into(local, &mut sum[..], SystemOperation::sum())?;
+    comm.all_reduce_into(local, &mut sum, SystemOperation::sum())?;
     let n = comm.size() as f64;
     Ok(sum.into_iter().map(|x| x / n).collect())
 }

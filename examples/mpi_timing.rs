@@ -41,18 +41,18 @@ fn time_one(
     let mut out = vec![0.0; bytes / 8];
     if op == "allreduce" {
         timed::mean_per_call(comm, iters, mode, |c| {
-            c.all_reduce_into(&mine[..], &mut out[..], SystemOperation::sum())
+            c.all_reduce_into(&mine, &mut out, SystemOperation::sum())
         })
     } else if op == "reduce" {
         timed::mean_per_call(comm, iters, mode, |c| {
-            c.reduce_into(0, &mine[..], &mut out[..], SystemOperation::sum())
+            c.reduce_into(0, &mine, &mut out, SystemOperation::sum())
         })
     } else {
         timed::mean_per_call(comm, iters, mode, |c| {
             if me == 0 {
                 out.copy_from_slice(&mine);
             }
-            c.broadcast_into(0, &mut out[..])
+            c.broadcast_into(0, &mut out)
         })
     }
 }

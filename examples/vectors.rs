@@ -22,6 +22,9 @@ struct Bucket {
     high: f64,
 }
 
+/// Buckets travel as elements of a collective's buffer.
+impl Element for Bucket {}
+
 fn merge(a: &Bucket, b: &Bucket) -> Bucket {
     Bucket {
         count: a.count + b.count,
@@ -67,7 +70,7 @@ fn main() -> Result<(), Error> {
             grad.iter_mut()
                 .enumerate()
                 .for_each(|(i, g)| *g = ((i + step) % 7) as f64 + 1.0);
-            comm.all_reduce_into(&grad[..], &mut sum[..], SystemOperation::sum())?;
+            comm.all_reduce_into(&grad, &mut sum, SystemOperation::sum())?;
             // Every element is a multiple of the number of contributors.
             workers.push(sum[0] / grad[0]);
         }
@@ -80,7 +83,7 @@ fn main() -> Result<(), Error> {
             })
             .collect();
         let mut merged = vec![Bucket::zeroed(); 64];
-        comm.all_reduce_into(&buckets[..], &mut merged[..], merge)?;
+        comm.all_reduce_into(&buckets, &mut merged, merge)?;
         Ok::<_, Error>((config, workers, merged[10]))
     });
     let took = started.elapsed();

@@ -1,24 +1,27 @@
-//! What a collective reads and writes: one plain-data value, or a slice of
-//! them of any length (0 included), as rsmpi's `Buffer` and `BufferMut`.
+//! What a collective reads and writes: one value, a slice, an array or a
+//! `Vec` of them, of any length (0 included), as rsmpi's `Buffer` and
+//! `BufferMut`.
 //!
-//! An element is any [`Pod`] type: the integers and floats, arrays of them,
-//! and a user's `#[repr(C)]` struct with `#[derive(Pod, Zeroable, Clone,
-//! Copy)]` (add `bytemuck` with its `derive` feature to your own
-//! `Cargo.toml`). Plain old data is what can travel as bytes and be read
-//! back exactly, with no pointer or invariant to break; `bytemuck` checks
-//! that at compile time (its derive refuses padding and non-plain fields),
-//! which a hand-written encoder could only promise. `bool` and `char` are
-//! not plain data (not every bit pattern is one): send `u8` or `u32`.
+//! An element is an [`Element`]: the integers and floats, arrays of
+//! elements, and a user's `#[repr(C)]` struct with `#[derive(Pod,
+//! Zeroable, Clone, Copy)]` (add `bytemuck` with its `derive` feature to
+//! your own `Cargo.toml`) and `impl Element for MyStruct {}`. Plain old
+//! data is what can travel as bytes and be read back exactly, with no
+//! pointer or invariant to break; `bytemuck` checks that at compile time
+//! (its derive refuses padding and non-plain fields), which a hand-written
+//! encoder could only promise. `bool` and `char` are not plain data (not
+//! every bit pattern is one): send `u8` or `u32`.
 //!
 //! ```
 //! use corrected::prelude::*;
 //!
 //! let team = Team::builder().ranks(3).build()?;
 //! let report = team.run(|comm| {
-//!     // A slice of any length, reduced element by element.
+//!     // A vector (or a slice, or an array) of any length, reduced element
+//!     // by element.
 //!     let local = vec![comm.rank() as f64; 1000];
 //!     let mut global = vec![0.0; 1000];
-//!     comm.all_reduce_into(&local[..], &mut global[..], SystemOperation::sum())?;
+//!     comm.all_reduce_into(&local, &mut global, SystemOperation::sum())?;
 //!     // A single value is a buffer of one element.
 //!     let mut n = 0u64;
 //!     comm.all_reduce_into(&1u64, &mut n, SystemOperation::sum())?;
@@ -29,13 +32,33 @@
 //! }
 //! # Ok::<(), Error>(())
 //! ```
+//!
+//! Why a trait of this crate's beside `Pod`: a `Vec` is a buffer as it
+//! comes (no `&v[..]`) only if no element can be a `Vec`, which the
+//! compiler knows of a trait of this crate (nobody else may implement it
+//! for `Vec`) and cannot know of `bytemuck`'s.
 
 pub use bytemuck::{Pod, Zeroable};
+
+/// A type whose values a collective carries as elements of a buffer:
+/// plain data ([`Pod`]). Implemented for the integers, the floats and
+/// arrays of elements; a user's `#[derive(Pod, Zeroable)]` struct is one
+/// with `impl Element for MyStruct {}`.
+pub trait Element: Pod {}
+
+macro_rules! elements {
+    ($($t:ty),*) => { $(impl Element for $t {})* };
+}
+elements!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64);
+
+/// An array of elements is one element (`[f64; 3]` a point): a buffer of
+/// them is a slice or a `Vec` of arrays.
+impl<T: Element, const N: usize> Element for [T; N] where [T; N]: Pod {}
 
 /// Something a collective reads: its elements, contiguous.
 pub trait Buffer {
     /// The element type.
-    type Item: Pod;
+    type Item: Element;
     /// The elements.
     fn items(&self) -> &[Self::Item];
 }
@@ -49,28 +72,42 @@ pub trait BufferMut: Buffer {
 }
 
 /// A single value is a buffer of one element.
-impl<T: Pod> Buffer for T {
+impl<T: Element> Buffer for T {
     type Item = T;
     fn items(&self) -> &[T] {
         std::slice::from_ref(self)
     }
 }
 
-impl<T: Pod> BufferMut for T {
+impl<T: Element> BufferMut for T {
     fn items_mut(&mut self) -> &mut [T] {
         std::slice::from_mut(self)
     }
 }
 
-/// A slice: pass a `Vec` as `&v[..]` or `&mut v[..]`.
-impl<T: Pod> Buffer for [T] {
+/// A slice.
+impl<T: Element> Buffer for [T] {
     type Item = T;
     fn items(&self) -> &[T] {
         self
     }
 }
 
-impl<T: Pod> BufferMut for [T] {
+impl<T: Element> BufferMut for [T] {
+    fn items_mut(&mut self) -> &mut [T] {
+        self
+    }
+}
+
+/// A vector, as it comes: its elements (a collective never resizes it).
+impl<T: Element> Buffer for Vec<T> {
+    type Item = T;
+    fn items(&self) -> &[T] {
+        self
+    }
+}
+
+impl<T: Element> BufferMut for Vec<T> {
     fn items_mut(&mut self) -> &mut [T] {
         self
     }
@@ -91,5 +128,14 @@ mod tests {
         assert_eq!(x, -4);
         let empty: &[u16] = &[];
         assert!(empty.items().is_empty());
+    }
+
+    #[test]
+    fn a_vec_is_its_elements_and_keeps_its_length() {
+        let mut v = vec![[1.0f32, 2.0], [3.0, 4.0]];
+        assert_eq!(v.items(), &[[1.0, 2.0], [3.0, 4.0]]);
+        v.items_mut()[1] = [5.0, 6.0];
+        assert_eq!(v, [[1.0, 2.0], [5.0, 6.0]]);
+        assert!(Vec::<u8>::new().items().is_empty());
     }
 }

@@ -33,6 +33,9 @@ struct Cell {
     tag: Pair,
 }
 
+/// A collective's element: plain data, declared so.
+impl Element for Cell {}
+
 #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
 #[repr(C)]
 struct Pair {

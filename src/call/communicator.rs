@@ -11,7 +11,7 @@
 //! Both traits are sealed: they are public only so that the blanket
 //! implementation of the public trait may name them.
 
-use bytemuck::Pod;
+use crate::buffer::Element;
 
 use crate::call::{Caller, Engine};
 use crate::error::Error;
@@ -66,18 +66,18 @@ pub trait Communicator {
     fn control_mut(&mut self) -> &mut dyn Control;
 
     /// A broadcast of `buf` from `root` (Corrected Trees Section 3).
-    fn broadcast_items<T: Pod>(&mut self, root: Rank, buf: &mut [T]) -> Result<(), Error>;
+    fn broadcast_items<T: Element>(&mut self, root: Rank, buf: &mut [T]) -> Result<(), Error>;
 
     /// A reduce to `root` (up-correction, reduce paper Section 4).
     fn reduce_items<T, O>(&mut self, root: Rank, call: Reduction<'_, T, O>) -> Result<(), Error>
     where
-        T: Pod,
+        T: Element,
         O: Operation<T>;
 
     /// An allreduce (reduce paper Section 5).
     fn all_reduce_items<T, O>(&mut self, call: Reduction<'_, T, O>) -> Result<(), Error>
     where
-        T: Pod,
+        T: Element,
         O: Operation<T>;
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use mpi::topology::SimpleCommunicator;
 
-use bytemuck::Pod;
+use crate::buffer::Element;
 
 use crate::call::config::Config;
 use crate::call::plans::{Plans, ReductionPlan};
@@ -213,7 +213,7 @@ impl Communicator for MpiComm {
     /// docs/mpi.md says which hold against a process that dies
     /// unannounced); a root that died unannounced is a
     /// [`Error::Timeout`].
-    fn broadcast_items<T: Pod>(&mut self, root: Rank, buf: &mut [T]) -> Result<(), Error> {
+    fn broadcast_items<T: Element>(&mut self, root: Rank, buf: &mut [T]) -> Result<(), Error> {
         let result = self.broadcast_via(root, buf);
         self.finish_reads();
         result
@@ -221,7 +221,7 @@ impl Communicator for MpiComm {
 
     fn reduce_items<T, O>(&mut self, root: Rank, call: Reduction<'_, T, O>) -> Result<(), Error>
     where
-        T: Pod,
+        T: Element,
         O: Operation<T>,
     {
         let result = self.reduce_via(root, call);
@@ -231,7 +231,7 @@ impl Communicator for MpiComm {
 
     fn all_reduce_items<T, O>(&mut self, call: Reduction<'_, T, O>) -> Result<(), Error>
     where
-        T: Pod,
+        T: Element,
         O: Operation<T>,
     {
         let result = self.all_reduce_via(call);
@@ -246,7 +246,7 @@ impl MpiComm {
     /// A broadcast of `buf` from `root`: a large value on one node by its
     /// name in the root's region ([`super::shared_broadcast`]), else its
     /// bytes.
-    fn broadcast_via<T: Pod>(&mut self, root: Rank, buf: &mut [T]) -> Result<(), Error> {
+    fn broadcast_via<T: Element>(&mut self, root: Rank, buf: &mut [T]) -> Result<(), Error> {
         let me = self.caller.rank();
         let value = if root != me {
             None
@@ -270,7 +270,7 @@ impl MpiComm {
 
     fn reduce_via<T, O>(&mut self, root: Rank, call: Reduction<'_, T, O>) -> Result<(), Error>
     where
-        T: Pod,
+        T: Element,
         O: Operation<T>,
     {
         if self.shares_reduction::<T>(std::mem::size_of_val(call.send)) {
@@ -292,7 +292,7 @@ impl MpiComm {
 
     fn all_reduce_via<T, O>(&mut self, call: Reduction<'_, T, O>) -> Result<(), Error>
     where
-        T: Pod,
+        T: Element,
         O: Operation<T>,
     {
         let Reduction { send, recv, op } = call;

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytemuck::Pod;
+use crate::buffer::Element;
 
 use crate::call::{reduces_ahead, Caller, Communicator, Control, Delivered, Reduction};
 use crate::driver::{OpRecord, RankState, Transport};
@@ -201,7 +201,7 @@ impl<'t> Communicator for Comm<'t> {
         &mut self.caller
     }
 
-    fn broadcast_items<T: Pod>(&mut self, root: Rank, buf: &mut [T]) -> Result<(), Error> {
+    fn broadcast_items<T: Element>(&mut self, root: Rank, buf: &mut [T]) -> Result<(), Error> {
         let (me, next) = (self.caller.rank(), self.caller.driver.next_op());
         let _span = trace::Span::enter(me, TraceCall::Broadcast, next);
         let pool = &self.caller.engine.shared.segments;
@@ -231,7 +231,7 @@ impl<'t> Communicator for Comm<'t> {
     /// them (`docs/algorithms.md`).
     fn reduce_items<T, O>(&mut self, root: Rank, call: Reduction<'_, T, O>) -> Result<(), Error>
     where
-        T: Pod,
+        T: Element,
         O: Operation<T>,
     {
         let Reduction { send, recv, op } = call;
@@ -278,7 +278,7 @@ impl<'t> Communicator for Comm<'t> {
     /// from the call's entry, docs/architecture.md).
     fn all_reduce_items<T, O>(&mut self, call: Reduction<'_, T, O>) -> Result<(), Error>
     where
-        T: Pod,
+        T: Element,
         O: Operation<T>,
     {
         let Reduction {

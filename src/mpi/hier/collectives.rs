@@ -4,7 +4,7 @@
 
 use bytemuck::Zeroable;
 
-use bytemuck::Pod;
+use crate::buffer::Element;
 
 use crate::call::{Communicator, Control, Reduction};
 use crate::collectives::Collectives;
@@ -28,7 +28,7 @@ impl<'c, 't> Communicator for NodeComm<'c, 't> {
         self
     }
 
-    fn broadcast_items<T: Pod>(&mut self, root: Rank, buf: &mut [T]) -> Result<(), Error> {
+    fn broadcast_items<T: Element>(&mut self, root: Rank, buf: &mut [T]) -> Result<(), Error> {
         let (rp, rl) = self.split(root)?;
         self.node_op(|node| {
             let mut local = Ok(());
@@ -48,7 +48,7 @@ impl<'c, 't> Communicator for NodeComm<'c, 't> {
 
     fn reduce_items<T, O>(&mut self, root: Rank, call: Reduction<'_, T, O>) -> Result<(), Error>
     where
-        T: Pod,
+        T: Element,
         O: Operation<T>,
     {
         let Reduction { send, recv, op } = call;
@@ -103,7 +103,7 @@ impl<'c, 't> Communicator for NodeComm<'c, 't> {
 
     fn all_reduce_items<T, O>(&mut self, call: Reduction<'_, T, O>) -> Result<(), Error>
     where
-        T: Pod,
+        T: Element,
         O: Operation<T>,
     {
         let Reduction { send, recv, op } = call;
