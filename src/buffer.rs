@@ -1,5 +1,5 @@
-//! What a collective reads and writes: one value, a slice, an array or a
-//! `Vec` of them, of any length (0 included), as rsmpi's `Buffer` and
+//! What a collective reads and writes: one value, or a `Vec`, slice or boxed
+//! slice of them, of any length (0 included), as rsmpi's `Buffer` and
 //! `BufferMut`.
 //!
 //! An element is an [`Element`]: the integers and floats, arrays of
@@ -44,6 +44,30 @@ pub use bytemuck::{Pod, Zeroable};
 /// plain data ([`Pod`]). Implemented for the integers, the floats and
 /// arrays of elements; a user's `#[derive(Pod, Zeroable)]` struct is one
 /// with `impl Element for MyStruct {}`.
+///
+/// What is not plain data is refused at compile time, with this trait's
+/// message:
+///
+/// ```compile_fail
+/// # use corrected::prelude::*;
+/// # fn f(comm: &mut impl Collectives) {
+/// let mut flags = vec![true, false]; // `bool`: not every byte is one
+/// comm.broadcast_into(0, &mut flags);
+/// # }
+/// ```
+///
+/// ```compile_fail
+/// # use corrected::prelude::*;
+/// # fn f(comm: &mut impl Collectives) {
+/// let mut name = String::from("x"); // owned: use `broadcast_value`
+/// comm.broadcast_into(0, &mut name);
+/// # }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an element a collective carries",
+    label = "not plain data a collective can carry",
+    note = "elements are the integers, the floats, arrays of them, and `#[derive(Pod, Zeroable)]` `#[repr(C)]` structs with `impl Element for MyStruct {{}}`; a value that is not plain data (a String, a struct with pointers) goes through `broadcast_value`"
+)]
 pub trait Element: Pod {}
 
 macro_rules! elements {
@@ -56,6 +80,11 @@ elements!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f
 impl<T: Element, const N: usize> Element for [T; N] where [T; N]: Pod {}
 
 /// Something a collective reads: its elements, contiguous.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a buffer a collective can read",
+    label = "not one element, nor a Vec, slice or boxed slice of elements",
+    note = "an element is plain data: the integers, the floats, arrays of them, and `#[derive(Pod, Zeroable)]` `#[repr(C)]` structs with `impl Element for MyStruct {{}}` (`bool` and `char` are not: send `u8` or `u32`); a value that is not plain data (a String, a struct with pointers) goes through `broadcast_value`"
+)]
 pub trait Buffer {
     /// The element type.
     type Item: Element;
@@ -66,6 +95,11 @@ pub trait Buffer {
 /// Something a collective writes into: its elements, contiguous. Its length
 /// is fixed by the caller; a collective whose data has another length
 /// returns [`crate::Error::LengthMismatch`] and leaves it untouched.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a buffer a collective can write",
+    label = "not one element, nor a Vec, slice or boxed slice of elements",
+    note = "an element is plain data: the integers, the floats, arrays of them, and `#[derive(Pod, Zeroable)]` `#[repr(C)]` structs with `impl Element for MyStruct {{}}` (`bool` and `char` are not: send `u8` or `u32`); a value that is not plain data (a String, a struct with pointers) goes through `broadcast_value`"
+)]
 pub trait BufferMut: Buffer {
     /// The elements, to overwrite.
     fn items_mut(&mut self) -> &mut [Self::Item];
@@ -94,6 +128,20 @@ impl<T: Element> Buffer for [T] {
 }
 
 impl<T: Element> BufferMut for [T] {
+    fn items_mut(&mut self) -> &mut [T] {
+        self
+    }
+}
+
+/// A boxed slice.
+impl<T: Element> Buffer for Box<[T]> {
+    type Item = T;
+    fn items(&self) -> &[T] {
+        self
+    }
+}
+
+impl<T: Element> BufferMut for Box<[T]> {
     fn items_mut(&mut self) -> &mut [T] {
         self
     }
@@ -137,5 +185,7 @@ mod tests {
         v.items_mut()[1] = [5.0, 6.0];
         assert_eq!(v, [[1.0, 2.0], [5.0, 6.0]]);
         assert!(Vec::<u8>::new().items().is_empty());
+        let boxed: Box<[i16]> = vec![-1, 2].into_boxed_slice();
+        assert_eq!(boxed.items(), &[-1, 2]);
     }
 }
