@@ -5,6 +5,7 @@
 //!
 //! `cargo run --release --example kill_ranks`
 
+use corrected::prelude::Correction;
 use corrected::runtime::{FaultSchedule, RankOutcome, Team};
 use corrected::Collectives;
 
@@ -12,7 +13,7 @@ fn main() -> Result<(), corrected::Error> {
     let dead = [1, 2, 9];
     let team = Team::builder()
         .ranks(16)
-        .correction("checked".parse()?)
+        .correction(Correction::Checked)
         .faults(FaultSchedule::none().kill_group(dead, 0))
         .build()?;
     let report = team.run(|comm| {

@@ -5,11 +5,12 @@
 
 use corrected::protocol::bcast::Correction;
 use corrected::sim::{BcastScenario, BcastSim, FaultPlan};
+use corrected::topology::TreeSpec;
 use corrected::types::LogP;
 
 fn main() -> Result<(), corrected::Error> {
     let scenario = BcastScenario::new(
-        "lame:2".parse()?,
+        TreeSpec::lame(2),
         65536,
         Correction::CheckedSync,
         LogP::PAPER,

@@ -7,6 +7,7 @@
 mod common;
 
 use common::serial;
+use corrected::topology::TreeSpec;
 use corrected::Collectives;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -118,7 +119,7 @@ fn theorem_5_message_count_on_threads() {
                     .map(|_| out)
             });
             let plan = ReducePlan::new(
-                "binomial".parse().unwrap(),
+                TreeSpec::binomial(),
                 procs,
                 f,
                 FailureScheme::Bit,

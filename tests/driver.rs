@@ -7,6 +7,7 @@ use corrected::driver::{Driver, DriverConfig};
 use corrected::protocol::bcast::{Bcast, BcastPlan, Correction};
 use corrected::protocol::{Event, Header, Leave, Msg, Protocol, Tag, Transmit};
 use corrected::topology::Tree;
+use corrected::topology::TreeSpec;
 use corrected::types::{Collective, LogP, Rank, Tick};
 use corrected::Error;
 
@@ -121,7 +122,7 @@ fn a_core_that_sends_until_a_time_stops_at_that_time() {
 }
 
 fn plan(procs: u32) -> BcastPlan {
-    let tree = Tree::build("binomial".parse().unwrap(), procs, LogP::PAPER).unwrap();
+    let tree = Tree::build(TreeSpec::binomial(), procs, LogP::PAPER).unwrap();
     BcastPlan::new(tree, Correction::Checked, 0)
 }
 

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use corrected::runtime::{
     AllreduceAlgorithm, Comm, Fault, FaultSchedule, RankOutcome, SystemOperation, Team,
 };
+use corrected::topology::TreeSpec;
 use corrected::types::Rank;
 use corrected::{Collectives, Error};
 
@@ -37,7 +38,7 @@ fn team_with(
     // (the team's own pick where ranks outnumber cores is the flat tree).
     Team::builder()
         .ranks(ranks)
-        .tree("binomial".parse().unwrap())
+        .tree(TreeSpec::binomial())
         .fault_budget(f)
         .allreduce(algorithm)
         .faults(faults)
@@ -253,7 +254,7 @@ fn a_broadcast_from_a_dead_root_fails_at_once() {
         let faults = FaultSchedule::none().kill(2, 1);
         Team::builder()
             .ranks(8)
-            .tree("binomial".parse().unwrap())
+            .tree(TreeSpec::binomial())
             .fault_budget(1)
             .faults(faults)
             .failure_timeout(Duration::from_secs(5))

@@ -9,10 +9,11 @@ use corrected::sim::bcast::{BcastScenario, BcastSim};
 use corrected::sim::engine::NEVER;
 use corrected::sim::faults::FaultPlan;
 use corrected::sim::ReduceConfig;
+use corrected::topology::TreeSpec;
 use corrected::types::{LogP, MessageSize, Tick};
 
 fn bcast(procs: u32, logp: LogP, correction: Correction) -> BcastScenario {
-    let tree = "binomial".parse().unwrap();
+    let tree = TreeSpec::binomial();
     BcastScenario::new(tree, procs, correction, logp, FaultPlan::none()).unwrap()
 }
 

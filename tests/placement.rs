@@ -15,6 +15,7 @@ use corrected::placement::{
 };
 use corrected::runtime::{Pinning, RankOutcome, Team};
 use corrected::sim::domain::predict;
+use corrected::topology::TreeSpec;
 use corrected::types::LogP;
 use corrected::{ConfigError, Error};
 
@@ -148,8 +149,7 @@ fn domains_follow_interleaved_subtrees() {
     // in different packages, and a dead package is a union of whole
     // subtrees, cutting no live rank off the tree.
     let m = synthetic(BALANCED).unwrap();
-    let tree =
-        corrected::topology::Tree::build("binomial".parse().unwrap(), 128, LogP::PAPER).unwrap();
+    let tree = corrected::topology::Tree::build(TreeSpec::binomial(), 128, LogP::PAPER).unwrap();
     let sep = Policy::Separated.place(&m, 128).unwrap();
     for index in 0..2 {
         let d = DomainRef {
@@ -169,7 +169,7 @@ fn domains_follow_interleaved_subtrees() {
 #[test]
 fn simulated_correction_after_a_domain_kill() {
     let m = synthetic(BALANCED).unwrap();
-    let tree = "binomial".parse().unwrap();
+    let tree = TreeSpec::binomial();
     let correction = "checked-sync".parse().unwrap();
     let mut latency = Vec::new();
     for policy in [Policy::Compact, Policy::Separated] {

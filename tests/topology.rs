@@ -194,7 +194,7 @@ fn paper_examples() {
     assert_eq!(t.children(1), &[5, 7]);
     assert_eq!(t.children(2), &[8]);
     // Binomial: 1 sends to 3, 5, 9.
-    let t = Tree::build("binomial".parse().unwrap(), 16, lp).unwrap();
+    let t = Tree::build(TreeSpec::binomial(), 16, lp).unwrap();
     assert_eq!(t.children(1), &[3, 5, 9]);
     // In-order binary tree of 7: depth-first numbering.
     let t = Tree::build("inorder-kary:2".parse().unwrap(), 7, lp).unwrap();
@@ -241,7 +241,7 @@ fn tree_specs_parse_and_print() {
     ] {
         assert!(bad.parse::<TreeSpec>().is_err(), "{bad}");
     }
-    assert!(Tree::build("binomial".parse().unwrap(), 0, LogP::PAPER).is_err());
+    assert!(Tree::build(TreeSpec::binomial(), 0, LogP::PAPER).is_err());
 }
 
 #[test]

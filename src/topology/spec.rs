@@ -59,6 +59,41 @@ impl TreeSpec {
         }
     }
 
+    /// The interleaved binomial tree (Corrected Trees, Section 3.2.2).
+    pub const fn binomial() -> Self {
+        TreeSpec::interleaved(Shape::Binomial)
+    }
+
+    /// The interleaved k-ary tree, k >= 2 (Section 3.2.1); a k of at
+    /// least the ranks less one is the flat tree (the root sends to all).
+    pub const fn kary(k: u32) -> Self {
+        TreeSpec::interleaved(Shape::KAry(k))
+    }
+
+    /// The interleaved Lamé tree of order k >= 1 (Section 3.2.2).
+    pub const fn lame(k: u32) -> Self {
+        TreeSpec::interleaved(Shape::Lame(k))
+    }
+
+    /// The interleaved k-nomial tree, k >= 2 (FTCO Section 5.2.1).
+    pub const fn knomial(k: u32) -> Self {
+        TreeSpec::interleaved(Shape::KNomial(k))
+    }
+
+    /// The LogP-optimal tree (Section 3.2.3).
+    pub const fn optimal() -> Self {
+        TreeSpec::interleaved(Shape::Optimal)
+    }
+
+    /// This shape, numbered depth-first instead of interleaved (kept for
+    /// comparison: a failure leaves one long gap).
+    pub const fn in_order(self) -> Self {
+        TreeSpec {
+            shape: self.shape,
+            numbering: Numbering::InOrder,
+        }
+    }
+
     /// The paper's four trees of Table 1: binomial, Lamé k=2, 4-ary, optimal.
     pub const PAPER: [TreeSpec; 4] = [
         TreeSpec::interleaved(Shape::Binomial),
