@@ -267,6 +267,23 @@ fn a_panicking_operation_fails_its_rank_not_the_team() {
     for (r, got) in report.returned() {
         assert_eq!(got.as_ref().map(|g| g.1), Ok(all - 5), "rank {r}");
     }
+    // The report as `Result`s leaves nobody out: the panic is rank 5's
+    // error; the survivors are the seven others, and agree on the sum.
+    let results: Vec<_> = report.results().collect();
+    assert_eq!(results.len(), 8);
+    assert_eq!(results[5], (5, Err("rank 5's reduction panics")));
+    assert!(results
+        .iter()
+        .filter(|(r, _)| *r != 5)
+        .all(|(_, got)| got.is_ok()));
+    let survivors: Vec<Rank> = report.survivors().map(|(r, _)| r).collect();
+    assert_eq!(survivors, [0, 1, 2, 3, 4, 6, 7]);
+    assert_eq!(
+        report.agreed().map(|v| v.1),
+        None,
+        "the reduces' outputs differ"
+    );
+    assert!(report.returned_early.is_empty());
 }
 
 #[test]
@@ -411,6 +428,24 @@ fn mismatched_collectives_and_bad_input_are_typed_errors() {
     assert_eq!(failed_ranks, Vec::<u32>::new());
 }
 
+/// The report's helpers answer the common questions: every survivor's
+/// value, and the one value they agree on, with a killed rank's error in
+/// its place rather than skipped.
+#[test]
+fn the_report_gives_the_survivors_and_their_agreed_value() {
+    let _s = serial();
+    let report = team(4, 1, FaultSchedule::none().kill(2, 0)).run(|comm| {
+        let mut sum = 0u64;
+        comm.all_reduce_into(&u64::from(comm.rank()), &mut sum, SystemOperation::sum())?;
+        Ok::<_, Error>(sum)
+    });
+    let survivors: Vec<(Rank, u64)> = report.survivors().map(|(r, v)| (r, *v)).collect();
+    assert_eq!(survivors, [(0, 4), (1, 4), (3, 4)]);
+    assert_eq!(report.agreed(), Some(&4));
+    let results: Vec<_> = report.results().map(|(r, got)| (r, got.cloned())).collect();
+    assert_eq!(results[2], (2, Ok(Err(Error::Failed(2)))));
+}
+
 #[test]
 fn a_rank_that_leaves_early_counts_as_failed_for_what_it_skips() {
     let _s = serial();
@@ -424,6 +459,8 @@ fn a_rank_that_leaves_early_counts_as_failed_for_what_it_skips() {
         }
     }
     assert!(report.failed.is_empty(), "leaving is not failing");
+    // Reported as what it is: rank 4 returned before operation 1.
+    assert_eq!(report.returned_early, [(4, 1)]);
 }
 
 /// A team of two runs the pair exchange: floating-point sums come out

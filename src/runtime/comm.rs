@@ -179,6 +179,11 @@ impl<'t> Comm<'t> {
         self.caller.driver.finish();
     }
 
+    /// The operations this rank entered (the number its next would get).
+    pub(crate) fn entered(&self) -> crate::types::OpId {
+        self.caller.driver.next_op()
+    }
+
     pub(crate) fn hung(&self) -> bool {
         self.caller.driver.state() == RankState::Hung
     }

@@ -86,14 +86,58 @@ pub struct TeamReport<R> {
     /// cover; [`crate::protocol::op_clock::OpClock::answer_delays`]), in no
     /// particular order. Empty otherwise.
     pub answer_delays_ns: Vec<u64>,
+    /// Ranks whose closure returned while others went on calling
+    /// collectives, each with the first operation it never entered. From
+    /// that operation on it counts as failed for the others' collectives
+    /// (a rank whose program has ended takes part in nothing more: those
+    /// collectives leave its input out, or end in `RootFailed` where it
+    /// was the root), though it did not fail: it is not in
+    /// [`TeamReport::failed`].
+    pub returned_early: Vec<(Rank, OpId)>,
 }
 
 impl<R> TeamReport<R> {
-    /// The values returned by ranks that did not panic.
+    /// The values returned by ranks that did not panic (a panicked rank is
+    /// in [`TeamReport::failed`]; [`TeamReport::results`] gives every rank).
     pub fn returned(&self) -> impl Iterator<Item = (Rank, &R)> {
         self.outcomes
             .iter()
             .enumerate()
             .filter_map(|(r, o)| o.returned().map(|v| (r as Rank, v)))
+    }
+
+    /// Every rank's outcome, by rank, as a `Result`: what its closure
+    /// returned, or the message of its panic. Nothing is left out.
+    pub fn results(&self) -> impl Iterator<Item = (Rank, Result<&R, &str>)> {
+        self.outcomes.iter().enumerate().map(|(r, o)| {
+            let got = match o {
+                RankOutcome::Returned(v) => Ok(v),
+                RankOutcome::Panicked(message) => Err(message.as_str()),
+            };
+            (r as Rank, got)
+        })
+    }
+}
+
+impl<T, E> TeamReport<Result<T, E>> {
+    /// The survivors' values: the ranks whose closure returned `Ok` (a
+    /// closure that returns its collectives' errors with `?` returns `Ok`
+    /// exactly on the ranks that got every result), by rank.
+    pub fn survivors(&self) -> impl Iterator<Item = (Rank, &T)> {
+        self.returned()
+            .filter_map(|(r, got)| got.as_ref().ok().map(|v| (r, v)))
+    }
+
+    /// The one value every survivor returned, if there is at least one
+    /// survivor and they all returned the same: what the guarantees promise
+    /// a closure of collectives whose results it returns. `None` if no rank
+    /// survived or two survivors differ.
+    pub fn agreed(&self) -> Option<&T>
+    where
+        T: PartialEq,
+    {
+        let mut values = self.survivors().map(|(_, v)| v);
+        let first = values.next()?;
+        values.all(|v| v == first).then_some(first)
     }
 }

@@ -171,7 +171,8 @@ impl Team {
         let alone_on_core =
             self.config.pinning != Pinning::None && (self.config.ranks as usize) <= cores.len();
         let sharing_cores = (self.config.ranks as usize) > cores.len();
-        let results: Vec<(RankOutcome<R>, Vec<OpRecord>, bool)> = std::thread::scope(|s| {
+        type Ended<R> = (RankOutcome<R>, Vec<OpRecord>, bool, crate::types::OpId);
+        let results: Vec<Ended<R>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..self.config.ranks)
                 .map(|rank| {
                     let (shared, f, cores) = (&shared, &f, &cores);
@@ -198,9 +199,10 @@ impl Team {
                                     RankOutcome::Panicked(panic_message(payload))
                                 }
                             };
+                            let entered = comm.entered();
                             comm.finish();
                             let hung = comm.hung();
-                            (outcome, comm.into_records(), hung)
+                            (outcome, comm.into_records(), hung, entered)
                         })
                         .expect("spawning a rank thread")
                 })
@@ -213,7 +215,14 @@ impl Team {
         let mut ops: Vec<OpStats> = Vec::new();
         let mut outcomes = Vec::with_capacity(results.len());
         let mut hung = Vec::new();
-        for (rank, (outcome, records, was_hung)) in results.into_iter().enumerate() {
+        let last = results.iter().map(|r| r.3).max().unwrap_or(0);
+        let failed = shared.liveness.failed();
+        let mut returned_early = Vec::new();
+        for (rank, (outcome, records, was_hung, entered)) in results.into_iter().enumerate() {
+            let rank_id = rank as Rank;
+            if entered < last && !was_hung && !failed.contains(&rank_id) {
+                returned_early.push((rank_id, entered));
+            }
             outcomes.push(outcome);
             if was_hung {
                 hung.push(rank as Rank);
@@ -244,7 +253,7 @@ impl Team {
         drop(op_timeouts);
         TeamReport {
             outcomes,
-            failed: shared.liveness.failed(),
+            failed,
             hung,
             ops,
             helped: shared.loans.iter().map(|l| l.helped()).sum(),
@@ -256,6 +265,7 @@ impl Team {
                 .answer_delays
                 .into_inner()
                 .unwrap_or_else(|e| e.into_inner()),
+            returned_early,
         }
     }
 }
