@@ -3,8 +3,8 @@
 //!
 //! When ranks outnumber cores, a rank whose message has arrived may not run
 //! for a whole scheduling round, and every step of a collective that waits
-//! for it costs a context switch (about a microsecond each in this VM,
-//! `../shared/measurements/oversubscribed-allreduce.md`). But the ranks are
+//! for it costs a context switch (about a microsecond each in this VM:
+//! docs/benchmarks.md, *How to read these numbers on a noisy host*). But the ranks are
 //! threads of one process, and the work a waiting rank still has to do
 //! (take its messages, hand them to its protocol core, send what the core
 //! answers) needs nothing of its thread. So a waiting rank puts its call in

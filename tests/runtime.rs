@@ -7,6 +7,7 @@ use common::serial;
 use corrected::Collectives;
 use std::time::{Duration, Instant};
 
+use corrected::protocol::allreduce::AllreduceAlgorithm;
 use corrected::protocol::bcast::Correction;
 use corrected::runtime::{Fault, FaultSchedule, Pinning, RankOutcome, Team};
 use corrected::sim::{BcastScenario, BcastSim, FaultPlan};
@@ -640,7 +641,8 @@ fn a_root_that_computes_after_its_last_broadcast_has_delivered_it() {
 /// Unset, the team's tree is the binomial one, except for the corrected
 /// broadcast where ranks outnumber the cores: the flat tree, whose root
 /// reaches every rank itself (`TeamBuilder::tree`). A tree set is kept
-/// as set; and a broadcast on the flat tree survives dead ranks as on any
+/// as set, `adapt_to_machine(false)` picks as if the cores sufficed, and a
+/// broadcast on the flat tree survives dead ranks as on any
 /// other (the correction makes up for the tree).
 #[test]
 fn the_team_picks_a_flat_broadcast_tree_where_ranks_outnumber_cores() {
@@ -659,7 +661,16 @@ fn the_team_picks_a_flat_broadcast_tree_where_ranks_outnumber_cores() {
         many.broadcast_tree(),
         TreeSpec::interleaved(Shape::KAry(crowd - 1))
     );
-    let lame: TreeSpec = "lame:2".parse().unwrap();
+    assert_eq!(many.allreduce_algorithm(), AllreduceAlgorithm::Star);
+    // One setting makes the picks the same on every machine.
+    let alike = Team::builder()
+        .ranks(crowd)
+        .adapt_to_machine(false)
+        .build()
+        .unwrap();
+    assert_eq!(alike.broadcast_tree(), binomial);
+    assert_eq!(alike.allreduce_algorithm(), AllreduceAlgorithm::Tree);
+    let lame = TreeSpec::lame(2);
     let set = Team::builder().ranks(crowd).tree(lame).build().unwrap();
     assert_eq!(set.broadcast_tree(), lame);
     let report = many.run(|comm| {

@@ -154,6 +154,9 @@ pub struct Config {
     pub(crate) reduce: ReduceAlgorithm,
     pub(crate) seed: u64,
     pub(crate) op_records: bool,
+    /// Whether the team's own picks follow the machine (see
+    /// [`Config::adapt_to_machine`]).
+    pub(crate) adapt_to_machine: bool,
     /// Bytes of each slot of a process's shared-memory region (MPI engine;
     /// 0: none).
     #[cfg(feature = "mpi")]
@@ -177,6 +180,7 @@ impl Default for Config {
             reduce: ReduceAlgorithm::UpCorrection,
             seed: 0,
             op_records: false,
+            adapt_to_machine: true,
             #[cfg(feature = "mpi")]
             mpi_shared_memory: crate::mpi::shm::DEFAULT_SLOT_BYTES,
         }
@@ -279,6 +283,23 @@ impl Config {
     /// timeout counts from then).
     pub fn op_records(mut self, on: bool) -> Self {
         self.op_records = on;
+        self
+    }
+
+    /// Whether the picks this configuration leaves to the team (an unset
+    /// tree, [`AllreduceAlgorithm::Auto`]) follow the machine: the flat
+    /// broadcast tree and the star allreduce where ranks outnumber the cores
+    /// they run on, the binomial tree and the tree allreduce elsewhere.
+    /// Default on (the faster pick on each machine). Off, a team picks the
+    /// binomial tree and the tree allreduce on every machine, so a program
+    /// tested on a laptop runs what it runs on a server, failure paths
+    /// included (the star delivers beyond the fault budget where the tree
+    /// reports [`TooManyFailures`](crate::Error::TooManyFailures): the table
+    /// in docs/algorithms.md, *Beyond the fault budget*). What a team picked:
+    /// [`Team::broadcast_tree`](crate::runtime::Team::broadcast_tree),
+    /// [`Team::allreduce_algorithm`](crate::runtime::Team::allreduce_algorithm).
+    pub fn adapt_to_machine(mut self, on: bool) -> Self {
+        self.adapt_to_machine = on;
         self
     }
 

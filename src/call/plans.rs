@@ -85,6 +85,8 @@ impl Plans {
         f: u32,
         crowded: bool,
     ) -> Result<Self, ConfigError> {
+        // The team's picks follow the machine unless told otherwise.
+        let crowded = crowded && config.adapt_to_machine;
         // The tree set, or the binomial tree; for the corrected broadcast
         // where ranks outnumber cores, the flat tree (Config::tree).
         let given = config.tree.unwrap_or(DEFAULT_TREE);

@@ -115,6 +115,7 @@ impl TeamBuilder {
         broadcast(algorithm: BroadcastAlgorithm);
         reduce(algorithm: ReduceAlgorithm);
         seed(seed: u64);
+        adapt_to_machine(on: bool);
     }
 
     /// Sets `Config::root_wait` (a node team's threads).
