@@ -13,7 +13,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use corrected::protocol::reduce::{FailureScheme, ReducePlan};
-use corrected::runtime::{Fault, FaultSchedule, RankOutcome, SystemOperation, Team, TeamReport};
+use corrected::runtime::{
+    Comm, Fault, FaultSchedule, RankOutcome, SystemOperation, Team, TeamReport,
+};
 use corrected::sim::engine::NEVER;
 use corrected::sim::reduce::{includes_exactly, input_of};
 use corrected::types::{LogP, Rank, Tick};
@@ -426,6 +428,41 @@ fn mismatched_collectives_and_bad_input_are_typed_errors() {
         assert_eq!(*next, Ok(6.0), "rank {r}");
     }
     assert_eq!(failed_ranks, Vec::<u32>::new());
+}
+
+/// A fault is placed at a rank's n-th call, whatever the calls before it
+/// take inside (`broadcast_value` two operations, `agree_failed` one per
+/// rank): rank 3, killed at its call 2, is in the agreement of call 1 and
+/// out of the allreduce of call 2; placed at the engine's operation
+/// instead (`kill_at_op`), the same death needs the operation count.
+#[test]
+fn a_fault_is_placed_at_the_ranks_own_call() {
+    let _s = serial();
+    let calls = |comm: &mut Comm<'_>| {
+        let mut config = if comm.rank() == 0 {
+            String::from("go")
+        } else {
+            String::new()
+        };
+        comm.broadcast_value(0, &mut config)?;
+        let failed = comm.agree_failed()?;
+        let mut sum = 0u64;
+        comm.all_reduce_into(&1u64, &mut sum, SystemOperation::sum())?;
+        Ok::<_, Error>((config, failed, sum))
+    };
+    // broadcast_value: operations 0 and 1; the agreement: 2 to 6; the
+    // allreduce: 7.
+    for faults in [
+        FaultSchedule::none().kill(3, 2),
+        FaultSchedule::none().kill_at_op(3, 7),
+    ] {
+        let report = team(5, 1, faults).run(calls);
+        assert_eq!(report.failed, vec![3]);
+        for (r, got) in report.survivors() {
+            assert_eq!(got, &("go".to_string(), vec![], 4), "rank {r}");
+        }
+        assert_eq!(report.survivors().count(), 4);
+    }
 }
 
 /// The report's helpers answer the common questions: every survivor's

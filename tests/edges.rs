@@ -416,14 +416,15 @@ fn every_live_rank_agrees_on_the_failed_ranks() {
 #[test]
 fn shrink_lets_the_survivors_go_on() {
     let _s = serial();
-    // Ranks 4 and 5 die before operation 0 (beyond f = 1). The shrink's
-    // agreement takes one operation per rank (1 to 8), so operation 9 is
-    // the first of the shrunk communicator, and team rank 7 (rank 5 after
-    // the shrink) dies after one send in operation 10.
+    // Ranks 4 and 5 die before their first call (beyond f = 1). Each
+    // rank's calls: the allreduce (0), the shrink (1, an agreement of one
+    // operation per rank inside), then allreduces (2, 3, 4): team rank 7
+    // (rank 5 after the shrink) dies after one send of its call 3, the
+    // second allreduce of the shrunk communicator.
     let faults = FaultSchedule::none()
         .kill(4, 0)
         .kill(5, 0)
-        .at(7, 10, Fault::DieAfterSends(1));
+        .at(7, 3, Fault::DieAfterSends(1));
     // Written against the engine-neutral trait, as an MPI program would be.
     fn go_on(comm: &mut impl Collectives) -> Outcome {
         let mine = input(comm.rank());

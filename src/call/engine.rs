@@ -27,7 +27,7 @@ pub(crate) trait Engine<'t>: BcastObserver<'t, Self::Transport> {
     /// numbering) at operation `op` (from 0): the first operation of the
     /// `call`-th call of its program (from 0), or with `call` `None` a later
     /// operation of the same call (an agreement's rounds).
-    fn fault(&self, rank: Rank, op: OpId, call: Option<OpId>) -> Option<Fault>;
+    fn fault(&self, rank: Rank, op: OpId, call: Option<u32>) -> Option<Fault>;
 
     /// This rank hangs (emulated): silent until the engine's team is done;
     /// nobody is told. The driver is already in its hung state.

@@ -1,5 +1,6 @@
 //! Fault emulation (fail-stop) for every engine: a plan of what goes wrong,
-//! for which rank, at which operation. The call layer applies it as each
+//! for which rank, at which of its calls (or, inside a call, at which
+//! operation). The call layer applies it as each
 //! call begins (`Caller::begin`), the same way on threads and between
 //! MPI processes.
 
@@ -34,11 +35,28 @@ pub enum Fault {
     SigkillAfterSends(u32),
 }
 
-/// What fails where. Operations are numbered from 0 in the order each rank
-/// calls collectives within one [`crate::runtime::Team::run`].
+/// When a planned fault fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum At {
+    /// At the rank's n-th collective call (from 0), each call counted once
+    /// whatever it takes inside: its first operation.
+    Call(u32),
+    /// At the engine's operation `op`: one per broadcast, reduce,
+    /// allreduce and barrier, two per `broadcast_value`, one per rank of
+    /// `agree_failed` (and of the agreement of `shrink`), two per node
+    /// team's collective.
+    Op(OpId),
+}
+
+/// What fails where. A fault is placed at a rank's n-th collective call
+/// (counted from 0 within one [`crate::runtime::Team::run`] or one MPI
+/// communicator's life: every collective, `broadcast_value`,
+/// `agree_failed` and `shrink` included, counts as one), or, for a test
+/// that places it inside a call of several operations, at the engine's
+/// operation number (the `_op` forms).
 #[derive(Clone, Debug, Default)]
 pub struct FaultSchedule {
-    entries: Vec<(Rank, OpId, Fault)>,
+    entries: Vec<(Rank, At, Fault)>,
 }
 
 impl FaultSchedule {
@@ -47,51 +65,83 @@ impl FaultSchedule {
         FaultSchedule::default()
     }
 
-    /// `rank` fails in the way `fault` says at operation `op`.
-    pub fn at(mut self, rank: Rank, op: OpId, fault: Fault) -> Self {
-        self.entries.push((rank, op, fault));
+    /// `rank` fails in the way `fault` says at its `call`-th collective
+    /// call (from 0).
+    pub fn at(mut self, rank: Rank, call: u32, fault: Fault) -> Self {
+        self.entries.push((rank, At::Call(call), fault));
         self
     }
 
-    /// `rank` is dead from operation `op` on.
-    pub fn kill(self, rank: Rank, op: OpId) -> Self {
-        self.at(rank, op, Fault::Dead)
+    /// `rank` is dead from its `call`-th collective call on.
+    pub fn kill(self, rank: Rank, call: u32) -> Self {
+        self.at(rank, call, Fault::Dead)
     }
 
-    /// Every rank of `group` dies at once, before operation `op` (a failure
-    /// domain: a core, a cache, a socket).
-    pub fn kill_group(mut self, group: impl IntoIterator<Item = Rank>, op: OpId) -> Self {
+    /// Every rank of `group` dies at once, before its `call`-th call (a
+    /// failure domain: a core, a cache, a socket).
+    pub fn kill_group(mut self, group: impl IntoIterator<Item = Rank>, call: u32) -> Self {
         for r in group {
-            self = self.kill(r, op);
+            self = self.kill(r, call);
         }
         self
     }
 
-    /// The fault `rank` suffers at `op`, if any (the first one listed).
-    pub fn lookup(&self, rank: Rank, op: OpId) -> Option<Fault> {
+    /// [`FaultSchedule::at`] the engine's operation `op`, which may lie
+    /// inside a call of several operations.
+    pub fn at_op(mut self, rank: Rank, op: OpId, fault: Fault) -> Self {
+        self.entries.push((rank, At::Op(op), fault));
+        self
+    }
+
+    /// [`FaultSchedule::kill`] at the engine's operation `op`.
+    pub fn kill_at_op(self, rank: Rank, op: OpId) -> Self {
+        self.at_op(rank, op, Fault::Dead)
+    }
+
+    /// The fault `rank` suffers as it begins operation `op`, the first of
+    /// its `call`-th call (`call`: `None` for a later operation of a call
+    /// in progress), if any (the first one listed).
+    pub fn lookup(&self, rank: Rank, op: OpId, call: Option<u32>) -> Option<Fault> {
         self.entries
             .iter()
-            .find(|&&(r, o, _)| r == rank && o == op)
+            .find(|&&(r, at, _)| {
+                r == rank
+                    && match at {
+                        At::Op(o) => o == op,
+                        At::Call(c) => Some(c) == call,
+                    }
+            })
             .map(|&(_, _, f)| f)
     }
 
     /// True if the schedule has `rank` silent for good from the start of
     /// operation `op`: dead, dying before its first send, or hung at `op`
     /// or at an earlier operation, or dying during an earlier one (a
-    /// stall is not: the rank goes on). How the runtime tells a timeout
-    /// that suspected a silent rank from a false suspicion (FTCO,
+    /// stall is not: the rank goes on). A fault placed at a call counts
+    /// from the operation it fired at, `fired_at(rank)` (the engine's
+    /// record; `None` if it has not fired). How the runtime tells a
+    /// timeout that suspected a silent rank from a false suspicion (FTCO,
     /// Section 4: a rank suspected while alive).
-    pub fn silent_from_start(&self, rank: Rank, op: OpId) -> bool {
-        self.entries.iter().any(|&(r, o, f)| {
+    pub fn silent_from_start(
+        &self,
+        rank: Rank,
+        op: OpId,
+        fired_at: impl Fn(Rank) -> Option<OpId>,
+    ) -> bool {
+        self.entries.iter().any(|&(r, at, f)| {
+            let from = match at {
+                At::Op(o) => Some(o),
+                At::Call(_) => fired_at(r),
+            };
             r == rank
-                && match f {
+                && from.is_some_and(|o| match f {
                     Fault::Stall(_) => false,
                     Fault::Dead
                     | Fault::Hang
                     | Fault::DieAfterSends(0)
                     | Fault::SigkillAfterSends(0) => o <= op,
                     Fault::DieAfterSends(_) | Fault::SigkillAfterSends(_) => o < op,
-                }
+                })
         })
     }
 

@@ -41,8 +41,8 @@ impl Engine<'static> for MpiEngine {
     }
 
     /// Faults between processes are numbered by call.
-    fn fault(&self, rank: Rank, _op: OpId, call: Option<OpId>) -> Option<Fault> {
-        self.faults.lookup(rank, call?)
+    fn fault(&self, rank: Rank, op: OpId, call: Option<u32>) -> Option<Fault> {
+        self.faults.lookup(rank, op, call)
     }
 
     /// Beats the heartbeat if due, so that a process that only calls

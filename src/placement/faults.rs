@@ -6,14 +6,13 @@ use crate::call::FaultSchedule;
 use crate::error::ConfigError;
 use crate::placement::layout::Placement;
 use crate::placement::machine::DomainRef;
-use crate::types::OpId;
 
 /// A schedule (for any engine) in which every rank of `domain` is dead from
-/// operation `op` on ([`FaultSchedule::kill_group`]).
+/// its `call`-th collective call on ([`FaultSchedule::kill_group`]).
 pub fn kill_domain(
     placement: &Placement,
     domain: DomainRef,
-    op: OpId,
+    call: u32,
 ) -> Result<FaultSchedule, ConfigError> {
-    Ok(FaultSchedule::none().kill_group(placement.ranks_in(domain)?, op))
+    Ok(FaultSchedule::none().kill_group(placement.ranks_in(domain)?, call))
 }

@@ -31,8 +31,18 @@ impl<'t> Engine<'t> for ThreadEngine<'t> {
 
     /// Faults on threads are numbered by operation
     /// ([`crate::runtime::FaultSchedule`]).
-    fn fault(&self, rank: Rank, op: OpId, _call: Option<OpId>) -> Option<Fault> {
-        self.shared.faults().lookup(rank, op)
+    fn fault(&self, rank: Rank, op: OpId, call: Option<u32>) -> Option<Fault> {
+        let fault = self.shared.faults().lookup(rank, op, call)?;
+        // Release: a rank that reads it (Acquire) counts the silence from
+        // here.
+        let fired = &self.shared.counters[rank as usize].fault_fired;
+        let _ = fired.compare_exchange(
+            0,
+            op + 1,
+            crate::sync::Ordering::Release,
+            crate::sync::Ordering::Relaxed,
+        );
+        Some(fault)
     }
 
     /// Silent until the rest of the team is done: what arrives is taken
@@ -103,7 +113,13 @@ impl<'t> BcastObserver<'t, MailboxTransport<'t>> for ThreadEngine<'t> {
         let alive = |&(rank, at): &(Rank, Tick)| {
             let rank = members.to_transport(rank);
             let failed_by = shared.liveness.failed_at(rank);
-            !shared.faults().silent_from_start(rank, op)
+            let fired_at = |r: Rank| {
+                let fired = shared.counters[r as usize]
+                    .fault_fired
+                    .load(crate::sync::Ordering::Acquire);
+                fired.checked_sub(1)
+            };
+            !shared.faults().silent_from_start(rank, op, fired_at)
                 && failed_by.map_or(true, |t| t > clock.engine_time(at))
         };
         let false_suspicions = core.suspected().iter().filter(|s| alive(s)).count() as u64;

@@ -99,6 +99,10 @@ pub(crate) struct Counters {
     pub(crate) timeouts: AtomicU64,
     /// Of them, suspicions of a live rank ([`TeamReport::false_suspicions`]).
     pub(crate) false_suspicions: AtomicU64,
+    /// One more than the operation at which the rank's planned fault
+    /// placed at a call fired (0: none yet): where a silent rank's silence
+    /// starts, for telling a false suspicion from a true one.
+    pub(crate) fault_fired: AtomicU32,
 }
 
 /// [`Shared::core_mates`]: for each rank, the others pinned to the same

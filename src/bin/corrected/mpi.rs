@@ -331,14 +331,14 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
         let mut faults = FaultSchedule::none();
         for &(rank, iter) in &args.die_at {
             if rank / threads == world_rank {
-                faults = faults.kill(rank % threads, (iter * per_iter) as OpId);
+                faults = faults.kill_at_op(rank % threads, (iter * per_iter) as OpId);
             }
         }
         for &(rank, iter, ms) in &args.stall_at {
             if rank / threads == world_rank {
                 let pause = Duration::from_millis(u64::from(ms));
                 let at = (iter * per_iter) as OpId;
-                faults = faults.at(rank % threads, at, Fault::Stall(pause));
+                faults = faults.at_op(rank % threads, at, Fault::Stall(pause));
             }
         }
         let local = Team::builder()
