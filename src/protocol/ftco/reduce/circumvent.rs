@@ -79,15 +79,7 @@ where
                         continue;
                     }
                     self.suspicions.raise(up.rank, now);
-                    // The root never fails (Section 2): the walk ends there.
-                    self.up = self
-                        .plan
-                        .live_above(up.rank, up.dist, &self.known, self.roots)
-                        .map(|(rank, dist)| UpWatch {
-                            rank,
-                            dist,
-                            deadline: None,
-                        });
+                    self.up = self.past(up);
                 }
                 continue;
             }
@@ -140,15 +132,21 @@ where
             }
         }
         if let Some(up) = self.up.filter(|u| u.rank == rank) {
-            self.up = self
-                .plan
-                .live_above(up.rank, up.dist, &self.known, self.roots)
-                .map(|(rank, dist)| UpWatch {
-                    rank,
-                    dist,
-                    deadline: None,
-                });
+            self.up = self.past(up);
         }
         self.progress();
+    }
+
+    /// The DATA sent up to a node taken for failed goes to the first live
+    /// node above it (Appendix D's grand-parent walk), still to send; the
+    /// root never fails (Section 2), so the walk ends there.
+    fn past(&self, up: UpWatch) -> Option<UpWatch> {
+        self.plan
+            .live_above(up.rank, up.dist, &self.known, self.roots)
+            .map(|(rank, dist)| UpWatch {
+                rank,
+                dist,
+                deadline: None,
+            })
     }
 }
