@@ -186,6 +186,33 @@ fn a_silent_root_times_out() {
     assert!(net.clock() >= 5_000_000, "waited the whole timeout");
 }
 
+/// A long wait costs few wake-ups: nothing arriving, each wait is twice
+/// the last, up to a sixteenth of the failure timeout (1 ms, 2 ms, ...,
+/// 62.5 ms). Here the silent root is taken for absent after one 2 s
+/// operation timeout and the call waits one more: 4 s of waiting take
+/// about 70 waits, where waits of `max_sleep` (1 ms) would take 4 000.
+#[test]
+fn a_long_wait_backs_off_to_a_sixteenth_of_the_failure_timeout() {
+    let config = DriverConfig {
+        op_timeout: 2_000_000_000,
+        ..DriverConfig::default()
+    };
+    let (net, plan, mut driver) = four_ranks(3, config);
+    let op = driver.enter().unwrap();
+    let mut core = Bcast::<u64>::new(&plan, 0, 3, op, None).unwrap();
+    let err = driver.drive(op, None, &mut core).unwrap_err();
+    let waited = net.clock();
+    assert!(waited >= 2_000_000_000, "{err:?} before the timeout");
+    // A wait at the cap for each sixteenth of the failure timeout waited,
+    // and the few shorter ones before it (1 to 32 ms) and at each end.
+    let least = waited / (config.failure_timeout / 16);
+    let waits = net.waits(3);
+    assert!(
+        (least..least + 16).contains(&waits),
+        "{waits} waits in {waited} ns: {err:?}"
+    );
+}
+
 /// Fencing: a message of the next operation that comes early waits until
 /// the rank gets there; an old operation's message goes to its lingering
 /// core, here a root that still has correction to send.

@@ -138,6 +138,14 @@ impl<'t, T: Transport> Driver<'t, T> {
         // inside this operation too (once per call).
         let mut chained = false;
         let mut turns = 0u32;
+        // How long the next wait lasts at most: `max_sleep`, doubled after
+        // each wait, up to a sixteenth of the
+        // failure timeout (how often the detector looks), and back to
+        // `max_sleep` when a message comes. A long wait (a silent peer, a
+        // broadcast that cannot complete waiting out its timeout) then
+        // wakes a few dozen times a second, not a thousand: it costs no core.
+        let idle_cap = self.config.max_sleep.max(self.config.failure_timeout / 16);
+        let mut idle_sleep = self.config.max_sleep;
         loop {
             // The heartbeat: on the first turn and every 64th (a rank busy
             // with messages for a whole failure timeout still beats), and
@@ -161,6 +169,7 @@ impl<'t, T: Transport> Driver<'t, T> {
                 break;
             }
             if let Some((from, msg)) = self.transport.try_recv() {
+                idle_sleep = self.config.max_sleep;
                 self.take(core, op, tick, from, msg)?;
                 // The message may have ended the call (a pair's or a leaf's
                 // last step): return now if the core has nothing left to
@@ -279,8 +288,9 @@ impl<'t, T: Transport> Driver<'t, T> {
                 });
             }
             // Bounded even without a deadline: a wake-up that never comes
-            // (a bug anywhere below) costs `max_sleep`, not the timeout.
-            let mut wake_at = limit.min(now.saturating_add(self.config.max_sleep));
+            // (a bug anywhere below) costs `idle_sleep`, not the timeout.
+            let mut wake_at = limit.min(now.saturating_add(idle_sleep));
+            idle_sleep = idle_sleep.saturating_mul(2).min(idle_cap);
             if let Some(t) = core.poll_deadline() {
                 wake_at = wake_at.min(t);
             }

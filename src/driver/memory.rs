@@ -43,6 +43,8 @@ struct Net<P> {
     helping: bool,
     /// After each helper's pump: (rank, messages left in its channel).
     helped: Vec<(Rank, usize)>,
+    /// Per rank: its waits so far.
+    waits: Vec<u64>,
 }
 
 /// The network of a memory team: channels, clock, failures. Cheap to clone
@@ -57,6 +59,11 @@ impl<P> Clone for MemoryNet<P> {
 }
 
 impl<P> MemoryNet<P> {
+    /// How many times `rank` has waited.
+    pub fn waits(&self, rank: Rank) -> u64 {
+        self.net().waits[rank as usize]
+    }
+
     /// The network, locked (one thread drives a memory team; the lock only
     /// makes the handle `Send`, as the driver's transports must be).
     fn net(&self) -> MutexGuard<'_, Net<P>> {
@@ -81,6 +88,7 @@ impl<P: Clone + Send + 'static> MemoryNet<P> {
             arrivals: (0..procs).map(|_| VecDeque::new()).collect(),
             helping: false,
             helped: Vec::new(),
+            waits: vec![0; procs as usize],
         })))
     }
 
@@ -192,6 +200,7 @@ impl<P: Clone + Send + Default + 'static> Transport for MemoryTransport<P> {
 
     fn block(&mut self, until: Tick) {
         let mut net = self.net.net();
+        net.waits[self.rank as usize] += 1;
         if net.inbox[self.rank as usize].is_empty() {
             net.clock = net.clock.max(until);
         }

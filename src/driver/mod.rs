@@ -93,8 +93,10 @@ pub struct DriverConfig {
     /// How long a call whose core says [`Leave::AfterGrace`] waits before
     /// it returns anyway.
     pub grace: Tick,
-    /// The longest one wait lasts before the driver looks again (a wake-up
-    /// that never comes costs this, not the timeout).
+    /// The longest a call's first wait lasts before the driver looks again
+    /// (a wake-up that never comes costs this, not the timeout); each wait
+    /// doubles it, up to a sixteenth of the failure timeout, until a
+    /// message comes, so that a long wait costs no core.
     pub max_sleep: Tick,
     /// Cores of past operations kept at most.
     pub linger: usize,
