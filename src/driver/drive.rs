@@ -138,13 +138,18 @@ impl<'t, T: Transport> Driver<'t, T> {
         // inside this operation too (once per call).
         let mut chained = false;
         let mut turns = 0u32;
-        // How long the next wait lasts at most: `max_sleep`, doubled after
-        // each wait, up to a sixteenth of the
+        // How long the next wait lasts at most: `max_sleep`, and on a
+        // transport whose waits every event ends, doubled after each wait,
+        // up to a sixteenth of the
         // failure timeout (how often the detector looks), and back to
         // `max_sleep` when a message comes. A long wait (a silent peer, a
         // broadcast that cannot complete waiting out its timeout) then
         // wakes a few dozen times a second, not a thousand: it costs no core.
-        let idle_cap = self.config.max_sleep.max(self.config.failure_timeout / 16);
+        let idle_cap = if self.transport.woken_by_every_event() {
+            self.config.max_sleep.max(self.config.failure_timeout / 16)
+        } else {
+            self.config.max_sleep
+        };
         let mut idle_sleep = self.config.max_sleep;
         loop {
             // The heartbeat: on the first turn and every 64th (a rank busy

@@ -94,9 +94,10 @@ pub struct DriverConfig {
     /// it returns anyway.
     pub grace: Tick,
     /// The longest a call's first wait lasts before the driver looks again
-    /// (a wake-up that never comes costs this, not the timeout); each wait
-    /// doubles it, up to a sixteenth of the failure timeout, until a
-    /// message comes, so that a long wait costs no core.
+    /// (a wake-up that never comes costs this, not the timeout). On a
+    /// transport [woken by every event](Transport::woken_by_every_event)
+    /// each wait doubles it, up to a sixteenth of the failure timeout,
+    /// until a message comes, so that a long wait costs no core.
     pub max_sleep: Tick,
     /// Cores of past operations kept at most.
     pub linger: usize,

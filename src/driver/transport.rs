@@ -146,6 +146,17 @@ pub trait Transport {
     /// the clock reaches `until`, without spinning first.
     fn block(&mut self, until: Tick);
 
+    /// Whether everything a waiting rank must act on ends its
+    /// [`block`](Transport::block): a message and failure news (the thread
+    /// runtime's registry wakes every rank). Then a long wait may sleep
+    /// long, and the driver lets its waits grow
+    /// ([`DriverConfig::max_sleep`](crate::driver::DriverConfig::max_sleep)).
+    /// Default false: the driver looks every `max_sleep` (an MPI process
+    /// finds a peer that exited only by looking).
+    fn woken_by_every_event(&self) -> bool {
+        false
+    }
+
     /// [`block`](Transport::block) for a call in progress: an engine whose
     /// ranks share cores may meanwhile [lend](crate::helping::Loan::lend)
     /// the call, so that other ranks' threads pump it, and pump theirs

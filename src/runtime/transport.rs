@@ -121,6 +121,12 @@ impl Transport for MailboxTransport<'_> {
     }
 
     #[inline]
+    /// A message rings the receiver's doorbell and a failure wakes every
+    /// rank (`Shared::fail`).
+    fn woken_by_every_event(&self) -> bool {
+        true
+    }
+
     fn spin(&mut self) -> bool {
         self.endpoint.spin().is_some()
     }
