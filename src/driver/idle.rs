@@ -55,7 +55,18 @@ impl<'t, T: Transport> Driver<'t, T> {
                 return;
             }
             idle_rounds = if busy { 0 } else { idle_rounds + 1 };
-            let pause = if idle_rounds < 10 { 20_000 } else { 500_000 };
+            let pause = if idle_rounds < 10 {
+                20_000
+            } else if self.transport.others_running()
+                && !self.lingering.iter().any(|k| k.core.uses_time())
+            {
+                // Nothing but a message or the last program's end (which
+                // wakes this rank) can make the team quiet, and no kept
+                // core acts on time.
+                5_000_000
+            } else {
+                500_000
+            };
             let until = self.transport.now().saturating_add(pause);
             self.transport.wait(until);
         }

@@ -157,6 +157,15 @@ pub trait Transport {
         false
     }
 
+    /// Whether another rank's program is still running, in an engine where
+    /// the end of the last one wakes every rank: a rank whose own program
+    /// has ended then waits for quiet with long naps (it answers what
+    /// arrives at once: a message wakes it). Default false: it looks every
+    /// half millisecond.
+    fn others_running(&self) -> bool {
+        false
+    }
+
     /// [`block`](Transport::block) for a call in progress: an engine whose
     /// ranks share cores may meanwhile [lend](crate::helping::Loan::lend)
     /// the call, so that other ranks' threads pump it, and pump theirs

@@ -50,7 +50,7 @@ impl<'t> Engine<'t> for ThreadEngine<'t> {
     fn hang(&mut self, driver: &mut Driver<'t, MailboxTransport<'t>>) {
         driver.transport().publish_served_epoch(u64::MAX);
         let shared = self.shared;
-        shared.finished.fetch_add(1, crate::sync::Ordering::AcqRel);
+        shared.finish_one();
         while !shared.all_finished() {
             driver.transport_mut().nap(Duration::from_millis(2));
             driver.drain_and_drop();

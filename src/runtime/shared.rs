@@ -153,6 +153,17 @@ impl Shared<'_> {
         }
     }
 
+    /// One more rank's program has ended (or it hung); the last one wakes
+    /// every rank, so that ranks waiting for the team to be quiet
+    /// ([`crate::driver::Transport::others_running`]) look again at once.
+    pub(crate) fn finish_one(&self) {
+        if self.finished.fetch_add(1, Ordering::AcqRel) + 1 >= self.ranks() {
+            for r in 0..self.ranks() {
+                self.mailboxes.wake(r);
+            }
+        }
+    }
+
     pub(crate) fn all_finished(&self) -> bool {
         self.finished.load(Ordering::Acquire) >= self.ranks()
     }

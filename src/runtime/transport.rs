@@ -317,7 +317,7 @@ impl Transport for MailboxTransport<'_> {
         self.counters().left.store(true, Ordering::Release);
         // A hung rank was counted finished when it hung.
         if !hung {
-            self.shared.finished.fetch_add(1, Ordering::AcqRel);
+            self.shared.finish_one();
         }
     }
 
@@ -327,5 +327,11 @@ impl Transport for MailboxTransport<'_> {
 
     fn team_quiet(&self) -> bool {
         self.shared.quiet()
+    }
+
+    /// Until the last program ends, which wakes every rank
+    /// (`Shared::finish_one`).
+    fn others_running(&self) -> bool {
+        !self.shared.all_finished()
     }
 }
