@@ -145,11 +145,6 @@ impl<'t, T: Transport> Driver<'t, T> {
         // `max_sleep` when a message comes. A long wait (a silent peer, a
         // broadcast that cannot complete waiting out its timeout) then
         // wakes a few dozen times a second, not a thousand: it costs no core.
-        let idle_cap = if self.transport.woken_by_every_event() {
-            self.config.max_sleep.max(self.config.failure_timeout / 16)
-        } else {
-            self.config.max_sleep
-        };
         let mut idle_sleep = self.config.max_sleep;
         loop {
             // The heartbeat: on the first turn and every 64th (a rank busy
@@ -295,7 +290,10 @@ impl<'t, T: Transport> Driver<'t, T> {
             // Bounded even without a deadline: a wake-up that never comes
             // (a bug anywhere below) costs `idle_sleep`, not the timeout.
             let mut wake_at = limit.min(now.saturating_add(idle_sleep));
-            idle_sleep = idle_sleep.saturating_mul(2).min(idle_cap);
+            if self.transport.woken_by_every_event() {
+                let cap = self.config.max_sleep.max(self.config.failure_timeout / 16);
+                idle_sleep = idle_sleep.saturating_mul(2).min(cap);
+            }
             if let Some(t) = core.poll_deadline() {
                 wake_at = wake_at.min(t);
             }

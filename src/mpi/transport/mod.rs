@@ -49,7 +49,7 @@ use mpi::request::StaticScope;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::Equivalence;
 
-use crate::driver::{pack_call, unpack_call, PeerView, Transport};
+use crate::driver::{unpack_call, PeerView, Transport};
 use crate::mpi::shm::{FinishedWord, NodeRings};
 use crate::mpi::wire::{Decoded, Frame};
 use crate::protocol::{Header, Msg};
@@ -59,6 +59,7 @@ use crate::value::segment::SegmentPool;
 use crate::value::Packet;
 
 mod exited;
+mod heartbeat;
 mod lent_frame;
 mod outgoing;
 mod receive;
@@ -335,30 +336,6 @@ impl MpiTransport {
             out.reap(to as usize);
             out.start(&self.comm, to, frame);
         }
-    }
-
-    /// Sends this rank's heartbeat if the last one is a beat interval old
-    /// (as a wait does): for progress made outside any wait.
-    pub(crate) fn beat_if_due(&self) {
-        let now = self.now();
-        if now.saturating_sub(self.last_beat.get()) >= self.beat_every {
-            self.send_beat(now);
-        }
-    }
-
-    /// Sends this rank's heartbeat to every rank not known failed.
-    fn send_beat(&self, now: Tick) {
-        let mut view = self.mine.get();
-        view.beat += 1;
-        self.mine.set(view);
-        self.last_beat.set(now);
-        self.beat_in_call.set(view.in_call());
-        self.announce(&Frame::Beat {
-            entered: view.entered,
-            returned: view.returned,
-            beat: view.beat,
-            call: pack_call(view.call),
-        });
     }
 
     /// True once every send to a rank not known failed has completed.

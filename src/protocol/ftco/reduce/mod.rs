@@ -21,52 +21,9 @@ use super::suspicion::{Known, Suspicions};
 use super::{Ftco, FtcoPlan};
 
 mod circumvent;
+mod data;
 
-/// What an FTCO reduce or allreduce message carries (Section 3, "Message
-/// Flow").
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FtcoData<P> {
-    /// Up-phase DATA ([`Tag::Upward`]): the sender's partial `value`, which
-    /// includes its subtree but `missing` (virtual ranks, nodes it or a node
-    /// below it circumvented), and its `own` input alone, for a receiver
-    /// that holds part of that subtree already (the module doc's rule
-    /// against counting a node twice).
-    Part {
-        /// The partial reduction.
-        value: P,
-        /// The sender's input alone.
-        own: P,
-        /// Nodes of the sender's subtree the partial does not include.
-        missing: Vec<Rank>,
-    },
-    /// Down-phase DATA ([`Tag::Tree`]): the result.
-    Result(P),
-    /// KEEPALIVE and ACK carry nothing.
-    Empty,
-}
-
-/// Which collective an [`FtcoReduce`] core runs (Section 4: Algorithm 3's
-/// up phase alone, or both phases).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FtcoCollective {
-    /// The up phase: the result at the root (Figure 1).
-    Reduce,
-    /// The up phase, then the result down the tree (Figures 1-2).
-    Allreduce,
-    /// An allreduce of nothing, whose messages say barrier, so that an
-    /// engine tells a barrier from an allreduce called at the same
-    /// operation ([`crate::Error::Mismatch`]).
-    Barrier,
-}
-
-/// What an FTCO reduce or allreduce core delivers.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FtcoOutput<P> {
-    /// The result (the root of a reduce; every node of an allreduce).
-    Value(P),
-    /// A reduce's non-root: its DATA was acknowledged (Figure 1).
-    Contributed,
-}
+pub use data::{FtcoCollective, FtcoData, FtcoOutput};
 
 /// Up-phase timers: the earliest KEEPALIVE to send or answer to wait for,
 /// and the DATA sent up.
