@@ -1,6 +1,7 @@
 //! Data of any size, as a team of worker threads uses it: 8 workers average
 //! a gradient of 10^6 `f64` for 20 steps while one of them dies in the
-//! middle of step 5, merge a histogram of a user's `#[repr(C)]` buckets, and
+//! middle of step 5 (the allreduce's contributors say how many gradients
+//! each sum holds), merge a histogram of a user's `#[repr(C)]` buckets, and
 //! share a configuration that is not plain data (`broadcast_value`).
 //!
 //! `cargo run --release --example vectors`
@@ -44,9 +45,9 @@ fn main() -> Result<(), Error> {
     let team = Team::builder()
         .ranks(8)
         .fault_budget(1)
-        // Operations 0 and 1 share the configuration (its length, then its
-        // bytes); step s is operation 2 + s.
-        .faults(FaultSchedule::none().at(6, 2 + 5, Fault::DieAfterSends(2)))
+        // Faults are placed by the rank's own calls: call 0 shares the
+        // configuration, step s is call 1 + s.
+        .faults(FaultSchedule::none().at(6, 1 + 5, Fault::DieAfterSends(2)))
         .build()?;
     let started = Instant::now();
     let report = team.run(|comm| {
@@ -70,9 +71,11 @@ fn main() -> Result<(), Error> {
             grad.iter_mut()
                 .enumerate()
                 .for_each(|(i, g)| *g = ((i + step) % 7) as f64 + 1.0);
-            comm.all_reduce_into(&grad, &mut sum, SystemOperation::sum())?;
-            // Every element is a multiple of the number of contributors.
-            workers.push(sum[0] / grad[0]);
+            let who = comm.all_reduce_into_contributors(&grad, &mut sum, SystemOperation::sum())?;
+            // The mean gradient divides by the number of inputs summed.
+            let mean = sum[0] / f64::from(who.len());
+            assert_eq!(mean, grad[0], "every worker's gradient is the same");
+            workers.push(who.len());
         }
 
         let buckets: Vec<Bucket> = (0..64)
@@ -110,8 +113,8 @@ fn main() -> Result<(), Error> {
         "bucket 10 merged: {bucket:?}; failed ranks: {:?}",
         report.failed
     );
-    assert!(workers[..5].iter().all(|&w| w == 8.0));
-    assert!(workers[6..].iter().all(|&w| w == 7.0));
-    assert!(workers[5] == 7.0 || workers[5] == 8.0);
+    assert!(workers[..5].iter().all(|&w| w == 8));
+    assert!(workers[6..].iter().all(|&w| w == 7));
+    assert!(workers[5] == 7 || workers[5] == 8);
     Ok(())
 }

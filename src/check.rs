@@ -55,6 +55,29 @@ pub fn includes_exactly(value: u64, death: &[Tick]) -> bool {
     })
 }
 
+/// True if `value` is the sum of every rank's input but those of `missing`,
+/// each of which failed (`death < NEVER`), and `count` (the exact number
+/// missing) agrees: what a reduce's list of missing inputs promises
+/// ([`crate::protocol::reduce::ReduceOutput::Root`]). With more missing
+/// ranks than the list holds, only the count and the inclusion property
+/// ([`includes_exactly`]) are checked.
+pub fn lacks_exactly(value: u64, count: u32, missing: &[Rank], death: &[Tick]) -> bool {
+    if missing.len() < count as usize {
+        return includes_exactly(value, death);
+    }
+    let mut sorted = missing.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let listed_once = sorted.len() == missing.len() && missing.len() == count as usize;
+    let all_failed = missing
+        .iter()
+        .all(|&r| death.get(r as usize).is_some_and(|&d| d != NEVER));
+    let sum = (0..death.len() as Rank)
+        .filter(|r| !missing.contains(r))
+        .fold(0u64, |s, r| s.wrapping_add(input_of(r)));
+    listed_once && all_failed && sum == value
+}
+
 /// Element `i` of a vector that carries `value`: `value * (2i + 1)`,
 /// wrapping. The factor is odd, so invertible modulo 2^64: element by
 /// element, a sum of such vectors is the vector of the sum of their values
@@ -114,6 +137,24 @@ mod tests {
         torn[999] = torn[999].wrapping_sub(vector_element(b, 999));
         assert_eq!(value_of_vector(&torn), None);
         assert_eq!(value_of_vector(&[]), None);
+    }
+
+    #[test]
+    fn a_missing_list_is_checked_rank_by_rank() {
+        let death = [NEVER, 5, 0, NEVER];
+        let all = |skip: &[Rank]| {
+            (0..4)
+                .filter(|r| !skip.contains(r))
+                .fold(0u64, |s, r| s.wrapping_add(input_of(r)))
+        };
+        assert!(lacks_exactly(all(&[2]), 1, &[2], &death));
+        assert!(lacks_exactly(all(&[1, 2]), 2, &[2, 1], &death));
+        assert!(!lacks_exactly(all(&[2]), 2, &[2, 1], &death), "1 is in");
+        assert!(!lacks_exactly(all(&[0]), 1, &[0], &death), "0 lives");
+        assert!(!lacks_exactly(all(&[2]), 2, &[2, 2], &death), "twice");
+        assert!(!lacks_exactly(all(&[2]), 0, &[], &death), "2 unlisted");
+        // More missing than listed: the inclusion property alone.
+        assert!(lacks_exactly(all(&[1, 2]), 3, &[2], &death));
     }
 
     #[test]

@@ -25,6 +25,7 @@
 
 use crate::buffer::{Buffer, BufferMut};
 use crate::call::{Communicator, Reduction};
+use crate::contributors::Contributors;
 use crate::error::Error;
 use crate::op::Operation;
 use crate::types::Rank;
@@ -118,6 +119,39 @@ pub trait Collectives {
         recv: &mut R,
         op: impl Operation<S::Item>,
     ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized;
+
+    /// [`Collectives::all_reduce_into`], and which ranks' inputs the
+    /// result holds ([`Contributors`]: every live rank's, and each failed
+    /// rank's in or out, the same set on every rank and for every element).
+    /// What averaging needs: divide by [`Contributors::len`].
+    ///
+    /// Errors: those of [`Collectives::all_reduce_into`], and, before the
+    /// call, [`crate::error::ConfigError::Unsupported`] where the
+    /// contributors are not known: a team reducing with FTCO, a team whose
+    /// failure scheme is the bit, a node team of threads below MPI.
+    fn all_reduce_into_contributors<S, R>(
+        &mut self,
+        send: &S,
+        recv: &mut R,
+        op: impl Operation<S::Item>,
+    ) -> Result<Contributors, Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized;
+
+    /// [`Collectives::reduce_into`], and at the root which ranks' inputs
+    /// the result holds (`Some`; `None` elsewhere), as
+    /// [`Collectives::all_reduce_into_contributors`] says.
+    fn reduce_into_contributors<S, R>(
+        &mut self,
+        root: Rank,
+        send: &S,
+        recv: &mut R,
+        op: impl Operation<S::Item>,
+    ) -> Result<Option<Contributors>, Error>
     where
         S: Buffer + ?Sized,
         R: BufferMut<Item = S::Item> + ?Sized;
@@ -288,6 +322,7 @@ impl<C: Communicator> Collectives for C {
         op.check()?;
         let (send, recv) = (send.items(), recv.items_mut());
         self.reduce_items(root, Reduction { send, recv, op })
+            .map(drop)
     }
 
     fn all_reduce_into<S, R>(
@@ -303,6 +338,46 @@ impl<C: Communicator> Collectives for C {
         op.check()?;
         let (send, recv) = (send.items(), recv.items_mut());
         self.all_reduce_items(Reduction { send, recv, op })
+            .map(drop)
+    }
+
+    fn all_reduce_into_contributors<S, R>(
+        &mut self,
+        send: &S,
+        recv: &mut R,
+        op: impl Operation<S::Item>,
+    ) -> Result<Contributors, Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized,
+    {
+        self.knows_contributors()?;
+        op.check()?;
+        let (send, recv) = (send.items(), recv.items_mut());
+        let got = self.all_reduce_items(Reduction { send, recv, op })?;
+        got.ok_or_else(contributors_lost)
+    }
+
+    fn reduce_into_contributors<S, R>(
+        &mut self,
+        root: Rank,
+        send: &S,
+        recv: &mut R,
+        op: impl Operation<S::Item>,
+    ) -> Result<Option<Contributors>, Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized,
+    {
+        check_root(root, self.size())?;
+        self.knows_contributors()?;
+        op.check()?;
+        let (send, recv) = (send.items(), recv.items_mut());
+        let got = self.reduce_items(root, Reduction { send, recv, op })?;
+        if root == self.rank() {
+            return got.map(Some).ok_or_else(contributors_lost);
+        }
+        Ok(None)
     }
 
     fn barrier(&mut self) -> Result<(), Error> {
@@ -328,6 +403,15 @@ impl<C: Communicator> Collectives for C {
     fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
         self.control_mut().shrink()
     }
+}
+
+/// A reduction that should have reported its contributors did not (an
+/// engine's path that does not carry them): an error, not a panic.
+fn contributors_lost() -> Error {
+    Error::Config(crate::error::ConfigError::Unsupported {
+        what: "knowing this reduction's contributors",
+        why: "the engine's path for it does not report them",
+    })
 }
 
 /// `root` is one of the communicator's `procs` ranks.

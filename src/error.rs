@@ -256,6 +256,24 @@ pub enum Error {
         /// The root.
         root: Rank,
     },
+    /// A broadcast whose correction does not guarantee delivery (none or
+    /// opportunistic, Corrected Trees Section 3.3) did not reach this rank:
+    /// `cut_by`, on its tree path from the root, failed, and no correction
+    /// brought the value (at once where none could: without correction,
+    /// the rank's tree parent failed; otherwise after the failure timeout,
+    /// counted from when this rank learned of the failure). The root
+    /// lives, and the ranks it reached delivered; the caller may repeat
+    /// with a correction that guarantees delivery
+    /// ([`Correction::Checked`](crate::protocol::bcast::Correction::Checked)).
+    #[error("operation {op}: the broadcast from rank {root} did not reach this rank: rank {cut_by} on its path from the root failed, and the team's correction does not guarantee delivery (use checked correction)")]
+    NotReached {
+        /// The operation number.
+        op: OpId,
+        /// The root.
+        root: Rank,
+        /// The nearest failed rank on this rank's tree path from the root.
+        cut_by: Rank,
+    },
     /// Nothing completed the operation within the team's operation timeout,
     /// and nothing explains why: failures, dead roots, budgets exceeded and
     /// mismatched calls end calls with their own errors, and a rank that
@@ -421,6 +439,11 @@ mod tests {
                 theirs: s(),
             },
             Error::RootFailed { op: 0, root: 0 },
+            Error::NotReached {
+                op: 0,
+                root: 0,
+                cut_by: 1,
+            },
             Error::Timeout {
                 op: 0,
                 waited: Duration::from_secs(1),

@@ -34,6 +34,7 @@ pub mod buffer;
 pub mod call;
 pub mod check;
 pub mod collectives;
+pub mod contributors;
 #[cfg(any(feature = "internals", loom))]
 pub mod driver;
 #[cfg(not(any(feature = "internals", loom)))]
@@ -82,5 +83,6 @@ pub use buffer::{Buffer, BufferMut};
 pub use bytemuck;
 pub use call::Config;
 pub use collectives::Collectives;
+pub use contributors::Contributors;
 pub use error::{ConfigError, Error};
 pub use types::{Rank, Tick};

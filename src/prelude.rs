@@ -6,6 +6,7 @@ pub use crate::buffer::{Buffer, BufferMut, Element, Pod, Zeroable};
 pub use crate::call::config::{BroadcastAlgorithm, ReduceAlgorithm};
 pub use crate::call::Config;
 pub use crate::collectives::Collectives;
+pub use crate::contributors::Contributors;
 pub use crate::error::{ConfigError, Error};
 pub use crate::op::{Operation, SystemOperation};
 pub use crate::protocol::allreduce::AllreduceAlgorithm;

@@ -5,6 +5,7 @@
 mod common;
 
 use corrected::protocol::bcast::Correction;
+use corrected::protocol::reduce::FailureScheme;
 use corrected::sim::allreduce::{AllreduceScenario, AllreduceSim};
 use corrected::sim::engine::{NEVER, UNLIMITED};
 use corrected::sim::ReduceConfig;
@@ -14,6 +15,9 @@ fn scenario(procs: u32, f: u32, correction: Correction, detector: Tick) -> Allre
     AllreduceScenario::new(
         ReduceConfig {
             detector,
+            // The list scheme: every check also holds each result's list
+            // of missing inputs against the dead set, rank by rank.
+            scheme: FailureScheme::List,
             ..ReduceConfig::new(procs, f)
         },
         correction,
@@ -45,7 +49,8 @@ fn fault_free_is_one_round_of_reduce_plus_broadcast() {
 /// Section 5.1 for P in 2..=17, f in 1..=3, every fault set of at most f
 /// ranks (the first roots included) and every kill point of each: every
 /// live rank delivers once, the same value, holding every live input and
-/// each failed rank's input everywhere or nowhere.
+/// each failed rank's input everywhere or nowhere, and the same list of the
+/// inputs it lacks, exactly those (`check::lacks_exactly`).
 #[test]
 fn section_5_1_exhaustive_small_teams() {
     let mut runs = 0u64;

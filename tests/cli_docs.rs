@@ -45,7 +45,7 @@ fn every_option_docs_cli_names_exists() {
         known.extend(flags_in(&help(command)));
     }
     // `corrected mpi`'s options: its argument fields, spelled as flags.
-    let mpi = include_str!("../src/bin/corrected/mpi.rs");
+    let mpi = include_str!("../src/bin/corrected/mpi/mod.rs");
     let lines: Vec<&str> = mpi.lines().collect();
     for (i, line) in lines.iter().enumerate() {
         if line.trim_start().starts_with("#[arg(long") {

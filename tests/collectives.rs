@@ -626,3 +626,53 @@ fn records_are_kept_only_when_asked() {
         }
     }
 }
+
+/// Contributors are refused, before the call, where they are not known (a
+/// team reducing with FTCO, a team whose failure scheme is the bit): every
+/// rank gets the same typed error at once, and the next allreduce works.
+/// Beyond the list's capacity (a star with more dead ranks than it holds)
+/// the count stays exact and the set is reported unknown.
+#[test]
+fn contributors_are_refused_where_unknown_and_counted_beyond_the_list() {
+    let _s = serial();
+    let ftco = corrected::call::ReduceAlgorithm::Ftco { timeout: None };
+    let teams = [
+        common::recorded_team(4, FaultSchedule::none()).reduce(ftco),
+        common::recorded_team(4, FaultSchedule::none()).failure_scheme(FailureScheme::Bit),
+    ];
+    for builder in teams {
+        let report = builder.build().unwrap().run(|comm| {
+            let mut out = 0u64;
+            let refused = comm.all_reduce_into_contributors(&1u64, &mut out, wrapping_sum);
+            let at_root = comm.reduce_into_contributors(0, &1u64, &mut out, wrapping_sum);
+            let after = comm
+                .all_reduce_into(&1u64, &mut out, wrapping_sum)
+                .map(|()| out);
+            (refused.map(drop), at_root.map(drop), after)
+        });
+        for (r, (refused, at_root, after)) in report.returned() {
+            for got in [refused, at_root] {
+                assert!(
+                    matches!(got, Err(Error::Config(ConfigError::Unsupported { .. }))),
+                    "rank {r}: {got:?}"
+                );
+            }
+            assert_eq!(*after, Ok(4), "rank {r}");
+        }
+    }
+    let dead: Vec<Rank> = (1..=8).collect();
+    let faults = FaultSchedule::none().kill_group(dead.iter().copied(), 0);
+    let star = common::recorded_team(12, faults)
+        .fault_budget(1)
+        .allreduce(corrected::protocol::allreduce::AllreduceAlgorithm::Star)
+        .build()
+        .unwrap();
+    let report = star.run(|comm| {
+        let mut out = 0u64;
+        comm.all_reduce_into_contributors(&(1u64 << comm.rank()), &mut out, wrapping_sum)
+            .map(|who| (out, who))
+    });
+    let (sum, who) = report.agreed().expect("the survivors agree");
+    assert_eq!(*sum, 1 | 1 << 9 | 1 << 10 | 1 << 11);
+    assert_eq!((who.len(), who.missing(), who.contains(3)), (4, None, None));
+}

@@ -1245,14 +1245,20 @@ fn allreduce_retry_holds_later_rounds_and_drops_abandoned_ones() {
     next_round(&mut s, 4, 1, 4, 2, sum([3, 4]));
     assert_eq!(s.output(), None);
 
-    // Root 2's broadcast brings the result (rank 3 is virtual 1, child of 0).
-    let result = Contribution::input(sum([2, 3, 4]));
+    // Root 2's broadcast brings the result (rank 3 is virtual 1, child of 0)
+    // and the list of the inputs it lacks, which the rank delivers with it.
+    let lacks = FailureInfo::from_parts(false, 2, &[0, 1]);
+    let result = Contribution {
+        info: lacks,
+        ..Contribution::input(sum([2, 3, 4]))
+    };
     s.deliver(5, 2, rmsg(2, Collective::Allreduce, Tag::Tree, result));
     assert_eq!(
         s.output(),
         Some(AllreduceOutput::Value {
             value: sum([2, 3, 4]),
-            root: 2
+            root: 2,
+            missing: lacks,
         })
     );
 }
@@ -1272,7 +1278,8 @@ fn allreduce_decided_rank_recontributes_its_result() {
         asends(&s.sends(1)),
         [(Tag::Upward, 1, 0, sum([3, 4]), false)]
     );
-    // Root 0's broadcast (binomial: rank 3's parent is 1).
+    // Root 0's broadcast (binomial: rank 3's parent is 1), with an empty
+    // list: the result lacks no input.
     let result = sum(0..5);
     s.deliver(
         2,
@@ -1288,7 +1295,8 @@ fn allreduce_decided_rank_recontributes_its_result() {
         s.output(),
         Some(AllreduceOutput::Value {
             value: result,
-            root: 0
+            root: 0,
+            missing: FailureInfo::default(),
         })
     );
     for tx in s.sends(2) {
@@ -1306,10 +1314,11 @@ fn allreduce_decided_rank_recontributes_its_result() {
     s.deliver(4, 2, aup(1, Contribution::input(input(2))));
     let sends = s.sends(4);
     assert_eq!(asends(&sends), [(Tag::Upward, 1, 1, result, true)]);
-    assert!(
-        sends[0].msg.payload.info.subtree_failed,
-        "child rank 0 failed"
-    );
+    let info = sends[0].msg.payload.info;
+    assert!(info.subtree_failed, "child rank 0 failed");
+    // The decided value carries its own list (empty: round 0's result held
+    // every input, rank 0's included), not this round's notes of rank 0.
+    assert_eq!((info.count, info.ranks()), (0, &[][..]));
 
     // Root 1 broadcasts the same result; rank 3 relays, delivers nothing new.
     let again = Contribution {

@@ -8,7 +8,8 @@
 //! ranks it includes. Every element must give back the same sum, and that
 //! sum must pass `includes_exactly`: every live rank once, a rank that died
 //! during the operation in every element or in none. A result whose chunks
-//! disagree on the set of contributions fails this check.
+//! disagree on the set of contributions fails this check. The reductions'
+//! contributors must name exactly the ranks whose inputs that sum holds.
 
 mod common;
 
@@ -192,6 +193,13 @@ fn included(v: u64, i: usize) -> u64 {
     element_value(v, i)
 }
 
+/// The sum of the inputs of the ranks `who` names (all listed: these
+/// tests kill few ranks).
+fn sum_of(who: &Contributors) -> u64 {
+    let ranks = who.ranks().expect("a few failures are listed");
+    ranks.iter().fold(0, |s, &r| s.wrapping_add(input_of(r)))
+}
+
 fn wrapping_sum(a: &u64, b: &u64) -> u64 {
     a.wrapping_add(*b)
 }
@@ -242,8 +250,8 @@ fn kills_during(ranks: u32, f: u32, n: usize) {
             let local: Vec<u64> = (0..n).map(|i| element(me, i)).collect();
             let mut out = vec![0u64; n];
             let all = comm
-                .all_reduce_into(&local[..], &mut out[..], wrapping_sum)
-                .map(|()| out.clone());
+                .all_reduce_into_contributors(&local[..], &mut out[..], wrapping_sum)
+                .map(|who| (out.clone(), who));
             let mut got = if me == 0 { local.clone() } else { vec![0; n] };
             let bcast = comm.broadcast_into(0, &mut got[..]).map(|()| got);
             (all, bcast)
@@ -262,15 +270,17 @@ fn kills_during(ranks: u32, f: u32, n: usize) {
         let mut want = victims.clone();
         want.sort_unstable();
         assert_eq!(failed, want, "{name}: the victims, and only they, die");
-        let mut agreed: Option<&Vec<u64>> = None;
+        let mut agreed: Option<&(Vec<u64>, Contributors)> = None;
         for (r, (all, bcast)) in report.returned().filter(|(r, _)| !victims.contains(r)) {
-            let v = all
+            let got = all
                 .as_ref()
                 .unwrap_or_else(|e| panic!("{name}: rank {r}: {e}"));
+            let (v, who) = got;
             assert_eq!(v.len(), n);
             if n > 0 {
                 let set = included(v[0], 0);
                 assert!(includes_exactly(set, &death), "{name}: rank {r}");
+                assert_eq!(set, sum_of(who), "{name}: rank {r}'s contributors");
                 for (i, &x) in v.iter().enumerate() {
                     assert_eq!(
                         included(x, i),
@@ -279,7 +289,10 @@ fn kills_during(ranks: u32, f: u32, n: usize) {
                     );
                 }
             }
-            assert!(*agreed.get_or_insert(v) == v, "{name}: rank {r} differs");
+            assert!(
+                *agreed.get_or_insert(got) == got,
+                "{name}: rank {r} differs"
+            );
             match bcast {
                 Ok(b) => {
                     let want: Vec<u64> = (0..n).map(|i| element(0, i)).collect();
@@ -322,8 +335,8 @@ fn large_reduces_keep_the_fault_guarantees_at_every_kill_point() {
                 let me = comm.rank();
                 let local: Vec<u64> = (0..n).map(|i| element(me, i)).collect();
                 let mut out = vec![0u64; n];
-                comm.reduce_into(root, &local[..], &mut out[..], wrapping_sum)
-                    .map(|()| out)
+                comm.reduce_into_contributors(root, &local[..], &mut out[..], wrapping_sum)
+                    .map(|who| (out, who))
             });
             let name = format!("victim {victim} at send {point}");
             assert_eq!(report.failed, [victim], "{name}");
@@ -331,15 +344,17 @@ fn large_reduces_keep_the_fault_guarantees_at_every_kill_point() {
             death[victim as usize] = u64::from(point != 0);
             for (r, got) in report.returned().filter(|&(r, _)| r != victim) {
                 match got {
-                    Ok(v) if r == root => {
+                    Ok((v, who)) if r == root => {
                         let set = included(v[0], 0);
                         assert!(includes_exactly(set, &death), "{name}: root");
+                        let who = who.as_ref().expect("the root's contributors");
+                        assert_eq!(set, sum_of(who), "{name}: the root's contributors");
                         assert!(
                             v.iter().enumerate().all(|(i, &x)| included(x, i) == set),
                             "{name}: the root's elements disagree"
                         );
                     }
-                    Ok(_) => {}
+                    Ok((_, who)) => assert_eq!(*who, None, "{name}: rank {r}"),
                     Err(Error::RootFailed { .. }) if victim == root => {}
                     Err(e) => panic!("{name}: rank {r}: {e}"),
                 }

@@ -512,3 +512,76 @@ fn a_shrink_clamps_the_budget_and_errors_name_the_communicators_f() {
         assert_eq!(*after, Ok(input(0) + input(7)), "rank {r}");
     }
 }
+
+/// A broadcast whose correction does not guarantee delivery (none, or
+/// opportunistic with d = 1 on the in-order binomial tree, where a dead
+/// inner rank leaves one long gap: Corrected Trees Section 3.3) ends on
+/// every live rank it misses with `NotReached`, naming the nearest dead
+/// rank on its path from the root, within a failure timeout, not the
+/// operation timeout (an hour, beyond the hang guard). The ranks missed
+/// are exactly those the paper's rule says: not colored by the tree (a
+/// dead ancestor) and no tree-colored live rank within distance d on the
+/// ring. Every other live rank delivers, and the team goes on.
+#[test]
+fn a_broadcast_that_cannot_reach_a_rank_says_so_within_a_failure_timeout() {
+    use corrected::protocol::bcast::Correction;
+    use corrected::topology::Tree;
+    use corrected::types::LogP;
+    let _s = serial();
+    let (procs, dead) = (16u32, [1u32, 10]);
+    let spec = TreeSpec::binomial().in_order();
+    let tree = Tree::build(spec, procs, LogP::PAPER).unwrap();
+    let ancestors = |r: Rank| std::iter::successors(tree.parent(r), |&a| tree.parent(a));
+    let live = |r: Rank| !dead.contains(&r);
+    let by_tree = |r: Rank| live(r) && ancestors(r).all(live);
+    for (correction, d) in [
+        (Correction::None, 0),
+        (Correction::Opportunistic { distance: 1 }, 1),
+    ] {
+        let near = |r: Rank, s: Rank| {
+            let gap = (r + procs - s) % procs;
+            gap.min(procs - gap) <= d
+        };
+        let missed: Vec<Rank> = (0..procs)
+            .filter(|&r| live(r) && !by_tree(r))
+            .filter(|&r| !(0..procs).any(|s| s != r && by_tree(s) && near(r, s)))
+            .collect();
+        assert!(!missed.is_empty(), "{correction:?}: the case misses ranks");
+        let faults = FaultSchedule::none().kill_group(dead, 0);
+        let report = within_the_hang_guard(move || {
+            Team::builder()
+                .ranks(procs)
+                .tree(spec)
+                .correction(correction)
+                .faults(faults)
+                .failure_timeout(Duration::from_millis(500))
+                .op_timeout(Duration::from_secs(3600))
+                .build()
+                .unwrap()
+                .run(|comm| {
+                    let mut v = if comm.rank() == 0 { 7u64 } else { 0 };
+                    let first = comm.broadcast_into(0, &mut v).map(|()| v);
+                    let mut sum = 0u64;
+                    let next = comm.all_reduce_into(&1u64, &mut sum, SystemOperation::sum());
+                    (first, next.map(|()| sum))
+                })
+        });
+        for (r, (first, next)) in report.returned().filter(|&(r, _)| live(r)) {
+            if missed.contains(&r) {
+                let Err(Error::NotReached {
+                    op: 0,
+                    root: 0,
+                    cut_by,
+                }) = first
+                else {
+                    panic!("{correction:?}: rank {r} got {first:?}");
+                };
+                let nearest = ancestors(r).find(|a| !live(*a));
+                assert_eq!(Some(*cut_by), nearest, "{correction:?}: rank {r}");
+            } else {
+                assert_eq!(*first, Ok(7), "{correction:?}: rank {r}");
+            }
+            assert_eq!(*next, Ok(14), "{correction:?}: rank {r}: the team goes on");
+        }
+    }
+}

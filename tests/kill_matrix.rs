@@ -5,7 +5,9 @@
 //!
 //! Within the budget every live rank gets the exact result (Sections 4.1
 //! and 5.1: every live input exactly once, a failed rank's everywhere or
-//! nowhere; a broadcast from a live root delivers everywhere). Beyond it,
+//! nowhere; a broadcast from a live root delivers everywhere), and a
+//! reduction's contributors name exactly the inputs it sums, the same on
+//! every rank of an allreduce. Beyond it,
 //! an allreduce or barrier ends on every live rank in the same exact result
 //! or in `TooManyFailures`, and a reduce's root in the exact result or
 //! `TooManyFailures`. Always: no live rank is declared failed, and no call
@@ -20,7 +22,7 @@ use corrected::runtime::{Fault, FaultSchedule, Team};
 use corrected::sim::engine::NEVER;
 use corrected::sim::reduce::{includes_exactly, input_of};
 use corrected::types::{Rank, Tick};
-use corrected::Error;
+use corrected::{Contributors, Error};
 
 mod common;
 use common::subsets;
@@ -113,14 +115,14 @@ impl Case {
             match op {
                 Op::Bcast => {
                     out = if me == 0 { mine } else { 0 };
-                    comm.broadcast_into(0, &mut out).map(|()| Some(out))
+                    comm.broadcast_into(0, &mut out).map(|()| Some((out, None)))
                 }
                 Op::Reduce => comm
-                    .reduce_into(0, &mine, &mut out, wrapping_sum)
-                    .map(|()| (me == 0).then_some(out)),
+                    .reduce_into_contributors(0, &mine, &mut out, wrapping_sum)
+                    .map(|c| c.map(|c| (out, Some(c)))),
                 Op::Allreduce => comm
-                    .all_reduce_into(&mine, &mut out, wrapping_sum)
-                    .map(|()| Some(out)),
+                    .all_reduce_into_contributors(&mine, &mut out, wrapping_sum)
+                    .map(|c| Some((out, Some(c)))),
                 Op::Barrier => comm.barrier().map(|()| None),
             }
         });
@@ -148,24 +150,29 @@ impl Case {
             .collect();
         let within = victims.len() as u32 <= self.f;
         let root_dead = victims.contains(&0);
-        let mut agreed: Option<Result<Option<u64>, ()>> = None;
+        let mut agreed: Option<Result<Option<Got>, ()>> = None;
         for (r, got) in report.returned().filter(|(r, _)| !victims.contains(r)) {
-            let exact = |v: u64| includes_exactly(v, &death);
+            let exact = |(v, who): &Got| {
+                assert!(includes_exactly(*v, &death), "{name}: rank {r} got {v:#x}");
+                if let Some(who) = who {
+                    held_by(*v, who, &victims, &name);
+                }
+            };
             match (op, got) {
-                (Op::Bcast, Ok(v)) => assert_eq!(*v, Some(input_of(0)), "{name}: rank {r}"),
+                (Op::Bcast, Ok(v)) => assert_eq!(*v, Some((input_of(0), None)), "{name}: rank {r}"),
                 (Op::Bcast, Err(Error::RootFailed { root: 0, .. })) if root_dead => {}
                 (Op::Reduce, Ok(None)) => assert_ne!(r, 0, "{name}"),
-                (Op::Reduce, Ok(Some(v))) => assert!(exact(*v), "{name}: root got {v:#x}"),
+                (Op::Reduce, Ok(Some(v))) => exact(v),
                 (Op::Reduce, Err(Error::RootFailed { root: 0, .. })) if root_dead => {}
                 (Op::Reduce, Err(Error::TooManyFailures { .. })) if !within && r == 0 => {}
                 (Op::Allreduce | Op::Barrier, Ok(v)) => {
                     if let Some(v) = v {
-                        assert!(exact(*v), "{name}: rank {r} got {v:#x}");
+                        exact(v);
                     }
                     assert_eq!(
-                        *agreed.get_or_insert(Ok(*v)),
-                        Ok(*v),
-                        "{name}: rank {r} disagrees"
+                        *agreed.get_or_insert(Ok(v.clone())),
+                        Ok(v.clone()),
+                        "{name}: rank {r} disagrees (value or contributors)"
                     );
                 }
                 (Op::Allreduce | Op::Barrier, Err(Error::TooManyFailures { .. })) if !within => {
@@ -179,6 +186,27 @@ impl Case {
             }
         }
     }
+}
+
+/// A result and, for a reduction, its contributors.
+type Got = (u64, Option<Contributors>);
+
+/// The contributors of `value` are exactly the ranks whose inputs it sums:
+/// every rank but some of the `victims`, each listed (a few failures fit
+/// the list).
+fn held_by(value: u64, who: &Contributors, victims: &[Rank], name: &str) {
+    let missing = who.missing().expect("a few failures are listed");
+    assert!(
+        missing.iter().all(|r| victims.contains(r)),
+        "{name}: live ranks listed missing: {missing:?}"
+    );
+    let ranks = who.ranks().expect("listed");
+    assert_eq!(ranks.len() as u32, who.len(), "{name}");
+    let sum = ranks.iter().fold(0u64, |s, &r| s.wrapping_add(input_of(r)));
+    assert_eq!(
+        sum, value,
+        "{name}: contributors {ranks:?} do not sum to the result"
+    );
 }
 
 /// Every case of `op`; allreduce and barrier once with each algorithm

@@ -395,7 +395,11 @@ fn a_broadcast_root_sigkilled_inside_the_operation_leaves_no_survivor_a_wrong_va
 fn allreduce_goes_on_after_a_sigkilled_process_is_detected() {
     for channel in CHANNELS {
         let args = format!("--op allreduce --iters 300 --sigkill 2:100 --timeout 2 {channel}");
-        survivors_agree(5, &args, 4, 300);
+        for o in survivors_agree(5, &args, 4, 300) {
+            // Each result's contributors name exactly the ranks whose bits
+            // it holds (the checker counts it wrong otherwise).
+            assert_eq!(field(&o, "contributors_checked"), 300, "{o}");
+        }
     }
 }
 
@@ -620,6 +624,12 @@ fn large_allreduces_with_a_sigkill(shared_memory: &str) -> Vec<Value> {
         assert_eq!(field(o, "wrong"), 0, "{o}");
         assert!(errors(o) <= 1, "at most the operation of the death: {o}");
         assert_eq!(field(o, "delivered") + errors(o), 60, "{o}");
+        // Contributors on every path: by blocks, through the shared memory.
+        assert_eq!(
+            field(o, "contributors_checked"),
+            field(o, "delivered"),
+            "{o}"
+        );
         if errors(o) == 0 {
             let others = outcomes.iter().filter(|p| errors(p) == 0);
             assert_same_results(&others.cloned().collect::<Vec<_>>(), "sigkill 1:20");
@@ -856,7 +866,8 @@ fn a_large_broadcast_through_shared_memory_survives_a_death_at_every_send() {
 }
 
 /// The hierarchy: threads below MPI (`--threads`), ranks numbered
-/// `process × threads + thread`, every result checked on every thread.
+/// `process × threads + thread`, every result checked on every thread; a
+/// node team does not report contributors.
 #[test]
 fn a_node_team_gives_every_thread_of_every_process_the_result() {
     // A reduce's root rotates over every thread of every process; the
@@ -874,6 +885,9 @@ fn a_node_team_gives_every_thread_of_every_process_the_result() {
         let outcomes = delivering(procs, &args, procs as usize * threads, 200, &[]);
         for (r, o) in outcomes.iter().enumerate() {
             assert_eq!(field(o, "rank"), r as u64);
+            // A node team refuses contributors (before the call, every
+            // call alike): the checker falls back to the plain calls.
+            assert_eq!(field(o, "contributors_checked"), 0, "{o}");
         }
     }
 }

@@ -14,6 +14,7 @@
 use crate::buffer::Element;
 
 use crate::call::{Caller, Engine};
+use crate::contributors::Contributors;
 use crate::error::Error;
 use crate::op::Operation;
 use crate::trace;
@@ -68,17 +69,31 @@ pub trait Communicator {
     /// A broadcast of `buf` from `root` (Corrected Trees Section 3).
     fn broadcast_items<T: Element>(&mut self, root: Rank, buf: &mut [T]) -> Result<(), Error>;
 
-    /// A reduce to `root` (up-correction, reduce paper Section 4).
-    fn reduce_items<T, O>(&mut self, root: Rank, call: Reduction<'_, T, O>) -> Result<(), Error>
+    /// A reduce to `root` (up-correction, reduce paper Section 4): at the
+    /// root, its contributors if [`Communicator::knows_contributors`].
+    fn reduce_items<T, O>(
+        &mut self,
+        root: Rank,
+        call: Reduction<'_, T, O>,
+    ) -> Result<Option<Contributors>, Error>
     where
         T: Element,
         O: Operation<T>;
 
-    /// An allreduce (reduce paper Section 5).
-    fn all_reduce_items<T, O>(&mut self, call: Reduction<'_, T, O>) -> Result<(), Error>
+    /// An allreduce (reduce paper Section 5): its contributors if
+    /// [`Communicator::knows_contributors`].
+    fn all_reduce_items<T, O>(
+        &mut self,
+        call: Reduction<'_, T, O>,
+    ) -> Result<Option<Contributors>, Error>
     where
         T: Element,
         O: Operation<T>;
+
+    /// Whether this communicator's reductions report their contributors;
+    /// an [`crate::error::ConfigError::Unsupported`] saying why not
+    /// otherwise.
+    fn knows_contributors(&self) -> Result<(), Error>;
 }
 
 /// A rank's call layer answers the control collectives: one engine's

@@ -169,7 +169,7 @@ impl Default for Config {
             tree: None,
             correction: Correction::Checked,
             fault_budget: None,
-            scheme: FailureScheme::Bit,
+            scheme: FailureScheme::List,
             faults: FaultSchedule::none(),
             failure_timeout: Duration::from_secs(1),
             root_wait: None,
@@ -229,7 +229,11 @@ impl Config {
         self
     }
 
-    /// The failure information reduce sends up the tree (list, count or bit).
+    /// The failure information reduce sends up the tree (reduce paper
+    /// Section 4.4): list (the default), count or bit. The list names the
+    /// inputs a result lacks ([`crate::Contributors`]), the count only
+    /// their number, the bit nothing; fault-free all three send the same
+    /// messages, and each failure adds a rank number (list) or nothing.
     pub fn failure_scheme(mut self, scheme: FailureScheme) -> Self {
         self.scheme = scheme;
         self

@@ -41,12 +41,15 @@ pub use faults::{Fault, FaultSchedule};
 pub use ftco::FTCO_ALLREDUCE_ROOT;
 pub use pace::{reduces_ahead, REDUCES_AHEAD_BYTES, REDUCES_AHEAD_MAX};
 
+use crate::contributors::Contributors;
 use crate::driver::{Driver, DriverConfig, Transport};
 use crate::error::Error;
 use crate::protocol::allreduce::{Allreduce, AllreduceOutput};
 use crate::protocol::ftco::{FtcoCollective, FtcoOutput, FtcoPlan};
 use crate::protocol::pair::PairAllreduce;
-use crate::protocol::reduce::{Contribution, Reduce, ReduceLists, ReduceOutput};
+use crate::protocol::reduce::{
+    Contribution, FailureInfo, FailureScheme, Reduce, ReduceLists, ReduceOutput,
+};
 use crate::types::{Collective, OpId, Rank, Tick};
 use crate::value::data::Data;
 use plans::{Plans, ReductionPlan};
@@ -68,16 +71,25 @@ pub(crate) struct Delivered<T> {
     pub(crate) op: OpId,
     pub(crate) value: T,
     pub(crate) started: Option<Tick>,
+    /// A reduction's inputs its value lacks, as the up-correction found
+    /// them ([`Caller::contributors`] reads them); empty otherwise.
+    pub(crate) missing: FailureInfo,
 }
 
 impl<T> Delivered<T> {
     /// The same call, what it delivered mapped by `f`.
     fn map<U>(self, f: impl FnOnce(T) -> U) -> Delivered<U> {
-        let Delivered { op, value, started } = self;
+        let Delivered {
+            op,
+            value,
+            started,
+            missing,
+        } = self;
         Delivered {
             op,
             value: f(value),
             started,
+            missing,
         }
     }
 }
@@ -264,7 +276,37 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
             value,
             &mut self.engine,
         )?;
-        Ok(Delivered { op, value, started })
+        Ok(Delivered {
+            op,
+            value,
+            started,
+            missing: FailureInfo::default(),
+        })
+    }
+
+    /// Whether this communicator's reductions know their contributors
+    /// ([`Caller::contributors`]): the up-correction's do, with the list
+    /// or count failure scheme.
+    pub(crate) fn knows_contributors(&self) -> Result<(), Error> {
+        let why = match (&self.plans.reduction, self.config.scheme) {
+            (ReductionPlan::Ftco(_), _) => "FTCO's reduce does not track the inputs it loses",
+            (_, FailureScheme::Bit) => {
+                "the team's failure scheme is bit, which counts no failure: \
+                 use Config::failure_scheme(FailureScheme::List) (the default) or Count"
+            }
+            _ => return Ok(()),
+        };
+        Err(Error::Config(crate::error::ConfigError::Unsupported {
+            what: "knowing a reduction's contributors",
+            why,
+        }))
+    }
+
+    /// The contributors of a reduction that delivered `got` here, if this
+    /// communicator knows them ([`Caller::knows_contributors`]).
+    pub(crate) fn contributors<T>(&self, got: &Delivered<T>) -> Option<Contributors> {
+        self.knows_contributors().ok()?;
+        Contributors::from_info(self.size(), &got.missing, self.config.scheme)
     }
 
     /// A reduce of `input` to `root` (checked) with `combine`: the result
@@ -299,13 +341,18 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
         // Done with once the call returns (nothing to keep): its lists serve
         // the next reduce or allreduce.
         self.reduce_lists = core.retire();
-        let value = match driven {
-            Ok(ReduceOutput::Sent) => None,
-            Ok(ReduceOutput::Root { value, .. }) => Some(value),
+        let (value, missing) = match driven {
+            Ok(ReduceOutput::Sent) => (None, FailureInfo::default()),
+            Ok(ReduceOutput::Root { value, info, .. }) => (Some(value), info),
             Ok(ReduceOutput::TooManyFailures { .. }) => return Err(self.too_many_failures(op)),
             Err(e) => return Err(broadcast::root_failed(&self.driver, e, op, root)),
         };
-        Ok(Delivered { op, value, started })
+        Ok(Delivered {
+            op,
+            value,
+            started,
+            missing,
+        })
     }
 
     /// An allreduce (or, `kind` [`Collective::Barrier`], a barrier) of
@@ -344,7 +391,12 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
         let value = ftco::drive_ftco_reduction(
             driver, plan, root, op, started, kind, input, combine, observer,
         )?;
-        Ok(Delivered { op, value, started })
+        Ok(Delivered {
+            op,
+            value,
+            started,
+            missing: FailureInfo::default(),
+        })
     }
 
     /// The up-correction allreduce of operation `op`, entered already (an
@@ -396,7 +448,12 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
             output
         };
         match output {
-            AllreduceOutput::Value { value, .. } => Ok(Delivered { op, value, started }),
+            AllreduceOutput::Value { value, missing, .. } => Ok(Delivered {
+                op,
+                value,
+                started,
+                missing,
+            }),
             AllreduceOutput::TooManyFailures { .. } => Err(self.too_many_failures(op)),
         }
     }
@@ -405,11 +462,7 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
     /// of nothing, with its fault tolerance).
     pub(crate) fn barrier(&mut self) -> Result<Delivered<()>, Error> {
         let got = self.allreduce(Collective::Barrier, Data::EMPTY, &never_combines)?;
-        Ok(Delivered {
-            op: got.op,
-            value: (),
-            started: got.started,
-        })
+        Ok(got.map(|_| ()))
     }
 
     /// Records the latency of a whole call that started at `started`.

@@ -134,6 +134,9 @@ impl<'t, T: Transport> Driver<'t, T> {
         // When this rank learned that the root failed after entering the
         // operation (a value may still come from ranks it reached).
         let mut root_lost_at: Option<Tick> = None;
+        // When this rank learned that a failure cut it off from a value
+        // no correction is bound to bring ([`Protocol::stranded`]).
+        let mut stranded_at: Option<Tick> = None;
         // Whether the deadline was moved for an awaited peer that waits
         // inside this operation too (once per call).
         let mut chained = false;
@@ -204,6 +207,20 @@ impl<'t, T: Transport> Driver<'t, T> {
                 }
                 if self.root_gone(members.to_transport(r), op, now, &mut root_lost_at) {
                     return Err(Error::RootFailed { op, root: r });
+                }
+                if let Some(cut) = core.stranded() {
+                    // Below a failed rank, with no correction bound to
+                    // come: at once if none can, else after the same wait
+                    // a value from a failed root gets.
+                    let since = *stranded_at.get_or_insert(now);
+                    if cut.certain || now.saturating_sub(since) >= self.config.root_wait {
+                        let cut_by = cut.cut_by;
+                        return Err(Error::NotReached {
+                            op,
+                            root: r,
+                            cut_by,
+                        });
+                    }
                 }
             }
             // The awaited peer, in transport numbering, and its view (four

@@ -13,6 +13,7 @@ use crate::buffer::Element;
 use crate::call::config::Config;
 use crate::call::plans::{Plans, ReductionPlan};
 use crate::call::{Caller, Communicator, Control, Reduction};
+use crate::contributors::Contributors;
 use crate::driver::Transport;
 use crate::error::{ConfigError, Error};
 use crate::mpi::engine::{BroadcastCounts, MpiEngine};
@@ -219,7 +220,11 @@ impl Communicator for MpiComm {
         result
     }
 
-    fn reduce_items<T, O>(&mut self, root: Rank, call: Reduction<'_, T, O>) -> Result<(), Error>
+    fn reduce_items<T, O>(
+        &mut self,
+        root: Rank,
+        call: Reduction<'_, T, O>,
+    ) -> Result<Option<Contributors>, Error>
     where
         T: Element,
         O: Operation<T>,
@@ -229,7 +234,10 @@ impl Communicator for MpiComm {
         result
     }
 
-    fn all_reduce_items<T, O>(&mut self, call: Reduction<'_, T, O>) -> Result<(), Error>
+    fn all_reduce_items<T, O>(
+        &mut self,
+        call: Reduction<'_, T, O>,
+    ) -> Result<Option<Contributors>, Error>
     where
         T: Element,
         O: Operation<T>,
@@ -237,6 +245,10 @@ impl Communicator for MpiComm {
         let result = self.all_reduce_via(call);
         self.finish_reads();
         result
+    }
+
+    fn knows_contributors(&self) -> Result<(), Error> {
+        self.caller.knows_contributors()
     }
 }
 
@@ -268,7 +280,11 @@ impl MpiComm {
         }
     }
 
-    fn reduce_via<T, O>(&mut self, root: Rank, call: Reduction<'_, T, O>) -> Result<(), Error>
+    fn reduce_via<T, O>(
+        &mut self,
+        root: Rank,
+        call: Reduction<'_, T, O>,
+    ) -> Result<Option<Contributors>, Error>
     where
         T: Element,
         O: Operation<T>,
@@ -282,15 +298,19 @@ impl MpiComm {
         let got = self
             .caller
             .reduce(root, Collective::Reduce, input, &combine)?;
+        let contributors = self.caller.contributors(&got);
         let result = match got.value {
             Some(value) => value.decode_into(call.recv, got.op, Some(call.send.len())),
             None => Ok(()),
         };
         self.caller.record_latency(got.started);
-        result
+        result.map(|()| contributors)
     }
 
-    fn all_reduce_via<T, O>(&mut self, call: Reduction<'_, T, O>) -> Result<(), Error>
+    fn all_reduce_via<T, O>(
+        &mut self,
+        call: Reduction<'_, T, O>,
+    ) -> Result<Option<Contributors>, Error>
     where
         T: Element,
         O: Operation<T>,
@@ -311,9 +331,10 @@ impl MpiComm {
         let got = self
             .caller
             .allreduce(Collective::Allreduce, input, &combine)?;
+        let contributors = self.caller.contributors(&got);
         let result = got.value.decode_into(recv, got.op, Some(send.len()));
         self.caller.record_latency(got.started);
-        result
+        result.map(|()| contributors)
     }
 }
 

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use crate::call::{Control, Delivered};
+use crate::contributors::Contributors;
 use crate::error::Error;
 use crate::mpi::comm::MpiComm;
 use crate::mpi::shared_broadcast::Claim;
@@ -30,7 +31,7 @@ impl MpiComm {
         send: &[T],
         recv: &mut [T],
         op: &impl Operation<T>,
-    ) -> Result<(), Error> {
+    ) -> Result<Option<Contributors>, Error> {
         let first = self.caller.driver.next_op();
         let result = self.by_blocks(send, recv, op);
         // The call takes its three operation numbers whichever way it
@@ -69,21 +70,23 @@ impl MpiComm {
         send: &[T],
         recv: &mut [T],
         op: &impl Operation<T>,
-    ) -> Result<(), Error> {
+    ) -> Result<Option<Contributors>, Error> {
         let me = self.caller.rank();
         let input = self.publish_input(send);
         let pool = Arc::clone(&self.caller.engine.segments);
         let combine = |acc: &mut Data, other: &Data| join_refs(acc, other, &pool);
-        let Delivered { op: id, value, .. } = self
+        let got = self
             .caller
             .allreduce(Collective::SharedAllreduce, input, &combine)
             .map_err(|e| lengths_may_differ(e, std::mem::size_of_val(send), ""))?;
+        let contributors = self.caller.contributors(&got);
+        let Delivered { op: id, value, .. } = got;
         let list = delivered_list(&value, id, send.len(), recv)?;
         let regions = self.regions.as_ref().expect("the caller checked");
         // Each process starts at its own share of the blocks.
         let share = (me as usize, self.caller.size().max(1) as usize);
         if regions.fold(&list, Some((u64::from(id) + 1, share)), op, recv) {
-            return Ok(());
+            return Ok(contributors);
         }
         Err(self.taken_for_failed())
     }
@@ -104,7 +107,7 @@ impl MpiComm {
         send: &[T],
         recv: &mut [T],
         op: &impl Operation<T>,
-    ) -> Result<(), Error> {
+    ) -> Result<Option<Contributors>, Error> {
         let input = self.publish_input(send);
         let pool = Arc::clone(&self.caller.engine.segments);
         let combine = |acc: &mut Data, other: &Data| join_refs(acc, other, &pool);
@@ -112,13 +115,14 @@ impl MpiComm {
             .caller
             .reduce(root, Collective::SharedReduce, input, &combine)
             .map_err(|e| lengths_may_differ(e, std::mem::size_of_val(send), ""))?;
+        let contributors = self.caller.contributors(&got);
         let Some(value) = got.value else {
-            return Ok(());
+            return Ok(None);
         };
         let list = delivered_list(&value, got.op, send.len(), recv)?;
         let regions = self.regions.as_ref().expect("the caller checked");
         if regions.fold(&list, None, op, recv) {
-            return Ok(());
+            return Ok(contributors);
         }
         Err(self.taken_for_failed())
     }
@@ -152,7 +156,7 @@ impl MpiComm {
         send: &[T],
         recv: &mut [T],
         op: &impl Operation<T>,
-    ) -> Result<(), Error> {
+    ) -> Result<Option<Contributors>, Error> {
         let (me, procs) = (self.caller.rank(), self.caller.size());
         let members: Vec<Rank> = (0..procs)
             .filter(|r| !self.caller.engine.agreed_failed.contains(r))
@@ -207,7 +211,9 @@ impl MpiComm {
                 for (j, block) in blocks.iter().enumerate() {
                     block.decode_into(&mut recv[bounds(j)..bounds(j + 1)], id, None)?;
                 }
-                Ok(())
+                // Every member's blocks are in every block of the result;
+                // the ranks agreed failed before the call are not members.
+                Ok(Some(Contributors::all_but(procs, &left_out)))
             }
             Decision::LengthsDiffer(shortest, longest) => {
                 let size = std::mem::size_of::<T>().max(1) as u64;
@@ -226,7 +232,9 @@ impl MpiComm {
                 let got = self
                     .caller
                     .allreduce_entered(fallback_id, kind, input, &combine)?;
-                got.value.decode_into(recv, got.op, Some(send.len()))
+                let contributors = self.caller.contributors(&got);
+                got.value.decode_into(recv, got.op, Some(send.len()))?;
+                Ok(contributors)
             }
         }
     }

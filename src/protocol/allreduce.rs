@@ -30,7 +30,8 @@ use crate::error::{ConfigError, Error};
 use crate::protocol::bcast::{Bcast, BcastPlan, Correction};
 use crate::protocol::pair::PairAllreduce;
 use crate::protocol::reduce::{
-    Combine, Contribution, FailureScheme, Reduce, ReduceLists, ReduceOutput, ReducePlan,
+    Combine, Contribution, FailureInfo, FailureScheme, Reduce, ReduceLists, ReduceOutput,
+    ReducePlan,
 };
 use crate::protocol::{Event, Header, Leave, Msg, Protocol, Transmit};
 use crate::topology::{Shape, Tree, TreeSpec};
@@ -168,6 +169,10 @@ pub enum AllreduceOutput<P> {
         value: P,
         /// The root that computed it.
         root: Rank,
+        /// The ranks whose inputs `value` lacks, as the root's reduce found
+        /// them ([`ReduceOutput::Root`]'s `info`, which the broadcast
+        /// carries): the same on every rank that delivers.
+        missing: FailureInfo,
     },
     /// The root found no complete result: more than f ranks failed.
     TooManyFailures {
@@ -536,8 +541,12 @@ where
 
     fn take_reduce_output(&mut self) {
         match self.reduce.take_output() {
-            Some(ReduceOutput::Root { value, .. }) => {
-                self.start_bcast(Contribution::input(value));
+            Some(ReduceOutput::Root { value, info, .. }) => {
+                // The result travels with the list of inputs it lacks.
+                self.start_bcast(Contribution {
+                    info,
+                    ..Contribution::input(value)
+                });
             }
             Some(ReduceOutput::TooManyFailures { info }) => {
                 let mut poison = Contribution::input(self.input.clone());
@@ -590,10 +599,11 @@ where
             ..got.clone()
         });
         // What this rank still owes the reduce carries the result.
-        self.reduce.adopt_decided(got.value.clone());
+        self.reduce.adopt_decided(got.value.clone(), got.info);
         self.output = Some(AllreduceOutput::Value {
             value: got.value,
             root: self.root,
+            missing: got.info,
         });
     }
 }

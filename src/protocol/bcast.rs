@@ -17,7 +17,7 @@ pub use crate::protocol::correction::Correction;
 
 use crate::error::{ConfigError, Error};
 use crate::protocol::correction::{Dissemination, Sweep};
-use crate::protocol::{Event, Header, Leave, Msg, Protocol, Tag, Transmit};
+use crate::protocol::{Event, Header, Leave, Msg, Protocol, Stranded, Tag, Transmit};
 use crate::topology::{ring, Tree, TreeSpec};
 use crate::types::{Collective, LogP, OpId, Rank, Tick};
 
@@ -144,9 +144,9 @@ pub struct Bcast<'p, P> {
     /// none yet). Not an `Option`: at 64K simulated ranks every byte of the
     /// core costs cache misses.
     last_correction: Tick,
-    /// A tree ancestor (under forwarding: the parent) is known to have
-    /// failed: no tree message will come.
-    orphaned: bool,
+    /// The nearest tree ancestor known to have failed (virtual;
+    /// `Rank::MAX`: none): see [`Bcast::orphaned`].
+    cut_by: Rank,
     sweep: Sweep,
 }
 
@@ -176,7 +176,7 @@ impl<'p, P: Clone + Send + 'static> Bcast<'p, P> {
             by_tree: false,
             correcting: false,
             last_correction: Tick::MAX,
-            orphaned: false,
+            cut_by: Rank::MAX,
             sweep: Sweep::new(),
         })
     }
@@ -242,7 +242,7 @@ impl<'p, P: Clone + Send + 'static> Bcast<'p, P> {
             return false;
         }
         if !self.by_tree {
-            return self.orphaned
+            return self.orphaned()
                 && !self.owes_tree_sends()
                 && (!self.plan.correction.relays()
                     || self.sweep.finished(self.plan.correction, self.plan.procs()));
@@ -250,6 +250,16 @@ impl<'p, P: Clone + Send + 'static> Bcast<'p, P> {
         self.next_child == self.child_end
             && (!self.plan.corrects()
                 || self.sweep.finished(self.plan.correction, self.plan.procs()))
+    }
+
+    /// No tree message will come: a tree ancestor is known to have failed
+    /// (under forwarding, the parent: a parent colored by correction still
+    /// sends the tree message, so only its own failure rules it out).
+    fn orphaned(&self) -> bool {
+        if self.cut_by == Rank::MAX {
+            return false;
+        }
+        !self.plan.correction.forwards_tree() || self.plan.tree.parent(self.me) == Some(self.cut_by)
     }
 
     /// The root of this broadcast.
@@ -327,17 +337,13 @@ impl<P: Clone + Send + 'static> Protocol for Bcast<'_, P> {
                 let procs = self.plan.procs();
                 if let Some(failed) = crate::protocol::virtual_peer(procs, self.root, rank) {
                     let tree = &self.plan.tree;
-                    let ancestors =
+                    // The nearest failed ancestor: the first on the path up
+                    // that is `failed` or the one noted before.
+                    let mut ancestors =
                         std::iter::successors(tree.parent(self.me), |&a| tree.parent(a));
-                    // Under forwarding a parent colored by correction still
-                    // sends the tree message: only the parent's own failure
-                    // rules it out.
-                    let generations = if self.plan.correction.forwards_tree() {
-                        1
-                    } else {
-                        usize::MAX
-                    };
-                    self.orphaned |= ancestors.take(generations).any(|a| a == failed);
+                    if let Some(a) = ancestors.find(|&a| a == failed || a == self.cut_by) {
+                        self.cut_by = a;
+                    }
                 }
             }
             Event::Timer => {}
@@ -467,9 +473,27 @@ impl<P: Clone + Send + 'static> Protocol for Bcast<'_, P> {
     /// orphaned exactly when the root failed.
     fn root_lost(&self) -> bool {
         self.value.is_none()
-            && self.orphaned
+            && self.orphaned()
             && !self.plan.corrects()
             && self.plan.tree.parent(self.me) == Some(0)
+    }
+
+    /// Below a failed ancestor, without a value, where the correction does
+    /// not guarantee delivery (CT Section 3.3: opportunistic correction
+    /// misses a gap longer than 2d). Certain where no correction runs and
+    /// the tree parent itself failed: the parent's tree message was the
+    /// only way.
+    fn stranded(&self) -> Option<Stranded> {
+        if self.value.is_some() || self.plan.correction.guarantees_delivery() {
+            return None;
+        }
+        let tree = &self.plan.tree;
+        let cut_by = std::iter::successors(tree.parent(self.me), |&a| tree.parent(a))
+            .find(|&a| a == self.cut_by)?;
+        Some(Stranded {
+            cut_by: self.to_actual(cut_by),
+            certain: !self.plan.corrects() && tree.parent(self.me) == Some(cut_by),
+        })
     }
 
     /// The tree parent, while this rank waits for its tree message: it has
@@ -479,7 +503,7 @@ impl<P: Clone + Send + 'static> Protocol for Bcast<'_, P> {
     /// detector once, and from then on the rank is orphaned at the start of
     /// every broadcast instead of waiting out a grace period in each.
     fn awaiting(&self) -> Option<Rank> {
-        if self.by_tree || self.orphaned {
+        if self.by_tree || self.orphaned() {
             return None;
         }
         self.plan.tree.parent(self.me).map(|p| self.to_actual(p))

@@ -66,6 +66,17 @@ pub struct Transmit<M> {
     pub msg: M,
 }
 
+/// What cut a core off from its output ([`Protocol::stranded`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stranded {
+    /// The nearest failed rank on this rank's path from the root (the
+    /// engine's numbering).
+    pub cut_by: Rank,
+    /// No rank that could still bring the output lives: the engine ends
+    /// the call at once, not after a failure timeout.
+    pub certain: bool,
+}
+
 /// When the call that drives a core may return to its caller (asked only
 /// once the core has given its output).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -232,6 +243,17 @@ pub trait Protocol {
         false
     }
 
+    /// For a core whose output may never come because a rank it depends on
+    /// failed and its algorithm promises no correction for that (a
+    /// corrected tree with no or opportunistic correction, below a failed
+    /// ancestor): the failure that cut it off. An engine ends the call with
+    /// [`Error::NotReached`](crate::Error) at once if
+    /// [`Stranded::certain`], else once the value has not come for a
+    /// failure timeout. Default: `None`.
+    fn stranded(&self) -> Option<Stranded> {
+        None
+    }
+
     /// A peer this core is blocked on: it cannot finish before that peer's
     /// message or its [`Event::PeerFailed`]; or one its own timeouts
     /// suspected and routed around (FTCO), which the engine should find
@@ -307,6 +329,10 @@ macro_rules! forward_to_core {
 
         fn awaiting(&self) -> Option<$crate::types::Rank> {
             self.core.awaiting()
+        }
+
+        fn stranded(&self) -> Option<$crate::protocol::Stranded> {
+            self.core.stranded()
         }
     };
 }

@@ -17,7 +17,7 @@
 //! broadcast prevents.
 
 use crate::protocol::allreduce::AllreduceOutput;
-use crate::protocol::reduce::{Combine, Contribution};
+use crate::protocol::reduce::{Combine, Contribution, FailureInfo};
 use crate::protocol::{Event, Header, Msg, Protocol, Tag, Transmit};
 use crate::types::{Collective, OpId, Rank, Tick};
 
@@ -74,14 +74,15 @@ impl<P: Clone + Send + 'static, O: Combine<P>> PairAllreduce<P, O> {
     }
 
     /// Delivers the peer's input combined with this rank's, lower rank
-    /// first (both ranks compute the same bits), or this rank's alone if
-    /// the peer failed first. The single round is reported as root 0.
+    /// first (both ranks compute the same bits), or this rank's alone,
+    /// missing the peer's, if the peer failed first. The single round is reported as root 0.
     #[inline]
     fn decide(&mut self, peer: Option<P>) {
         if self.decided {
             return;
         }
         self.decided = true;
+        let mut missing = FailureInfo::default();
         let value = match peer {
             Some(peer) => {
                 let (mut acc, other) = if self.me == 0 {
@@ -92,9 +93,16 @@ impl<P: Clone + Send + 'static, O: Combine<P>> PairAllreduce<P, O> {
                 self.op.combine(&mut acc, &other);
                 acc
             }
-            None => self.input.clone(),
+            None => {
+                missing = FailureInfo::from_parts(false, 1, &[self.peer()]);
+                self.input.clone()
+            }
         };
-        self.output = Some(AllreduceOutput::Value { value, root: 0 });
+        self.output = Some(AllreduceOutput::Value {
+            value,
+            root: 0,
+            missing,
+        });
     }
 }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 use crate::buffer::Element;
 
 use crate::call::{reduces_ahead, Caller, Communicator, Control, Delivered, Reduction};
+use crate::contributors::Contributors;
 use crate::driver::{OpRecord, RankState, Transport};
 use crate::error::Error;
 use crate::op::Operation;
@@ -234,7 +235,11 @@ impl<'t> Communicator for Comm<'t> {
     /// operation [`reduces_ahead`] before this one. From [`LAZY_MIN_BYTES`]
     /// the root reduces the inputs by chunks once the protocol agreed on
     /// them (`docs/algorithms.md`).
-    fn reduce_items<T, O>(&mut self, root: Rank, call: Reduction<'_, T, O>) -> Result<(), Error>
+    fn reduce_items<T, O>(
+        &mut self,
+        root: Rank,
+        call: Reduction<'_, T, O>,
+    ) -> Result<Option<Contributors>, Error>
     where
         T: Element,
         O: Operation<T>,
@@ -256,13 +261,16 @@ impl<'t> Communicator for Comm<'t> {
                 .pace_reduce(root, reduces_ahead(std::mem::size_of_val(send)));
         }
         let (mut lending, input) = self.reduction_input(send, lazy, None);
+        let got = self
+            .caller
+            .reduce(root, Collective::Reduce, input, &combine)?;
+        let contributors = self.caller.contributors(&got);
         let Delivered {
             op: id,
             value,
             started,
-        } = self
-            .caller
-            .reduce(root, Collective::Reduce, input, &combine)?;
+            ..
+        } = got;
         let result = match value {
             Some(value) => {
                 // The root reduces alone: it computes every chunk, in any order.
@@ -275,13 +283,16 @@ impl<'t> Communicator for Comm<'t> {
         };
         // The whole call, the root's reduction by chunks included.
         self.caller.record_latency(started);
-        result
+        result.map(|()| contributors)
     }
 
     /// After an error other than those of the arguments, `recv` of a
     /// large value may hold some chunks of the team's result (it is lent
     /// from the call's entry, docs/architecture.md).
-    fn all_reduce_items<T, O>(&mut self, call: Reduction<'_, T, O>) -> Result<(), Error>
+    fn all_reduce_items<T, O>(
+        &mut self,
+        call: Reduction<'_, T, O>,
+    ) -> Result<Option<Contributors>, Error>
     where
         T: Element,
         O: Operation<T>,
@@ -317,11 +328,14 @@ impl<'t> Communicator for Comm<'t> {
         let (mut lending, input) = self.reduction_input(mine, lazy, output);
         let combine = data_op(&op, pool);
         let kind = Collective::Allreduce;
+        let got = self.caller.allreduce(kind, input, &combine)?;
+        let contributors = self.caller.contributors(&got);
         let Delivered {
             op: id,
             value,
             started,
-        } = self.caller.allreduce(kind, input, &combine)?;
+            ..
+        } = got;
         let by = Reducer {
             rank: me,
             mates: &shared.core_mates[self.caller.driver.transport().rank() as usize],
@@ -339,7 +353,11 @@ impl<'t> Communicator for Comm<'t> {
         Self::settle_input(&value, &mut lending, &result);
         // The whole call, the reduction by chunks included.
         self.caller.record_latency(started);
-        result
+        result.map(|()| contributors)
+    }
+
+    fn knows_contributors(&self) -> Result<(), Error> {
+        self.caller.knows_contributors()
     }
 }
 

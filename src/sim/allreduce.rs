@@ -2,11 +2,11 @@
 //! root retry (or the star); one run, its metrics and the checks of
 //! Section 5.1.
 
-use crate::check::{add, includes_exactly, input_of};
+use crate::check::{add, includes_exactly, input_of, lacks_exactly};
 use crate::error::ConfigError;
 use crate::protocol::allreduce::{AllreduceCore, AllreduceOutput, AllreducePlan};
 use crate::protocol::bcast::{BcastPlan, Correction};
-use crate::protocol::reduce::ReducePlan;
+use crate::protocol::reduce::{FailureScheme, ReducePlan};
 use crate::sim::engine::{Trace, NEVER};
 use crate::sim::reduce::{Conditions, ReduceConfig};
 use crate::sim::runner::{CollectiveRun, Runner};
@@ -106,16 +106,29 @@ impl<'s> AllreduceSim<'s> {
         });
         let (trace, mut run) = self.runner.simulate(cores, death, budget);
         let mut agreed: Option<u64> = None;
+        let mut agreed_missing = None;
         let mut consistent = true;
         for (r, output) in trace.outputs.iter().enumerate() {
             if trace.death[r] != NEVER {
                 continue;
             }
             match output {
-                Some((t, AllreduceOutput::Value { value, root })) => {
+                Some((
+                    t,
+                    AllreduceOutput::Value {
+                        value,
+                        root,
+                        missing,
+                    },
+                )) => {
                     run.latency = run.latency.max(*t);
                     run.rounds = run.rounds.max(root + 1);
                     consistent &= *agreed.get_or_insert(*value) == *value;
+                    consistent &= *agreed_missing.get_or_insert(*missing) == *missing;
+                    if plan.reduce().scheme() == FailureScheme::List {
+                        consistent &=
+                            lacks_exactly(*value, missing.count, missing.ranks(), &trace.death);
+                    }
                 }
                 Some((t, AllreduceOutput::TooManyFailures { .. })) => {
                     run.latency = run.latency.max(*t);

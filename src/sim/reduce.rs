@@ -18,6 +18,7 @@ use crate::types::{Collective, LogP, MessageSize, Rank, Tick};
 /// The root of every simulated reduce.
 pub const ROOT: Rank = 0;
 
+use crate::check::lacks_exactly;
 pub use crate::check::{add, includes_exactly, input_of};
 
 /// What a reduce or allreduce experiment is made of. [`ReduceConfig::new`]
@@ -176,9 +177,13 @@ impl<'s> ReduceSim<'s> {
         for (r, output) in trace.outputs.iter().enumerate() {
             let live = trace.death[r] == NEVER;
             match output {
-                Some((t, ReduceOutput::Root { value, .. })) => {
+                Some((t, ReduceOutput::Root { value, info, .. })) => {
                     run.latency = *t;
                     run.result_consistent = includes_exactly(*value, &trace.death);
+                    if plan.scheme() == FailureScheme::List {
+                        run.result_consistent &=
+                            lacks_exactly(*value, info.count, info.ranks(), &trace.death);
+                    }
                     run.violations += u32::from(!run.result_consistent);
                 }
                 Some((t, ReduceOutput::TooManyFailures { .. })) => {

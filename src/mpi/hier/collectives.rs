@@ -8,6 +8,7 @@ use crate::buffer::Element;
 
 use crate::call::{Communicator, Control, Reduction};
 use crate::collectives::Collectives;
+use crate::contributors::Contributors;
 use crate::error::{ConfigError, Error};
 
 use crate::op::{Operation, SystemOperation};
@@ -46,7 +47,11 @@ impl<'c, 't> Communicator for NodeComm<'c, 't> {
         })
     }
 
-    fn reduce_items<T, O>(&mut self, root: Rank, call: Reduction<'_, T, O>) -> Result<(), Error>
+    fn reduce_items<T, O>(
+        &mut self,
+        root: Rank,
+        call: Reduction<'_, T, O>,
+    ) -> Result<Option<Contributors>, Error>
     where
         T: Element,
         O: Operation<T>,
@@ -88,7 +93,7 @@ impl<'c, 't> Communicator for NodeComm<'c, 't> {
             node.spread_from_proxy(upper, &mut scratch[..])
         })?;
         if self.proc_rank != rp || self.local.rank() != rl {
-            return Ok(());
+            return Ok(None);
         }
         if recv.len() != scratch.len() {
             return Err(Error::LengthMismatch {
@@ -98,10 +103,13 @@ impl<'c, 't> Communicator for NodeComm<'c, 't> {
             });
         }
         recv.copy_from_slice(&scratch);
-        Ok(())
+        Ok(None)
     }
 
-    fn all_reduce_items<T, O>(&mut self, call: Reduction<'_, T, O>) -> Result<(), Error>
+    fn all_reduce_items<T, O>(
+        &mut self,
+        call: Reduction<'_, T, O>,
+    ) -> Result<Option<Contributors>, Error>
     where
         T: Element,
         O: Operation<T>,
@@ -126,6 +134,18 @@ impl<'c, 't> Communicator for NodeComm<'c, 't> {
             });
             node.spread_from_proxy(upper, &mut *result)
         })
+        .map(|()| None)
+    }
+
+    /// A node team's levels reduce separately (each process's threads,
+    /// then the processes, the lower level's missing threads known only
+    /// in their process), so no rank knows the whole set.
+    fn knows_contributors(&self) -> Result<(), Error> {
+        Err(Error::Config(ConfigError::Unsupported {
+            what: "knowing a reduction's contributors",
+            why: "a node team's levels reduce separately and do not gather who is missing; \
+                  use an MpiComm (one rank per process) or a thread team",
+        }))
     }
 }
 

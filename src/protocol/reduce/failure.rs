@@ -13,13 +13,16 @@ use crate::types::Rank;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum FailureScheme {
     /// The ranks found failed (in up-correction and in the tree phase): the
-    /// root learns who failed. Most data per message.
+    /// root learns who failed, and so which inputs its result lacks
+    /// ([`crate::Contributors`]). Most data per message once ranks fail;
+    /// the same messages fault-free. The engines' default.
+    #[default]
     List,
     /// Their number plus a bit "a tree-phase failure happened in this
     /// subtree": the root learns how many failed.
     Count,
     /// Only the subtree bit: the root learns whether a subtree is complete.
-    #[default]
+    /// The simulator's default (the paper's least data).
     Bit,
 }
 

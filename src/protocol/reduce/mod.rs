@@ -32,12 +32,16 @@ use crate::types::{Collective, OpId, Rank, Tick};
 
 /// What a reduce message carries: a partial result, the failure information
 /// of the subtree it comes from, and whether it is an allreduce result that a
-/// previous round already delivered (such a value absorbs every other).
+/// previous round already delivered (such a value absorbs every other, and
+/// brings the list of inputs it lacks).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Contribution<P> {
     /// The (partial) reduction.
     pub value: P,
-    /// Failures seen below (tree phase) or in up-correction.
+    /// Failures seen below (tree phase) or in up-correction. For a
+    /// decided value, the ranks whose inputs that value lacks (its
+    /// [`missing`](ReduceOutput::Root::info) list), beside this round's
+    /// subtree bit.
     pub info: FailureInfo,
     /// The value is a result some rank has already delivered (allreduce
     /// retry, see [`crate::protocol::allreduce`]); it replaces, not joins.
@@ -54,17 +58,34 @@ impl<P: Clone> Contribution<P> {
         }
     }
 
-    /// Folds `other` in: a decided value wins, otherwise `op` combines.
-    fn absorb(&mut self, other: &P, other_decided: bool, op: &impl Combine<P>) {
+    /// Folds `other`'s value in: a decided value wins, and brings the list
+    /// of inputs it lacks; otherwise `op` combines. Failure notes are
+    /// merged by the caller.
+    fn absorb(&mut self, other: &Contribution<P>, op: &impl Combine<P>) {
         if self.decided {
             return;
         }
-        if other_decided {
-            self.value = other.clone();
+        if other.decided {
+            self.value = other.value.clone();
             self.decided = true;
+            let subtree_failed = self.info.subtree_failed;
+            self.info = other.info;
+            self.info.subtree_failed = subtree_failed;
         } else {
-            op.combine(&mut self.value, other);
+            op.combine(&mut self.value, &other.value);
         }
+    }
+
+    /// The contribution with `notes` as its failure information, unless it
+    /// is decided: a decided value keeps the list of inputs it lacks, and
+    /// takes only the notes' subtree bit.
+    fn noting(mut self, notes: FailureInfo) -> Self {
+        if self.decided {
+            self.info.subtree_failed = notes.subtree_failed;
+        } else {
+            self.info = notes;
+        }
+        self
     }
 }
 
@@ -79,7 +100,11 @@ pub enum ReduceOutput<P> {
         value: P,
         /// The value is an allreduce result delivered before.
         decided: bool,
-        /// Failures the root learned of (per the scheme).
+        /// The ranks whose inputs `value` lacks, each once (failed before
+        /// they reached the rank that folds them in): with the list scheme
+        /// their ranks (up to [`LIST_CAPACITY`]) and number, with the count
+        /// scheme their number, with the bit scheme nothing. Its subtree
+        /// bit is clear.
         info: FailureInfo,
     },
     /// The root found no subtree without a failure: more than f ranks failed.
@@ -95,7 +120,7 @@ pub enum ReduceOutput<P> {
 /// and allreduces allocates them once (`tests/allocations.rs`).
 #[derive(Debug)]
 pub struct ReduceLists<P> {
-    peers: Vec<(Rank, Slot<(P, bool)>)>,
+    peers: Vec<(Rank, Slot<Contribution<P>>)>,
     children: Vec<(Rank, Slot<Contribution<P>>)>,
 }
 
@@ -126,9 +151,9 @@ pub struct Reduce<'p, P, O> {
     op_id: OpId,
     kind: Collective,
     input: Contribution<P>,
-    /// Group peers (virtual) and what they sent: a value, and whether it is
-    /// a decided allreduce result.
-    peers: Vec<(Rank, Slot<(P, bool)>)>,
+    /// Group peers (virtual) and what they sent: a value, or a decided
+    /// allreduce result with the list of inputs it lacks.
+    peers: Vec<(Rank, Slot<Contribution<P>>)>,
     next_peer: usize,
     /// Tree children (virtual) and their partial results.
     children: Vec<(Rank, Slot<Contribution<P>>)>,
@@ -244,13 +269,17 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
         lists
     }
 
-    /// Replaces this rank's input by a result already delivered (allreduce):
-    /// whatever it still sends up carries that result, which absorbs every
-    /// other value, so the reduction function is not called again.
-    pub fn adopt_decided(&mut self, value: P) {
+    /// Replaces this rank's input by a result already delivered (allreduce),
+    /// lacking the inputs `missing` lists: whatever it still sends up
+    /// carries that result and that list, which absorb every other value,
+    /// so the reduction function is not called again.
+    pub fn adopt_decided(&mut self, value: P, missing: FailureInfo) {
+        let mut info = missing;
+        info.subtree_failed = false;
         self.input = Contribution {
+            value,
+            info,
             decided: true,
-            ..Contribution::input(value)
         };
     }
 
@@ -310,8 +339,8 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
     fn up_corrected(&self) -> Contribution<P> {
         let mut acc = self.input.clone();
         for (_, slot) in &self.peers {
-            if let Slot::Got((v, decided)) = slot {
-                acc.absorb(v, *decided, &self.op);
+            if let Slot::Got(c) = slot {
+                acc.absorb(c, &self.op);
             }
         }
         acc
@@ -328,14 +357,14 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
             return None;
         }
         let mut acc = self.up_corrected();
-        acc.info = self.info;
+        let mut notes = self.info;
         for (_, slot) in &self.children {
             if let Slot::Got(c) = slot {
-                acc.absorb(&c.value, c.decided, &self.op);
-                acc.info.merge(&c.info);
+                acc.absorb(c, &self.op);
+                notes.merge(&c.info);
             }
         }
-        Some(acc)
+        Some(acc.noting(notes))
     }
 
     /// The root's decision, as soon as one is possible.
@@ -353,7 +382,7 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
             if self.peers_done() {
                 // The root's tree children are its group peers here: each
                 // failure is noted once, as a peer.
-                self.deliver_root(self.up_corrected(), self.peer_info, None);
+                self.deliver_root(self.up_corrected().noting(self.peer_info));
             }
             return;
         }
@@ -367,21 +396,20 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
             _ => None,
         });
         if let Some((k, c)) = complete {
-            let chosen = c.info;
+            // The inputs the result lacks, each once (Section 4.4: merged
+            // lists come from disjoint sets): those the chosen subtree
+            // noted, plus the root's failed group peers when the root adds
+            // its own up-corrected value (otherwise a group member inside
+            // the subtree already noted them). A failed child of the root is
+            // in the root's children's group, so the chosen child noted it.
+            let mut notes = c.info;
             let mut acc = c;
-            // The failures the result accounts for, each once (Section 4.4:
-            // merged lists come from disjoint sets): the chosen subtree's,
-            // plus the root's failed group peers when the root adds its own
-            // up-corrected value (otherwise a group member inside the
-            // subtree already noted them). A failed child of the root is in
-            // the root's children's group, so the chosen child noted it.
-            let mut own_notes = FailureInfo::default();
             if k >= a {
                 let own = self.up_corrected();
-                acc.absorb(&own.value, own.decided, &self.op);
-                own_notes = self.peer_info;
+                notes.merge(&self.peer_info);
+                acc.absorb(&own, &self.op);
             }
-            self.deliver_root(acc, own_notes, Some(chosen));
+            self.deliver_root(acc.noting(notes));
         } else if self.children.iter().all(|(_, s)| !pending(s)) && self.peers_done() {
             // No complete subtree, but a result an earlier allreduce round
             // delivered came in (Section 5: a decided value replaces the
@@ -398,8 +426,7 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
                 })
                 .or(own.decided.then_some(own));
             if let Some(c) = decided {
-                let info = self.info;
-                self.deliver_root(c, info, None);
+                self.deliver_root(c);
                 return;
             }
             // Best effort beyond the budget: the root's own notes only where
@@ -436,24 +463,17 @@ impl<'p, P: Clone + Send + 'static, O: Combine<P>> Reduce<'p, P, O> {
         let mut acc = self.input.clone();
         for (_, slot) in &self.children {
             if let Slot::Got(c) = slot {
-                acc.absorb(&c.value, c.decided, &self.op);
+                acc.absorb(c, &self.op);
             }
         }
-        let info = self.info;
-        self.deliver_root(acc, info, None);
+        let notes = self.info;
+        self.deliver_root(acc.noting(notes));
     }
 
-    fn deliver_root(
-        &mut self,
-        acc: Contribution<P>,
-        own_notes: FailureInfo,
-        chosen: Option<FailureInfo>,
-    ) {
-        let mut info = own_notes;
+    /// Delivers `acc`, whose information lists the inputs it lacks.
+    fn deliver_root(&mut self, acc: Contribution<P>) {
+        let mut info = acc.info;
         info.subtree_failed = false;
-        if let Some(c) = chosen {
-            info.merge(&c);
-        }
         self.set_output(ReduceOutput::Root {
             value: acc.value,
             decided: acc.decided,
@@ -506,8 +526,7 @@ impl<P: Clone + Send + 'static, O: Combine<P>> Protocol for Reduce<'_, P, O> {
                     Tag::UpCorrection => {
                         if let Some(i) = self.peers.iter().position(|(p, _)| *p == v) {
                             if pending(&self.peers[i].1) {
-                                self.peers[i].1 =
-                                    Slot::Got((msg.payload.value, msg.payload.decided));
+                                self.peers[i].1 = Slot::Got(msg.payload);
                             }
                         }
                     }

@@ -48,7 +48,7 @@ pub struct RunArgs {
     #[arg(long)]
     f: Option<u32>,
     /// Failure information of reduce: list, count or bit.
-    #[arg(long, default_value = "bit")]
+    #[arg(long, default_value = "list")]
     failure_scheme: String,
     /// Milliseconds a rank waits on a silent peer inside an operation before
     /// declaring it failed (finds --hang ranks in reduce and allreduce);

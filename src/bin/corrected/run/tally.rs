@@ -121,6 +121,7 @@ fn kind(e: &Error) -> &'static str {
         Error::Hung(_) => "hung",
         Error::Mismatch { .. } => "mismatch",
         Error::RootFailed { .. } => "root_failed",
+        Error::NotReached { .. } => "not_reached",
         Error::Timeout { .. } => "timeout",
         Error::TooManyFailures { .. } => "too_many_failures",
         _ => "other",

@@ -18,6 +18,9 @@ use crate::bcast::BcastArgs;
 use crate::error::CliError;
 use crate::op::Op;
 
+mod checked;
+use checked::checked_loop;
+
 /// Options of `corrected mpi`.
 #[derive(Args, Debug)]
 pub struct MpiArgs {
@@ -147,6 +150,11 @@ struct Outcome {
     /// Large allreduces that fell back from blocks to the eager algorithm
     /// (one rank per process only; docs/mpi.md).
     fallbacks: u64,
+    /// Reductions whose contributors named exactly the ranks whose inputs
+    /// the result holds (`all_reduce_into_contributors`, and
+    /// `reduce_into_contributors` at the root; one rank per process: a node
+    /// team does not report them).
+    contributors_checked: u32,
     /// Whether the processes shared memory: frames through rings, large
     /// allreduces through the regions (one rank per process only).
     shared_memory: bool,
@@ -499,6 +507,7 @@ fn new_outcome(me: Rank, size: u32, args: &MpiArgs) -> Outcome {
         firsts: Vec::new(),
         results: Vec::new(),
         fallbacks: 0,
+        contributors_checked: 0,
         shared_memory: false,
         algorithm: args.bcast.algorithm.clone(),
         broadcast: String::new(),
@@ -603,98 +612,4 @@ fn agree_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
             held,
         }
     })
-}
-
-/// The loop of `args.op` on one rank of any engine, every result checked.
-fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
-    let (me, size) = (comm.rank(), comm.size());
-    let threads = u32::from(args.threads);
-    let mut outcome = new_outcome(me, size, args);
-    // The ranks failed by `iter`: --die-at's, and every thread of the
-    // process --sigkill names.
-    let dead = |iter: u32| planned_dead(args, iter);
-    let len = match args.len_at {
-        Some((rank, len)) if rank == me => len,
-        _ => args.len,
-    };
-    let mut buf = vec![0u64; len];
-    for iter in 0..args.iters {
-        sigkill_if_due(args, me / threads, iter);
-        let op_started = Instant::now();
-        let op = match &args.call_at {
-            Some((rank, at, op)) if (*rank, *at) == (me, iter) => op.as_str(),
-            _ => args.op.as_str(),
-        };
-        let result = if op == "bcast" {
-            let value = u64::from(iter) + 1;
-            buf.fill(if me == 0 { value } else { 0 });
-            comm.broadcast_into(0, &mut buf[..])
-                .map(|()| buf.iter().all(|&x| x == value))
-        } else if op == "barrier" {
-            comm.barrier().map(|()| true)
-        } else {
-            let mine = vec![1u64 << me.min(63); len];
-            // Every live rank's bit, and a failed rank's or not.
-            let holds_every_live_rank = |buf: &[u64]| {
-                let all: u64 = (0..size.min(64)).map(|r| 1u64 << r).sum();
-                // Or-ed: a rank may be planned dead twice (a --die-at
-                // thread of a --sigkill process).
-                let gone: u64 = dead(iter).iter().fold(0, |m, &r| m | 1u64 << r.min(63));
-                let first = buf[0];
-                buf.iter().all(|&x| x == first) && first & !gone == all & !gone
-            };
-            if op == "reduce" {
-                let root = rotating_root(iter, size, &dead(iter));
-                const UNTOUCHED: u64 = 0xdead_beef;
-                buf.fill(UNTOUCHED);
-                let reduced = if args.closure {
-                    comm.reduce_into(root, &mine[..], &mut buf[..], |a: &u64, b: &u64| a + b)
-                } else {
-                    comm.reduce_into(root, &mine[..], &mut buf[..], SystemOperation::sum())
-                };
-                reduced.map(|()| {
-                    if me == root {
-                        holds_every_live_rank(&buf)
-                    } else {
-                        buf.iter().all(|&x| x == UNTOUCHED)
-                    }
-                })
-            } else {
-                let reduced = if args.closure {
-                    comm.all_reduce_into(&mine[..], &mut buf[..], |a: &u64, b: &u64| a + b)
-                } else {
-                    comm.all_reduce_into(&mine[..], &mut buf[..], SystemOperation::sum())
-                };
-                reduced.map(|()| holds_every_live_rank(&buf))
-            }
-        };
-        outcome.timed(op_started);
-        if args.op == "allreduce" && iter < 100 {
-            let first = match result {
-                Ok(_) if op == "allreduce" => buf.first().copied().unwrap_or(0),
-                _ => 0,
-            };
-            outcome.firsts.push(first);
-        }
-        let wrong = || format!("{:?}", &buf[..buf.len().min(4)]);
-        if !outcome.count(iter, result, dead(iter).contains(&me), wrong) {
-            break;
-        }
-    }
-    outcome.finish();
-    outcome.f = comm.fault_budget();
-    outcome.cpus = corrected::runtime::pin::available_cores()
-        .iter()
-        .map(|c| c.id)
-        .collect();
-    outcome
-}
-
-/// The root of reduce number `iter`: the ranks in turn, skipping the failed
-/// ones (a reduce to a failed root delivers nowhere, by the paper).
-fn rotating_root(iter: u32, size: u32, dead: &[Rank]) -> Rank {
-    (0..size)
-        .map(|k| (iter + k) % size)
-        .find(|r| !dead.contains(r))
-        .unwrap_or(0)
 }
