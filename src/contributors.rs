@@ -12,10 +12,15 @@
 //! every rank that delivers holds the same one (Section 5.1), for every
 //! element of a slice. Fault-free the list is empty and costs nothing;
 //! each failure adds one rank number to the messages that report it.
+//! FTCO's reduce knows its set the same way: each partial carries the
+//! nodes its subtree circumvented, and its allreduce's result carries the
+//! root's list down.
 //! `tests/allreduce_sim.rs` and `tests/reduce_sim.rs` check the list
 //! against the dead set rank by rank at every kill point of small teams
-//! (`check::lacks_exactly`); `tests/contributors.rs` on threads, through
-//! kills before and during the call.
+//! (`check::lacks_exactly`), `src/sim/ftco_reduce.rs` FTCO's in every
+//! simulated run; on threads `tests/kill_matrix.rs`, `tests/data.rs` and
+//! `tests/ftco_reduce_threads.rs`, through kills before and during the
+//! call; between processes `tests/mpi.rs`.
 
 use crate::protocol::reduce::{FailureInfo, FailureScheme};
 use crate::types::Rank;

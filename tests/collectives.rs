@@ -628,18 +628,15 @@ fn records_are_kept_only_when_asked() {
 }
 
 /// Contributors are refused, before the call, where they are not known (a
-/// team reducing with FTCO, a team whose failure scheme is the bit): every
-/// rank gets the same typed error at once, and the next allreduce works.
+/// team whose failure scheme is the bit): every rank gets the same typed
+/// error at once, and the next allreduce works.
 /// Beyond the list's capacity (a star with more dead ranks than it holds)
 /// the count stays exact and the set is reported unknown.
 #[test]
 fn contributors_are_refused_where_unknown_and_counted_beyond_the_list() {
     let _s = serial();
-    let ftco = corrected::call::ReduceAlgorithm::Ftco { timeout: None };
-    let teams = [
-        common::recorded_team(4, FaultSchedule::none()).reduce(ftco),
-        common::recorded_team(4, FaultSchedule::none()).failure_scheme(FailureScheme::Bit),
-    ];
+    let teams =
+        [common::recorded_team(4, FaultSchedule::none()).failure_scheme(FailureScheme::Bit)];
     for builder in teams {
         let report = builder.build().unwrap().run(|comm| {
             let mut out = 0u64;

@@ -24,7 +24,7 @@ use corrected::runtime::{
     FTCO_ALLREDUCE_ROOT,
 };
 use corrected::types::Rank;
-use corrected::Error;
+use corrected::{Contributors, Error};
 
 fn ftco(timeout: Duration) -> ReduceAlgorithm {
     ReduceAlgorithm::Ftco {
@@ -57,9 +57,9 @@ fn counts_of(me: Rank, procs: u32) -> Vec<u64> {
     (0..procs).map(|r| u64::from(r == me)).collect()
 }
 
-/// What a call returned: the counts (an allreduce; a reduce's root), or
-/// none (a reduce's other ranks).
-type Got = Result<Option<Vec<u64>>, Error>;
+/// What a call returned: the counts and the contributors (an allreduce; a
+/// reduce's root), or none (a reduce's other ranks, a barrier).
+type Got = Result<Option<(Vec<u64>, Contributors)>, Error>;
 
 /// `ops` operations in turn: allreduce, reduce to `reduce_root`, barrier,
 /// and again; per rank, what each returned.
@@ -72,16 +72,20 @@ fn mixed(team: &Team, ops: u32, reduce_root: Rank) -> TeamReport<Vec<Got>> {
                 let mut recv = vec![0u64; procs as usize];
                 match i % 3 {
                     0 => comm
-                        .all_reduce_into(&send[..], &mut recv[..], SystemOperation::sum())
-                        .map(|()| Some(recv)),
+                        .all_reduce_into_contributors(
+                            &send[..],
+                            &mut recv[..],
+                            SystemOperation::sum(),
+                        )
+                        .map(|who| Some((recv, who))),
                     1 => comm
-                        .reduce_into(
+                        .reduce_into_contributors(
                             reduce_root,
                             &send[..],
                             &mut recv[..],
                             SystemOperation::sum(),
                         )
-                        .map(|()| (me == reduce_root).then_some(recv)),
+                        .map(|who| who.map(|who| (recv, who))),
                     _ => comm.barrier().map(|()| None),
                 }
             })
@@ -91,7 +95,8 @@ fn mixed(team: &Team, ops: u32, reduce_root: Rank) -> TeamReport<Vec<Got>> {
 
 /// Definition 3.2 over every live rank's results of `report` (operation i
 /// of [`mixed`]): each call returned; the results of an operation are the
-/// same on every rank that has one; no rank counted twice; `dead` (ranks
+/// same on every rank that has one, and its contributors name exactly the
+/// ranks it counts; no rank counted twice; `dead` (ranks
 /// dead from the start) out; in the first `live_in` operations, every rank
 /// that never failed in.
 ///
@@ -126,11 +131,13 @@ fn definition_3_2(
                 _ => false,
             };
             assert_eq!(got.is_some(), expects_value, "{case}: rank {rank} op {i}");
-            let Some(counts) = got else { continue };
+            let Some((counts, who)) = got else { continue };
             let first = per_op[i].get_or_insert_with(|| counts.clone());
             assert_eq!(first, counts, "{case}: op {i}, rank {rank} disagrees");
             for (r, &n) in counts.iter().enumerate() {
                 let r = r as Rank;
+                // The contributors name exactly the ranks counted.
+                assert_eq!(who.contains(r), Some(n == 1), "{case}: op {i}: rank {r}");
                 if dead.contains(&r) {
                     assert_eq!(n, 0, "{case}: op {i}: dead rank {r} counted");
                 } else if report.failed.contains(&r) {

@@ -286,6 +286,11 @@ fn ftco_reduce_and_allreduce_between_processes_survive_a_sigkill() {
     let outcomes = survivors_agree(4, &args, 3, 250);
     // The killed process's parent (the root) found it by timeouts.
     assert!(field(&outcomes[0], "timeouts") > 0, "{}", outcomes[0]);
+    for o in &outcomes {
+        // Every result's contributors, the dead process's absence included,
+        // name exactly the ranks whose bits it holds.
+        assert_eq!(field(o, "contributors_checked"), 250, "{o}");
+    }
 }
 
 /// FCG between processes needs no failure notice: a process SIGKILLed in
@@ -1239,7 +1244,10 @@ mod wire {
             }
             round_trip(msg(
                 Tag::Tree,
-                Packet::Ftco(Box::new(FtcoData::Result(value))),
+                Packet::Ftco(Box::new(FtcoData::Result {
+                    value,
+                    missing: vec![3, 1],
+                })),
             ));
         }
         round_trip(msg(Tag::KeepAlive, Packet::Ftco(Box::new(FtcoData::Empty))));
@@ -1280,7 +1288,10 @@ mod wire {
                 own: Data::encode(&items[..5], &pool),
                 missing: vec![2, 4],
             })),
-            Packet::Ftco(Box::new(FtcoData::Result(value.clone()))),
+            Packet::Ftco(Box::new(FtcoData::Result {
+                value: value.clone(),
+                missing: Vec::new(),
+            })),
         ] {
             let frame = msg(Tag::UpCorrection, payload);
             let mut header = Vec::new();

@@ -83,20 +83,21 @@ pub(crate) fn allreduce_kind(kind: Collective) -> FtcoCollective {
     }
 }
 
-/// A reduce's output: the result at the root, nothing elsewhere.
-pub(crate) fn reduce_value(output: FtcoOutput<Data>) -> Option<Data> {
+/// A reduce's output: the result at the root with the ranks whose inputs
+/// it lacks, nothing elsewhere.
+pub(crate) fn reduce_value(output: FtcoOutput<Data>) -> Option<(Data, Vec<Rank>)> {
     match output {
-        FtcoOutput::Value(value) => Some(value),
+        FtcoOutput::Value { value, missing } => Some((value, missing)),
         FtcoOutput::Contributed => None,
     }
 }
 
 /// An FTCO allreduce's or barrier's output: the result, which its core
 /// delivers on every rank (only a reduce's non-root delivers
-/// [`FtcoOutput::Contributed`]).
-pub(crate) fn allreduce_result(output: FtcoOutput<Data>) -> Data {
+/// [`FtcoOutput::Contributed`]), with the ranks whose inputs it lacks.
+pub(crate) fn allreduce_result(output: FtcoOutput<Data>) -> (Data, Vec<Rank>) {
     match output {
-        FtcoOutput::Value(value) => value,
+        FtcoOutput::Value { value, missing } => (value, missing),
         FtcoOutput::Contributed => {
             unreachable!("an FTCO allreduce core delivers the result on every rank")
         }

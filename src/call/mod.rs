@@ -71,9 +71,10 @@ pub(crate) struct Delivered<T> {
     pub(crate) op: OpId,
     pub(crate) value: T,
     pub(crate) started: Option<Tick>,
-    /// A reduction's inputs its value lacks, as the up-correction found
-    /// them ([`Caller::contributors`] reads them); empty otherwise.
-    pub(crate) missing: FailureInfo,
+    /// Whose inputs a reduction's value holds, where the algorithm knows
+    /// ([`Caller::knows_contributors`]); `None` otherwise and for a
+    /// broadcast.
+    pub(crate) contributors: Option<Contributors>,
 }
 
 impl<T> Delivered<T> {
@@ -83,13 +84,13 @@ impl<T> Delivered<T> {
             op,
             value,
             started,
-            missing,
+            contributors,
         } = self;
         Delivered {
             op,
             value: f(value),
             started,
-            missing,
+            contributors,
         }
     }
 }
@@ -280,16 +281,16 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
             op,
             value,
             started,
-            missing: FailureInfo::default(),
+            contributors: None,
         })
     }
 
     /// Whether this communicator's reductions know their contributors
-    /// ([`Caller::contributors`]): the up-correction's do, with the list
-    /// or count failure scheme.
+    /// ([`Delivered::contributors`]): FTCO's do, and the up-correction's
+    /// with the list or count failure scheme.
     pub(crate) fn knows_contributors(&self) -> Result<(), Error> {
         let why = match (&self.plans.reduction, self.config.scheme) {
-            (ReductionPlan::Ftco(_), _) => "FTCO's reduce does not track the inputs it loses",
+            (ReductionPlan::Ftco(_), _) => return Ok(()),
             (_, FailureScheme::Bit) => {
                 "the team's failure scheme is bit, which counts no failure: \
                  use Config::failure_scheme(FailureScheme::List) (the default) or Count"
@@ -305,8 +306,14 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
     /// The contributors of a reduction that delivered `got` here, if this
     /// communicator knows them ([`Caller::knows_contributors`]).
     pub(crate) fn contributors<T>(&self, got: &Delivered<T>) -> Option<Contributors> {
+        got.contributors.clone()
+    }
+
+    /// What an up-correction reduce's failure information `info` says of
+    /// whose inputs its result holds, if the scheme counts them.
+    fn contributors_of(&self, info: &FailureInfo) -> Option<Contributors> {
         self.knows_contributors().ok()?;
-        Contributors::from_info(self.size(), &got.missing, self.config.scheme)
+        Contributors::from_info(self.size(), info, self.config.scheme)
     }
 
     /// A reduce of `input` to `root` (checked) with `combine`: the result
@@ -325,7 +332,11 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
     ) -> Result<Delivered<Option<Data>>, Error> {
         if let ReductionPlan::Ftco(plan) = &self.plans.reduction {
             let got = self.ftco(plan, root, FtcoCollective::Reduce, input, combine)?;
-            return Ok(got.map(ftco::reduce_value));
+            let size = self.size();
+            let mut got = got.map(ftco::reduce_value);
+            let missing = got.value.as_ref().map(|(_, missing)| missing.as_slice());
+            got.contributors = missing.map(|m| Contributors::all_but(size, m));
+            return Ok(got.map(|v| v.map(|(value, _)| value)));
         }
         let ReductionPlan::UpCorrection { reduce, .. } = &self.plans.reduction else {
             unreachable!("FTCO returned above")
@@ -341,9 +352,11 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
         // Done with once the call returns (nothing to keep): its lists serve
         // the next reduce or allreduce.
         self.reduce_lists = core.retire();
-        let (value, missing) = match driven {
-            Ok(ReduceOutput::Sent) => (None, FailureInfo::default()),
-            Ok(ReduceOutput::Root { value, info, .. }) => (Some(value), info),
+        let (value, contributors) = match driven {
+            Ok(ReduceOutput::Sent) => (None, None),
+            Ok(ReduceOutput::Root { value, info, .. }) => {
+                (Some(value), self.contributors_of(&info))
+            }
             Ok(ReduceOutput::TooManyFailures { .. }) => return Err(self.too_many_failures(op)),
             Err(e) => return Err(broadcast::root_failed(&self.driver, e, op, root)),
         };
@@ -351,7 +364,7 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
             op,
             value,
             started,
-            missing,
+            contributors,
         })
     }
 
@@ -369,7 +382,10 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
         if let ReductionPlan::Ftco(plan) = &self.plans.reduction {
             let kind = ftco::allreduce_kind(kind);
             let got = self.ftco(plan, FTCO_ALLREDUCE_ROOT, kind, input, combine)?;
-            return Ok(got.map(ftco::allreduce_result));
+            let size = self.size();
+            let mut got = got.map(ftco::allreduce_result);
+            got.contributors = Some(Contributors::all_but(size, &got.value.1));
+            return Ok(got.map(|(value, _)| value));
         }
         let op = self.begin()?;
         self.allreduce_entered(op, kind, input, combine)
@@ -395,7 +411,7 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
             op,
             value,
             started,
-            missing: FailureInfo::default(),
+            contributors: None,
         })
     }
 
@@ -452,7 +468,7 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
                 op,
                 value,
                 started,
-                missing,
+                contributors: self.contributors_of(&missing),
             }),
             AllreduceOutput::TooManyFailures { .. } => Err(self.too_many_failures(op)),
         }

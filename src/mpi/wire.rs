@@ -281,14 +281,12 @@ pub fn encode_parts<O: FrameOut>(
                             data(value, out)?;
                             // One value per frame is detached at most.
                             self::data(own, out, usize::MAX, &mut None)?;
-                            out.extend_from_slice(&(missing.len() as u32).to_le_bytes());
-                            for r in missing {
-                                out.extend_from_slice(&r.to_le_bytes());
-                            }
+                            ranks(missing, out);
                         }
-                        FtcoData::Result(v) => {
+                        FtcoData::Result { value, missing } => {
                             out.push(FTCO_RESULT);
-                            data(v, out)?;
+                            data(value, out)?;
+                            ranks(missing, out);
                         }
                         FtcoData::Empty => out.push(FTCO_EMPTY),
                     }
@@ -297,6 +295,14 @@ pub fn encode_parts<O: FrameOut>(
         }
     }
     Ok(detached)
+}
+
+/// A list of ranks: its length, then each rank (four bytes each).
+fn ranks<O: FrameOut>(ranks: &[Rank], out: &mut O) {
+    out.extend_from_slice(&(ranks.len() as u32).to_le_bytes());
+    for r in ranks {
+        out.extend_from_slice(&r.to_le_bytes());
+    }
 }
 
 fn data<O: FrameOut>(
@@ -395,20 +401,18 @@ impl<'a> Reader<'a> {
                 FTCO_PART => {
                     let value = r.data(pool)?;
                     let own = r.data(pool)?;
-                    let n = r.u32()?;
-                    // Each id is four bytes: a count beyond what is left
-                    // is refused before anything is read.
-                    if n as usize > r.bytes.len() / 4 {
-                        return None;
-                    }
-                    let missing = (0..n).map(|_| r.u32()).collect::<Option<_>>()?;
+                    let missing = r.ranks()?;
                     FtcoData::Part {
                         value,
                         own,
                         missing,
                     }
                 }
-                FTCO_RESULT => FtcoData::Result(r.data(pool)?),
+                FTCO_RESULT => {
+                    let value = r.data(pool)?;
+                    let missing = r.ranks()?;
+                    FtcoData::Result { value, missing }
+                }
                 FTCO_EMPTY => FtcoData::Empty,
                 _ => return None,
             })),
@@ -447,6 +451,16 @@ impl<'a> Reader<'a> {
 
     fn u64(&mut self) -> Option<u64> {
         Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    /// A list of ranks ([`ranks`]): a count beyond what is left (four bytes
+    /// each) is refused before anything is read.
+    fn ranks(&mut self) -> Option<Vec<Rank>> {
+        let n = self.u32()?;
+        if n as usize > self.bytes.len() / 4 {
+            return None;
+        }
+        (0..n).map(|_| self.u32()).collect()
     }
 
     fn data(&mut self, pool: &SegmentPool) -> Option<Data> {

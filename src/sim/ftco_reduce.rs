@@ -55,6 +55,18 @@ impl Tally {
         acc.counts = acc.counts.wrapping_add(other.counts);
     }
 
+    /// True if this is the sum of every one of `procs` ranks' inputs but
+    /// those of `missing`, each counted once (up to [`Tally::EXACT`]
+    /// ranks; the sum alone above).
+    pub fn holds_all_but(&self, missing: &[Rank], procs: u32) -> bool {
+        let sum = (0..procs)
+            .filter(|r| !missing.contains(r))
+            .fold(0u64, |s, r| s.wrapping_add(input_of(r)));
+        let counted =
+            (0..procs.min(Self::EXACT)).all(|r| self.count(r) == u32::from(!missing.contains(&r)));
+        sum == self.sum && counted
+    }
+
     /// How many times rank `rank` (< [`Tally::EXACT`]) is counted.
     pub fn count(&self, rank: Rank) -> u32 {
         (self.counts >> (4 * rank) & 0xf) as u32
@@ -219,14 +231,19 @@ impl<'s> FtcoReduceSim<'s> {
         let (trace, mut run) = self.runner.simulate(cores, death, budget);
         run.rounds = 1;
         let mut result: Option<Tally> = None;
+        let mut lacking: Option<&Vec<Rank>> = None;
         let mut agree = true;
         for (r, output) in trace.outputs.iter().enumerate() {
             let live = trace.death[r] == NEVER;
             match output {
-                Some((t, FtcoOutput::Value(v))) => {
+                Some((t, FtcoOutput::Value { value: v, missing })) => {
                     if live || r == ROOT as usize {
                         run.latency = run.latency.max(*t);
                         agree &= *result.get_or_insert(*v) == *v;
+                        // The same list everywhere, naming exactly the
+                        // inputs the result lacks.
+                        agree &= *lacking.get_or_insert(missing) == missing;
+                        agree &= v.holds_all_but(missing, plan.procs());
                     }
                 }
                 Some((_, FtcoOutput::Contributed)) => {}

@@ -20,8 +20,15 @@ pub enum FtcoData<P> {
         /// Nodes of the sender's subtree the partial does not include.
         missing: Vec<Rank>,
     },
-    /// Down-phase DATA ([`Tag::Tree`](crate::protocol::Tag::Tree)): the result.
-    Result(P),
+    /// Down-phase DATA ([`Tag::Tree`](crate::protocol::Tag::Tree)): the
+    /// result, and the nodes (virtual ranks) whose inputs it lacks: those
+    /// the up phase circumvented.
+    Result {
+        /// The result.
+        value: P,
+        /// Nodes whose inputs the result does not include.
+        missing: Vec<Rank>,
+    },
     /// KEEPALIVE and ACK carry nothing.
     Empty,
 }
@@ -43,8 +50,16 @@ pub enum FtcoCollective {
 /// What an FTCO reduce or allreduce core delivers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FtcoOutput<P> {
-    /// The result (the root of a reduce; every node of an allreduce).
-    Value(P),
+    /// The result (the root of a reduce; every node of an allreduce), and
+    /// the nodes (real ranks, ascending) whose inputs it lacks: the failed
+    /// or suspected nodes the up phase circumvented, whose own inputs no
+    /// partial carried (the same list on every node of an allreduce).
+    Value {
+        /// The result.
+        value: P,
+        /// Nodes whose inputs the result does not include.
+        missing: Vec<Rank>,
+    },
     /// A reduce's non-root: its DATA was acknowledged (Figure 1).
     Contributed,
 }

@@ -25,6 +25,9 @@ mod data;
 
 pub use data::{FtcoCollective, FtcoData, FtcoOutput};
 
+/// A partial or the result, and the nodes (virtual) whose inputs it lacks.
+type Held<P> = (P, Vec<Rank>);
+
 /// Up-phase timers: the earliest KEEPALIVE to send or answer to wait for,
 /// and the DATA sent up.
 const ASK: usize = 0;
@@ -80,8 +83,9 @@ pub struct FtcoReduce<'p, P, O> {
     /// KEEPALIVEs answered with ACK (alive, waiting too).
     to_ack_alive: Vec<Rank>,
     timers: TimerTable<2>,
-    /// The down phase (allreduce), once the up phase is done.
-    down: Option<Ftco<'p, P>>,
+    /// The down phase (allreduce), once the up phase is done: the result
+    /// travels with the nodes (virtual) whose inputs it lacks.
+    down: Option<Ftco<'p, Held<P>>>,
     /// The up phase is over: the result is known here.
     settled: bool,
     output: Option<FtcoOutput<P>>,
@@ -91,8 +95,8 @@ pub struct FtcoReduce<'p, P, O> {
     /// Roots that never fail (virtual ranks `0..roots`): the multi-root
     /// tree's in an allreduce (Section 5.2.1), else the root alone.
     roots: u32,
-    /// A root of several: its peers' partials, by root.
-    peer_parts: Vec<Option<P>>,
+    /// A root of several: its peers' partials and what each lacks, by root.
+    peer_parts: Vec<Option<Held<P>>>,
     /// A root of several: peers its own partial is still to go to.
     to_peers: VecDeque<Rank>,
     /// Failures the engine's detector reported: routed around at once.
@@ -238,12 +242,14 @@ where
     /// The nodes (real ranks) this node's partial does not include, once
     /// it is complete: those it or a node below it circumvented.
     pub fn missing(&self) -> Option<Vec<Rank>> {
-        let procs = self.plan.procs();
-        self.part.as_ref().map(|(_, m)| {
-            m.iter()
-                .map(|&r| ring::right(r, self.root, procs))
-                .collect()
-        })
+        self.part.as_ref().map(|(_, m)| self.real_ranks(m))
+    }
+
+    /// Virtual ranks as real ones, ascending.
+    fn real_ranks(&self, virtual_ranks: &[Rank]) -> Vec<Rank> {
+        let mut real: Vec<Rank> = virtual_ranks.iter().map(|&r| self.real(r)).collect();
+        real.sort_unstable();
+        real
     }
 
     fn real(&self, rank: Rank) -> Rank {
@@ -268,7 +274,7 @@ where
         if self.settled || !self.exchanges() {
             return;
         }
-        let Some((own, _)) = self.part.as_ref() else {
+        let Some(own) = self.part.as_ref() else {
             return;
         };
         if (0..self.roots).any(|q| q != self.me && self.peer_parts[q as usize].is_none()) {
@@ -281,11 +287,15 @@ where
                 self.peer_parts[q as usize].as_ref().expect("checked above")
             }
         };
-        let mut result = part(0).clone();
+        let (mut result, mut missing) = part(0).clone();
         for q in 1..self.roots {
-            self.combine.combine(&mut result, part(q));
+            let (value, lacks) = part(q);
+            self.combine.combine(&mut result, value);
+            missing.extend_from_slice(lacks);
         }
-        self.settle(Some(result), None);
+        missing.sort_unstable();
+        missing.dedup();
+        self.settle(Some((result, missing)), None);
     }
 
     fn msg(&self, tag: Tag, payload: FtcoData<P>) -> Msg<FtcoData<P>> {
@@ -300,7 +310,7 @@ where
             // A peer root's partial (Section 5.2.1's clique): roots never
             // fail, so nothing is acknowledged or watched.
             if w != self.me && self.peer_parts[w as usize].is_none() {
-                self.peer_parts[w as usize] = Some(value);
+                self.peer_parts[w as usize] = Some((value, missing));
                 self.try_exchange();
             }
             return;
@@ -367,8 +377,8 @@ where
                 })
             }
             None => {
-                let result = self.acc.clone();
-                self.settle(Some(result), None);
+                let result = self.part.clone();
+                self.settle(result, None);
             }
         }
         self.rearm();
@@ -377,7 +387,7 @@ where
     /// The up phase is over here: `result` known (the root, or a Result
     /// DATA came), or the DATA sent up acknowledged by `up`. A reduce's
     /// root delivers; an allreduce starts its down phase.
-    fn settle(&mut self, result: Option<P>, up: Option<(Rank, u32)>) {
+    fn settle(&mut self, result: Option<Held<P>>, up: Option<(Rank, u32)>) {
         if result.is_some() {
             self.settled = true;
             self.pending.clear();
@@ -386,7 +396,10 @@ where
         if self.kind == Collective::Reduce {
             if self.output.is_none() && !self.delivered {
                 self.output = Some(match result {
-                    Some(v) => FtcoOutput::Value(v),
+                    Some((value, missing)) => FtcoOutput::Value {
+                        missing: self.real_ranks(&missing),
+                        value,
+                    },
                     None => FtcoOutput::Contributed,
                 });
             }
@@ -477,7 +490,7 @@ where
         let from_above = from != self.me && plan.is_below(self.me, from);
         // What the down phase (the broadcast core) is handed.
         let (op, root) = (self.op_id, self.root);
-        let down_msg = |tag, v: Option<P>| Event::Message {
+        let down_msg = |tag, v: Option<Held<P>>| Event::Message {
             from: real,
             msg: Msg::broadcast(op, root, tag, v),
         };
@@ -490,7 +503,8 @@ where
                     missing,
                 },
             ) => self.on_part(from, value, own, missing),
-            (Tag::Tree, FtcoData::Result(v)) if self.kind != Collective::Reduce => {
+            (Tag::Tree, FtcoData::Result { value, missing }) if self.kind != Collective::Reduce => {
+                let v = (value, missing);
                 if !self.settled {
                     let dist = plan.depth(self.me).saturating_sub(plan.depth(from)).max(1);
                     self.settle(Some(v.clone()), Some((from, dist)));
@@ -586,7 +600,12 @@ where
         }
         if let Some(down) = self.down.as_mut() {
             if let Some(t) = down.poll_transmit(now) {
-                let msg = t.msg.map(|v| v.map_or(FtcoData::Empty, FtcoData::Result));
+                let msg = t.msg.map(|v| {
+                    v.map_or(FtcoData::Empty, |(value, missing)| FtcoData::Result {
+                        value,
+                        missing,
+                    })
+                });
                 let (kind, root) = (self.kind, self.root);
                 return Some(Transmit {
                     to: t.to,
@@ -630,7 +649,12 @@ where
             return None;
         }
         let out = match self.down.as_mut() {
-            Some(down) => down.take_output().map(FtcoOutput::Value),
+            Some(down) => down
+                .take_output()
+                .map(|(value, missing)| FtcoOutput::Value {
+                    missing: self.real_ranks(&missing),
+                    value,
+                }),
             None => self.output.take(),
         };
         self.delivered = out.is_some();

@@ -222,7 +222,13 @@ fn overlapping_late_partial_counts_its_sender_once() {
             msg: part(1 << d, d, vec![]),
         },
     );
-    assert_eq!(root.take_output(), Some(FtcoOutput::Value(0b111_1111)));
+    assert_eq!(
+        root.take_output(),
+        Some(FtcoOutput::Value {
+            value: 0b111_1111,
+            missing: Vec::new()
+        })
+    );
     assert_eq!(root.missing(), Some(vec![]));
 }
 
