@@ -320,8 +320,7 @@ impl<C: Communicator> Collectives for C {
     {
         check_root(root, self.size())?;
         op.check()?;
-        let (send, recv) = (send.items(), recv.items_mut());
-        self.reduce_items(root, Reduction { send, recv, op })
+        self.reduce_items(root, reduction(send, recv, op, false))
             .map(drop)
     }
 
@@ -336,8 +335,7 @@ impl<C: Communicator> Collectives for C {
         R: BufferMut<Item = S::Item> + ?Sized,
     {
         op.check()?;
-        let (send, recv) = (send.items(), recv.items_mut());
-        self.all_reduce_items(Reduction { send, recv, op })
+        self.all_reduce_items(reduction(send, recv, op, false))
             .map(drop)
     }
 
@@ -353,8 +351,7 @@ impl<C: Communicator> Collectives for C {
     {
         self.knows_contributors()?;
         op.check()?;
-        let (send, recv) = (send.items(), recv.items_mut());
-        let got = self.all_reduce_items(Reduction { send, recv, op })?;
+        let got = self.all_reduce_items(reduction(send, recv, op, true))?;
         got.ok_or_else(contributors_lost)
     }
 
@@ -372,8 +369,7 @@ impl<C: Communicator> Collectives for C {
         check_root(root, self.size())?;
         self.knows_contributors()?;
         op.check()?;
-        let (send, recv) = (send.items(), recv.items_mut());
-        let got = self.reduce_items(root, Reduction { send, recv, op })?;
+        let got = self.reduce_items(root, reduction(send, recv, op, true))?;
         if root == self.rank() {
             return got.map(Some).ok_or_else(contributors_lost);
         }
@@ -402,6 +398,26 @@ impl<C: Communicator> Collectives for C {
 
     fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
         self.control_mut().shrink()
+    }
+}
+
+/// A reduction's buffers, as slices, for the engine.
+fn reduction<'b, S, R, O>(
+    send: &'b S,
+    recv: &'b mut R,
+    op: O,
+    contributors: bool,
+) -> Reduction<'b, S::Item, O>
+where
+    S: Buffer + ?Sized,
+    R: BufferMut<Item = S::Item> + ?Sized,
+{
+    let (send, recv) = (send.items(), recv.items_mut());
+    Reduction {
+        send,
+        recv,
+        op,
+        contributors,
     }
 }
 

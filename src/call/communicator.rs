@@ -53,6 +53,9 @@ pub struct Reduction<'b, T, O> {
     pub recv: &'b mut [T],
     /// The reduction, already checked against the element type.
     pub op: O,
+    /// The caller asks whose inputs the result holds: an engine computes
+    /// the [`Contributors`] only then (a plain call pays nothing for them).
+    pub contributors: bool,
 }
 
 /// One communicator of an engine: its [`Control`] and how its engine moves

@@ -58,6 +58,16 @@ use plans::{Plans, ReductionPlan};
 /// allreduce never combines again, so it is never called.
 pub(crate) type Absorb = fn(&mut Data, &Data);
 
+/// The inputs a reduction's value lacks, as its core reported them.
+pub(crate) enum Missing {
+    /// Not a reduction's value (a broadcast), or a reduce's non-root.
+    Nothing,
+    /// The up-correction's failure information.
+    Info(FailureInfo),
+    /// FTCO's list of circumvented ranks.
+    Ranks(Vec<Rank>),
+}
+
 /// A reduction function that is never called (a barrier's, a kept core's).
 pub(crate) fn never_combines(_: &mut Data, _: &Data) {}
 
@@ -71,10 +81,10 @@ pub(crate) struct Delivered<T> {
     pub(crate) op: OpId,
     pub(crate) value: T,
     pub(crate) started: Option<Tick>,
-    /// Whose inputs a reduction's value holds, where the algorithm knows
-    /// ([`Caller::knows_contributors`]); `None` otherwise and for a
-    /// broadcast.
-    pub(crate) contributors: Option<Contributors>,
+    /// What a reduction's value lacks, as its core reported it, turned
+    /// into [`Contributors`] only when a caller asks
+    /// ([`Caller::contributors`]).
+    pub(crate) missing: Missing,
 }
 
 impl<T> Delivered<T> {
@@ -84,13 +94,13 @@ impl<T> Delivered<T> {
             op,
             value,
             started,
-            contributors,
+            missing,
         } = self;
         Delivered {
             op,
             value: f(value),
             started,
-            contributors,
+            missing,
         }
     }
 }
@@ -281,12 +291,12 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
             op,
             value,
             started,
-            contributors: None,
+            missing: Missing::Nothing,
         })
     }
 
     /// Whether this communicator's reductions know their contributors
-    /// ([`Delivered::contributors`]): FTCO's do, and the up-correction's
+    /// ([`Caller::contributors`]): FTCO's do, and the up-correction's
     /// with the list or count failure scheme.
     pub(crate) fn knows_contributors(&self) -> Result<(), Error> {
         let why = match (&self.plans.reduction, self.config.scheme) {
@@ -306,14 +316,14 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
     /// The contributors of a reduction that delivered `got` here, if this
     /// communicator knows them ([`Caller::knows_contributors`]).
     pub(crate) fn contributors<T>(&self, got: &Delivered<T>) -> Option<Contributors> {
-        got.contributors.clone()
-    }
-
-    /// What an up-correction reduce's failure information `info` says of
-    /// whose inputs its result holds, if the scheme counts them.
-    fn contributors_of(&self, info: &FailureInfo) -> Option<Contributors> {
-        self.knows_contributors().ok()?;
-        Contributors::from_info(self.size(), info, self.config.scheme)
+        match &got.missing {
+            Missing::Nothing => None,
+            Missing::Info(info) => {
+                self.knows_contributors().ok()?;
+                Contributors::from_info(self.size(), info, self.config.scheme)
+            }
+            Missing::Ranks(ranks) => Some(Contributors::all_but(self.size(), ranks)),
+        }
     }
 
     /// A reduce of `input` to `root` (checked) with `combine`: the result
@@ -332,11 +342,15 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
     ) -> Result<Delivered<Option<Data>>, Error> {
         if let ReductionPlan::Ftco(plan) = &self.plans.reduction {
             let got = self.ftco(plan, root, FtcoCollective::Reduce, input, combine)?;
-            let size = self.size();
-            let mut got = got.map(ftco::reduce_value);
-            let missing = got.value.as_ref().map(|(_, missing)| missing.as_slice());
-            got.contributors = missing.map(|m| Contributors::all_but(size, m));
-            return Ok(got.map(|v| v.map(|(value, _)| value)));
+            let mut missing = Missing::Nothing;
+            let mut got = got.map(|output| {
+                ftco::reduce_value(output).map(|(value, lacks)| {
+                    missing = Missing::Ranks(lacks);
+                    value
+                })
+            });
+            got.missing = missing;
+            return Ok(got);
         }
         let ReductionPlan::UpCorrection { reduce, .. } = &self.plans.reduction else {
             unreachable!("FTCO returned above")
@@ -352,11 +366,9 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
         // Done with once the call returns (nothing to keep): its lists serve
         // the next reduce or allreduce.
         self.reduce_lists = core.retire();
-        let (value, contributors) = match driven {
-            Ok(ReduceOutput::Sent) => (None, None),
-            Ok(ReduceOutput::Root { value, info, .. }) => {
-                (Some(value), self.contributors_of(&info))
-            }
+        let (value, missing) = match driven {
+            Ok(ReduceOutput::Sent) => (None, Missing::Nothing),
+            Ok(ReduceOutput::Root { value, info, .. }) => (Some(value), Missing::Info(info)),
             Ok(ReduceOutput::TooManyFailures { .. }) => return Err(self.too_many_failures(op)),
             Err(e) => return Err(broadcast::root_failed(&self.driver, e, op, root)),
         };
@@ -364,7 +376,7 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
             op,
             value,
             started,
-            contributors,
+            missing,
         })
     }
 
@@ -382,10 +394,14 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
         if let ReductionPlan::Ftco(plan) = &self.plans.reduction {
             let kind = ftco::allreduce_kind(kind);
             let got = self.ftco(plan, FTCO_ALLREDUCE_ROOT, kind, input, combine)?;
-            let size = self.size();
-            let mut got = got.map(ftco::allreduce_result);
-            got.contributors = Some(Contributors::all_but(size, &got.value.1));
-            return Ok(got.map(|(value, _)| value));
+            let mut missing = Missing::Nothing;
+            let mut got = got.map(|output| {
+                let (value, lacks) = ftco::allreduce_result(output);
+                missing = Missing::Ranks(lacks);
+                value
+            });
+            got.missing = missing;
+            return Ok(got);
         }
         let op = self.begin()?;
         self.allreduce_entered(op, kind, input, combine)
@@ -411,7 +427,7 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
             op,
             value,
             started,
-            contributors: None,
+            missing: Missing::Nothing,
         })
     }
 
@@ -468,7 +484,7 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
                 op,
                 value,
                 started,
-                contributors: self.contributors_of(&missing),
+                missing: Missing::Info(missing),
             }),
             AllreduceOutput::TooManyFailures { .. } => Err(self.too_many_failures(op)),
         }

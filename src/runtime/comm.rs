@@ -244,7 +244,8 @@ impl<'t> Communicator for Comm<'t> {
         T: Element,
         O: Operation<T>,
     {
-        let Reduction { send, recv, op } = call;
+        let asked = call.contributors;
+        let Reduction { send, recv, op, .. } = call;
         let shared = self.caller.engine.shared;
         let pool = &shared.segments;
         let combine = data_op(&op, pool);
@@ -264,7 +265,7 @@ impl<'t> Communicator for Comm<'t> {
         let got = self
             .caller
             .reduce(root, Collective::Reduce, input, &combine)?;
-        let contributors = self.caller.contributors(&got);
+        let contributors = asked.then(|| self.caller.contributors(&got)).flatten();
         let Delivered {
             op: id,
             value,
@@ -297,10 +298,12 @@ impl<'t> Communicator for Comm<'t> {
         T: Element,
         O: Operation<T>,
     {
+        let asked = call.contributors;
         let Reduction {
             send: mine,
             recv: out,
             op,
+            ..
         } = call;
         let (me, next) = (self.caller.rank(), self.caller.driver.next_op());
         let _span = trace::Span::enter(me, TraceCall::Allreduce, next);
@@ -329,7 +332,7 @@ impl<'t> Communicator for Comm<'t> {
         let combine = data_op(&op, pool);
         let kind = Collective::Allreduce;
         let got = self.caller.allreduce(kind, input, &combine)?;
-        let contributors = self.caller.contributors(&got);
+        let contributors = asked.then(|| self.caller.contributors(&got)).flatten();
         let Delivered {
             op: id,
             value,

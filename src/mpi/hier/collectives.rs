@@ -56,7 +56,7 @@ impl<'c, 't> Communicator for NodeComm<'c, 't> {
         T: Element,
         O: Operation<T>,
     {
-        let Reduction { send, recv, op } = call;
+        let Reduction { send, recv, op, .. } = call;
         let (rp, rl) = self.split(root)?;
         let op = &op;
         // The operation whole, not a closure over `apply`: its slice loops
@@ -114,7 +114,7 @@ impl<'c, 't> Communicator for NodeComm<'c, 't> {
         T: Element,
         O: Operation<T>,
     {
-        let Reduction { send, recv, op } = call;
+        let Reduction { send, recv, op, .. } = call;
         let op = &op;
         let apply = || OpRef(op);
         // The proxy's local result (only the proxy has one).
