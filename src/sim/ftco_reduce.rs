@@ -59,9 +59,11 @@ impl Tally {
     /// those of `missing`, each counted once (up to [`Tally::EXACT`]
     /// ranks; the sum alone above).
     pub fn holds_all_but(&self, missing: &[Rank], procs: u32) -> bool {
-        let sum = (0..procs)
-            .filter(|r| !missing.contains(r))
-            .fold(0u64, |s, r| s.wrapping_add(input_of(r)));
+        let all = (0..procs).fold(0u64, |s, r| s.wrapping_add(input_of(r)));
+        let lacks = missing
+            .iter()
+            .fold(0u64, |s, &r| s.wrapping_add(input_of(r)));
+        let sum = all.wrapping_sub(lacks);
         let counted =
             (0..procs.min(Self::EXACT)).all(|r| self.count(r) == u32::from(!missing.contains(&r)));
         sum == self.sum && counted
@@ -241,9 +243,12 @@ impl<'s> FtcoReduceSim<'s> {
                         run.latency = run.latency.max(*t);
                         agree &= *result.get_or_insert(*v) == *v;
                         // The same list everywhere, naming exactly the
-                        // inputs the result lacks.
+                        // inputs the result lacks (checked once: every
+                        // other node's value and list must equal these).
+                        if lacking.is_none() {
+                            agree &= v.holds_all_but(missing, plan.procs());
+                        }
                         agree &= *lacking.get_or_insert(missing) == missing;
-                        agree &= v.holds_all_but(missing, plan.procs());
                     }
                 }
                 Some((_, FtcoOutput::Contributed)) => {}
