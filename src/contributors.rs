@@ -22,7 +22,7 @@
 //! `tests/ftco_reduce_threads.rs`, through kills before and during the
 //! call; between processes `tests/mpi.rs`.
 
-use crate::protocol::reduce::{FailureInfo, FailureScheme};
+use crate::protocol::reduce::FailureInfo;
 use crate::types::Rank;
 
 /// The ranks whose inputs a reduce's or an allreduce's result holds: every
@@ -32,7 +32,7 @@ use crate::types::Rank;
 /// the rank that folds it in.
 ///
 /// The number of contributors is always known. Which ranks are missing is
-/// known when the team lists failures ([`FailureScheme::List`], the
+/// known when the team lists failures ([`FailureScheme::List`](crate::protocol::reduce::FailureScheme::List), the
 /// default) and at most [`LIST_CAPACITY`](crate::protocol::reduce::LIST_CAPACITY)
 /// are missing (more are possible only beyond that many failures);
 /// otherwise [`Contributors::missing`] is `None` and only the count is
@@ -68,23 +68,18 @@ impl Contributors {
     }
 
     /// What a reduce's failure information `info` says of the inputs its
-    /// result lacks, under `scheme`; `None` under the bit scheme, which
-    /// counts nothing.
-    pub(crate) fn from_info(size: u32, info: &FailureInfo, scheme: FailureScheme) -> Option<Self> {
+    /// result lacks (list or count scheme: the bit scheme counts nothing,
+    /// and the engines refuse it before the call).
+    pub(crate) fn from_info(size: u32, info: &FailureInfo) -> Self {
         let ranks = info.ranks();
-        match scheme {
-            FailureScheme::Bit if info.count == 0 && ranks.is_empty() => None,
-            // A pair lists its peer whatever the scheme.
-            FailureScheme::Bit | FailureScheme::List | FailureScheme::Count => {
-                let count = info.count.max(ranks.len() as u32);
-                let mut c = Contributors::all_but(size, ranks);
-                if count as usize > ranks.len() {
-                    c.count = count;
-                    c.listed = None;
-                }
-                Some(c)
-            }
+        let mut c = Contributors::all_but(size, ranks);
+        // A pair lists its peer whatever the scheme counts.
+        let count = info.count.max(ranks.len() as u32);
+        if count as usize > ranks.len() {
+            c.count = count;
+            c.listed = None;
         }
+        c
     }
 
     /// The number of ranks of the communicator the call ran on (the ranks
@@ -152,21 +147,21 @@ mod tests {
         assert!(Contributors::everyone(3).is_everyone());
     }
 
+    use crate::protocol::reduce::FailureScheme;
+
     #[test]
     fn counted_beyond_the_list_the_set_is_unknown() {
         let mut info = FailureInfo::default();
         for r in 0..9 {
             info.note_failed(r, false, FailureScheme::List);
         }
-        let c = Contributors::from_info(20, &info, FailureScheme::List).unwrap();
+        let c = Contributors::from_info(20, &info);
         assert_eq!((c.len(), c.missing(), c.contains(0)), (11, None, None));
         let mut info = FailureInfo::default();
         info.note_failed(3, false, FailureScheme::Count);
-        let c = Contributors::from_info(5, &info, FailureScheme::Count).unwrap();
+        let c = Contributors::from_info(5, &info);
         assert_eq!((c.len(), c.missing()), (4, None));
-        let none = FailureInfo::default();
-        assert_eq!(Contributors::from_info(5, &none, FailureScheme::Bit), None);
-        let c = Contributors::from_info(5, &none, FailureScheme::List).unwrap();
+        let c = Contributors::from_info(5, &FailureInfo::default());
         assert!(c.is_everyone());
     }
 }

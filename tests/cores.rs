@@ -5,7 +5,7 @@
 //! * the correction sweep of Corrected Trees Section 3.3 (opportunistic,
 //!   optimized, checked, delayed) on a broadcast core;
 //! * the up-correction reduce of Küttler and Härtig, Sections 4.2-4.4;
-//! * the allreduce's root retry, Section 5 (and `protocol/allreduce.rs`).
+//! * the allreduce's root retry, Section 5 (and `protocol/allreduce/`).
 //!
 //! Ranks and inputs are picked by hand. Reduce inputs are distinct powers of
 //! two combined by `+`: a value shows which inputs it includes, and an input
@@ -1148,7 +1148,7 @@ fn reduce_too_many_failures_counts_each_failed_rank_once() {
 }
 
 // ---------------------------------------------------------------------------
-// Allreduce: root retry (Section 5, protocol/allreduce.rs).
+// Allreduce: root retry (Section 5, protocol/allreduce/).
 // ---------------------------------------------------------------------------
 
 /// P = 5, f = 1. Round k uses root k, ranks relabelled so the root is

@@ -320,7 +320,7 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
             Missing::Nothing => None,
             Missing::Info(info) => {
                 self.knows_contributors().ok()?;
-                Contributors::from_info(self.size(), info, self.config.scheme)
+                Some(Contributors::from_info(self.size(), info))
             }
             Missing::Ranks(ranks) => Some(Contributors::all_but(self.size(), ranks)),
         }

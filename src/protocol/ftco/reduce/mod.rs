@@ -22,6 +22,7 @@ use super::{Ftco, FtcoPlan};
 
 mod circumvent;
 mod data;
+mod exchange;
 
 pub use data::{FtcoCollective, FtcoData, FtcoOutput};
 
@@ -260,42 +261,6 @@ where
     /// of the multi-root tree's roots in an allreduce.
     fn immune(&self, rank: Rank) -> bool {
         rank < self.roots
-    }
-
-    /// True when this node is one of several roots exchanging partials.
-    fn exchanges(&self) -> bool {
-        !self.peer_parts.is_empty()
-    }
-
-    /// A root of several with its own partial and every peer's: the result
-    /// is all the partials combined in root order (the same value, bit for
-    /// bit, on every root), and its down phase starts.
-    fn try_exchange(&mut self) {
-        if self.settled || !self.exchanges() {
-            return;
-        }
-        let Some(own) = self.part.as_ref() else {
-            return;
-        };
-        if (0..self.roots).any(|q| q != self.me && self.peer_parts[q as usize].is_none()) {
-            return;
-        }
-        let part = |q: Rank| {
-            if q == self.me {
-                own
-            } else {
-                self.peer_parts[q as usize].as_ref().expect("checked above")
-            }
-        };
-        let (mut result, mut missing) = part(0).clone();
-        for q in 1..self.roots {
-            let (value, lacks) = part(q);
-            self.combine.combine(&mut result, value);
-            missing.extend_from_slice(lacks);
-        }
-        missing.sort_unstable();
-        missing.dedup();
-        self.settle(Some((result, missing)), None);
     }
 
     fn msg(&self, tag: Tag, payload: FtcoData<P>) -> Msg<FtcoData<P>> {
