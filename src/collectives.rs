@@ -130,8 +130,8 @@ pub trait Collectives {
     ///
     /// Errors: those of [`Collectives::all_reduce_into`], and, before the
     /// call, [`crate::error::ConfigError::Unsupported`] where the
-    /// contributors are not known: a team whose failure scheme is the bit,
-    /// a node team of threads below MPI.
+    /// contributors are not known: a team whose failure scheme is the bit
+    /// (at either level of a node team).
     fn all_reduce_into_contributors<S, R>(
         &mut self,
         send: &S,

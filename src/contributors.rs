@@ -14,7 +14,9 @@
 //! each failure adds one rank number to the messages that report it.
 //! FTCO's reduce knows its set the same way: each partial carries the
 //! nodes its subtree circumvented, and its allreduce's result carries the
-//! root's list down.
+//! root's list down. A node team joins its levels' lists: each proxy's
+//! process's missing threads, the process level's missing processes
+//! (`src/mpi/hier/contributors.rs`, docs/mpi.md).
 //! `tests/allreduce_sim.rs` and `tests/reduce_sim.rs` check the list
 //! against the dead set rank by rank at every kill point of small teams
 //! (`check::lacks_exactly`), `src/sim/ftco_reduce.rs` FTCO's in every
@@ -67,17 +69,25 @@ impl Contributors {
         }
     }
 
+    /// All of `size` ranks but `count` of them, which ones not known.
+    pub(crate) fn counted(size: u32, count: u32) -> Self {
+        Contributors {
+            size,
+            count,
+            listed: None,
+        }
+    }
+
     /// What a reduce's failure information `info` says of the inputs its
     /// result lacks (list or count scheme: the bit scheme counts nothing,
     /// and the engines refuse it before the call).
     pub(crate) fn from_info(size: u32, info: &FailureInfo) -> Self {
         let ranks = info.ranks();
-        let mut c = Contributors::all_but(size, ranks);
+        let c = Contributors::all_but(size, ranks);
         // A pair lists its peer whatever the scheme counts.
         let count = info.count.max(ranks.len() as u32);
         if count as usize > ranks.len() {
-            c.count = count;
-            c.listed = None;
+            return Contributors::counted(size, count);
         }
         c
     }

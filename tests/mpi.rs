@@ -871,8 +871,8 @@ fn a_large_broadcast_through_shared_memory_survives_a_death_at_every_send() {
 }
 
 /// The hierarchy: threads below MPI (`--threads`), ranks numbered
-/// `process × threads + thread`, every result checked on every thread; a
-/// node team does not report contributors.
+/// `process × threads + thread`, every result checked on every thread,
+/// every reduction's contributors too.
 #[test]
 fn a_node_team_gives_every_thread_of_every_process_the_result() {
     // A reduce's root rotates over every thread of every process; the
@@ -890,10 +890,27 @@ fn a_node_team_gives_every_thread_of_every_process_the_result() {
         let outcomes = delivering(procs, &args, procs as usize * threads, 200, &[]);
         for (r, o) in outcomes.iter().enumerate() {
             assert_eq!(field(o, "rank"), r as u64);
-            // A node team refuses contributors (before the call, every
-            // call alike): the checker falls back to the plain calls.
-            assert_eq!(field(o, "contributors_checked"), 0, "{o}");
         }
+        contributors_named(op, &outcomes);
+    }
+}
+
+/// Every result of a reduction named its contributors, checked right by
+/// the CLI (an allreduce's on every rank, a reduce's at its root).
+fn contributors_named(op: &str, outcomes: &[Value]) {
+    let checked = |o: &Value| field(o, "contributors_checked");
+    match op {
+        "allreduce" => {
+            for o in outcomes {
+                assert_eq!(checked(o), field(o, "delivered"), "{o}");
+            }
+        }
+        "reduce" => {
+            let roots: u64 = outcomes.iter().map(checked).sum();
+            let iters = outcomes.iter().map(|o| field(o, "delivered")).max();
+            assert_eq!(Some(roots), iters, "every reduce's root: {outcomes:?}");
+        }
+        _ => {}
     }
 }
 
@@ -1008,12 +1025,12 @@ fn a_node_team_waits_for_a_stalled_thread_without_suspecting_it() {
 #[test]
 fn a_node_team_survives_a_dead_thread_and_a_sigkilled_process() {
     let args = "--op allreduce --iters 200 --threads 4 --die-at 5:50";
-    delivering(2, args, 8, 200, &[(5, 50)]);
+    contributors_named("allreduce", &delivering(2, args, 8, 200, &[(5, 50)]));
     // The two surviving processes' threads report.
     let args = "--op bcast --iters 600 --threads 2 --sigkill 2:200";
     delivering(3, args, 4, 600, &[]);
     let args = "--op allreduce --iters 200 --threads 2 --sigkill 1:50 --timeout 2";
-    survivors_agree(3, args, 4, 200);
+    contributors_named("allreduce", &survivors_agree(3, args, 4, 200));
 }
 
 /// A process stalled past the operation timeout (alive, silent, outside the
@@ -1086,11 +1103,17 @@ fn a_node_team_survives_its_proxy_thread_dying() {
         // Rank 4 is process 1's local rank 0, its first proxy; every thread
         // reports.
         let args = format!("--op {op} --iters 200 --threads 4 --die-at 4:50 --len {len}");
-        delivering(2, &args, 8, 200, &[(4, 50)]);
+        let outcomes = delivering(2, &args, 8, 200, &[(4, 50)]);
+        if op == "allreduce" {
+            contributors_named(op, &outcomes);
+        }
     }
     // The proxies of two processes, at 3 processes of 3 threads.
     let args = "--op allreduce --iters 150 --threads 3 --die-at 3:40 --die-at 6:80";
-    delivering(3, args, 9, 150, &[(3, 40), (6, 80)]);
+    contributors_named(
+        "allreduce",
+        &delivering(3, args, 9, 150, &[(3, 40), (6, 80)]),
+    );
 }
 
 // The wire format, through the public API (in this file so that CI builds

@@ -6,6 +6,7 @@ use bytemuck::Zeroable;
 
 use crate::buffer::Element;
 
+use super::contributors::{decode, process_step, tail_len};
 use crate::call::{Communicator, Control, Reduction};
 use crate::collectives::Collectives;
 use crate::contributors::Contributors;
@@ -36,14 +37,14 @@ impl<'c, 't> Communicator for NodeComm<'c, 't> {
             if node.proc_rank == rp && rl != node.proxy {
                 local = node.local.broadcast_into(rl, buf);
             }
-            let upper = node.upper_step(local, &mut *buf, |level, buf| match level {
+            let upper = node.upper_step(local, (&mut *buf, &mut []), |level, buf, _| match level {
                 Level::Ours(up) => up.broadcast_into(rp, buf),
                 Level::Native(native) => {
                     native.broadcast(rp, buf);
                     Ok(())
                 }
             });
-            node.spread_from_proxy(upper, &mut *buf)
+            node.spread_from_proxy(upper, (&mut *buf, &mut []))
         })
     }
 
@@ -56,7 +57,12 @@ impl<'c, 't> Communicator for NodeComm<'c, 't> {
         T: Element,
         O: Operation<T>,
     {
-        let Reduction { send, recv, op, .. } = call;
+        let Reduction {
+            send,
+            recv,
+            op,
+            contributors: asked,
+        } = call;
         let (rp, rl) = self.split(root)?;
         let op = &op;
         // The operation whole, not a closure over `apply`: its slice loops
@@ -67,32 +73,56 @@ impl<'c, 't> Communicator for NodeComm<'c, 't> {
         // thread. Only the threads that use them have them.
         let (mut partial, mut scratch) = (Vec::new(), Vec::new());
         let n = send.len();
+        let size = Control::size(self);
+        let at_root = self.proc_rank == rp;
+        let mut tail = vec![0u8; if asked && at_root { tail_len(size) } else { 0 }];
+        let offsets = if asked {
+            self.offsets.clone()
+        } else {
+            Vec::new()
+        };
         self.node_op(|node| {
             let is_proxy = node.is_proxy();
             if is_proxy {
                 partial.resize(n, Zeroable::zeroed());
             }
-            if is_proxy || node.proc_rank == rp {
+            if is_proxy || at_root {
                 scratch.resize(n, Zeroable::zeroed());
             }
-            let local = node
-                .local
-                .reduce_into(node.proxy, send, &mut partial[..], apply());
-            let upper = node.upper_step(local, &mut scratch[..], |level, scratch| match level {
-                Level::Ours(up) => up.reduce_into(rp, &partial[..], scratch, apply()),
-                Level::Native(native) => native.reduce(Some(rp), &partial, scratch, &apply()),
-            });
-            if node.proc_rank != rp {
+            let (local, mine) = node.reduce_locally(asked, send, &mut partial[..], apply());
+            let me = node.proc_rank;
+            let upper = node.upper_step(
+                local,
+                (&mut scratch[..], &mut tail[..]),
+                |level, scratch, tail| match (level, mine) {
+                    (level, Some(mine)) => {
+                        let ours = (&offsets[..], me);
+                        process_step(
+                            level,
+                            Some(rp),
+                            (&mine, &partial),
+                            (scratch, tail),
+                            apply(),
+                            ours,
+                        )
+                    }
+                    (Level::Ours(up), None) => up.reduce_into(rp, &partial[..], scratch, apply()),
+                    (Level::Native(native), None) => {
+                        native.reduce(Some(rp), &partial, scratch, &apply())
+                    }
+                },
+            );
+            if !at_root {
                 // Threads of other processes have nothing to receive, but
                 // hear the proxy's outcome.
                 let mut nothing: [T; 0] = [];
-                return node.spread_from_proxy(upper, &mut nothing[..]);
+                return node.spread_from_proxy(upper, (&mut nothing[..], &mut []));
             }
             // Every thread of the root's process hears the result; the
             // root thread keeps it.
-            node.spread_from_proxy(upper, &mut scratch[..])
+            node.spread_from_proxy(upper, (&mut scratch[..], &mut tail[..]))
         })?;
-        if self.proc_rank != rp || self.local.rank() != rl {
+        if !at_root || self.local.rank() != rl {
             return Ok(None);
         }
         if recv.len() != scratch.len() {
@@ -103,7 +133,7 @@ impl<'c, 't> Communicator for NodeComm<'c, 't> {
             });
         }
         recv.copy_from_slice(&scratch);
-        Ok(None)
+        Ok(asked.then(|| decode(&tail, size)))
     }
 
     fn all_reduce_items<T, O>(
@@ -114,39 +144,95 @@ impl<'c, 't> Communicator for NodeComm<'c, 't> {
         T: Element,
         O: Operation<T>,
     {
-        let Reduction { send, recv, op, .. } = call;
+        let Reduction {
+            send,
+            recv,
+            op,
+            contributors: asked,
+        } = call;
         let op = &op;
         let apply = || OpRef(op);
         // The proxy's local result (only the proxy has one).
         let mut partial = Vec::new();
         let n = send.len();
         let result = recv;
+        let size = Control::size(self);
+        let mut tail = vec![0u8; if asked { tail_len(size) } else { 0 }];
+        let offsets = if asked {
+            self.offsets.clone()
+        } else {
+            Vec::new()
+        };
         self.node_op(|node| {
             if node.is_proxy() {
                 partial.resize(n, Zeroable::zeroed());
             }
-            let local = node
-                .local
-                .reduce_into(node.proxy, send, &mut partial[..], apply());
-            let upper = node.upper_step(local, &mut *result, |level, result| match level {
-                Level::Ours(up) => up.all_reduce_into(&partial[..], result, apply()),
-                Level::Native(native) => native.reduce(None, &partial, result, &apply()),
-            });
-            node.spread_from_proxy(upper, &mut *result)
-        })
-        .map(|()| None)
+            let (local, mine) = node.reduce_locally(asked, send, &mut partial[..], apply());
+            let me = node.proc_rank;
+            let upper = node.upper_step(
+                local,
+                (&mut *result, &mut tail[..]),
+                |level, result, tail| match (level, mine) {
+                    (level, Some(mine)) => {
+                        let ours = (&offsets[..], me);
+                        process_step(
+                            level,
+                            None,
+                            (&mine, &partial),
+                            (result, tail),
+                            apply(),
+                            ours,
+                        )
+                    }
+                    (Level::Ours(up), None) => up.all_reduce_into(&partial[..], result, apply()),
+                    (Level::Native(native), None) => {
+                        native.reduce(None, &partial, result, &apply())
+                    }
+                },
+            );
+            node.spread_from_proxy(upper, (&mut *result, &mut tail[..]))
+        })?;
+        Ok(asked.then(|| decode(&tail, size)))
     }
 
-    /// A node team's levels reduce separately (each process's threads,
-    /// then the processes, the lower level's missing threads known only
-    /// in their process), so no rank knows the whole set.
+    /// A node team knows its contributors where both its levels do (their
+    /// failure schemes): each proxy joins its process's missing threads
+    /// to the process level's missing processes (`contributors.rs`).
     fn knows_contributors(&self) -> Result<(), Error> {
-        Err(Error::Config(ConfigError::Unsupported {
-            what: "knowing a reduction's contributors",
-            why: "a node team's levels reduce separately and do not gather who is missing; \
-                  use an MpiComm (one rank per process) or a thread team",
-        }))
+        self.local.knows_contributors()?;
+        self.upper.knows_contributors.clone()
     }
+}
+
+impl NodeComm<'_, '_> {
+    /// The local step of a reduction: to the proxy, which gets its
+    /// process's contributors too if `asked`.
+    fn reduce_locally<T: Element>(
+        &mut self,
+        asked: bool,
+        send: &[T],
+        partial: &mut [T],
+        op: impl Operation<T>,
+    ) -> (Result<(), Error>, Option<Contributors>) {
+        let proxy = self.proxy;
+        if !asked {
+            return (self.local.reduce_into(proxy, send, partial, op), None);
+        }
+        match self
+            .local
+            .reduce_into_contributors(proxy, send, partial, op)
+        {
+            Ok(None) if self.is_proxy() => (Err(contributors_lost()), None),
+            Ok(mine) => (Ok(()), mine),
+            Err(e) => (Err(e), None),
+        }
+    }
+}
+
+/// The proxy's local reduce delivered without its contributors (never: the
+/// thread level reports them at its root).
+fn contributors_lost() -> Error {
+    Error::UpperLevel("the thread level's reduce did not report its contributors".into())
 }
 
 /// A node team's control collectives compose its levels' (the module doc
@@ -166,14 +252,19 @@ impl Control for NodeComm<'_, '_> {
         self.node_op(|node| {
             let local = node.local.barrier();
             let mut nothing: [u8; 0] = [];
-            let upper = node.upper_step(local, &mut nothing[..], |level, _| match level {
-                Level::Ours(up) => up.barrier(),
-                Level::Native(native) => {
-                    native.barrier();
-                    Ok(())
-                }
-            });
-            node.spread_from_proxy(upper, &mut nothing[..])
+            let upper =
+                node.upper_step(
+                    local,
+                    (&mut nothing[..], &mut []),
+                    |level, _, _| match level {
+                        Level::Ours(up) => up.barrier(),
+                        Level::Native(native) => {
+                            native.barrier();
+                            Ok(())
+                        }
+                    },
+                );
+            node.spread_from_proxy(upper, (&mut nothing[..], &mut []))
         })
     }
 
@@ -241,20 +332,25 @@ impl Control for NodeComm<'_, '_> {
                     set(&mut mine, base + r);
                 }
             });
-            let upper = node.upper_step(local, &mut union[..], |level, union| match level {
-                Level::Ours(up) => {
-                    for p in up.agree_failed()? {
-                        for t in threads[p as usize].clone() {
-                            set(&mut mine, t);
+            let upper =
+                node.upper_step(
+                    local,
+                    (&mut union[..], &mut []),
+                    |level, union, _| match level {
+                        Level::Ours(up) => {
+                            for p in up.agree_failed()? {
+                                for t in threads[p as usize].clone() {
+                                    set(&mut mine, t);
+                                }
+                            }
+                            up.all_reduce_into(&mine[..], union, SystemOperation::bitwise_or())
                         }
-                    }
-                    up.all_reduce_into(&mine[..], union, SystemOperation::bitwise_or())
-                }
-                Level::Native(native) => {
-                    native.reduce(None, &mine, union, &SystemOperation::bitwise_or())
-                }
-            });
-            node.spread_from_proxy(upper, &mut union[..])
+                        Level::Native(native) => {
+                            native.reduce(None, &mine, union, &SystemOperation::bitwise_or())
+                        }
+                    },
+                );
+            node.spread_from_proxy(upper, (&mut union[..], &mut []))
         })?;
         let listed = |r: &Rank| union[*r as usize / 64] & (1 << (r % 64)) != 0;
         Ok((0..size).filter(listed).collect())

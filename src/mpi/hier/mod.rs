@@ -33,7 +33,6 @@
 //! [shrink](crate::Collectives::shrink) has left some threads or
 //! processes out, densely in the same order.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -50,6 +49,10 @@ use crate::runtime::{Comm, Pinning, ReduceAlgorithm, Team, TeamBuilder, TeamRepo
 use crate::types::Rank;
 
 mod collectives;
+mod contributors;
+mod history;
+
+use history::History;
 
 /// What runs between the processes' proxies.
 // Made once per node team: the size of its configuration does not matter.
@@ -196,7 +199,12 @@ impl NodeTeam {
                 }
             }
         };
+        let knows_contributors = match &level {
+            State::Ours(up) => crate::call::Communicator::knows_contributors(&**up),
+            State::Native(_) | State::Down(_) => Ok(()),
+        };
         let upper = Upper {
+            knows_contributors,
             level: Mutex::new(Process(level)),
             kept: Mutex::new(History::default()),
             progress: (0..self.threads.ranks())
@@ -262,6 +270,9 @@ struct Upper {
     /// Shrinks the process level has been through: the first thread of the
     /// process to shrink renumbers it, under its lock.
     shrinks: AtomicU64,
+    /// Whether the process level's reductions report their contributors
+    /// (its failure scheme; MPI's own have every process in).
+    knows_contributors: Result<(), Error>,
 }
 
 impl Upper {
@@ -290,69 +301,6 @@ struct Process(State);
 // lives in a `Mutex` (`Upper::level`), whose holder alone makes those
 // calls.
 unsafe impl Send for Process {}
-
-/// Outcomes of steps, oldest first, and buffers for reuse.
-#[derive(Default)]
-struct History {
-    kept: VecDeque<Kept>,
-    spare: Vec<Vec<u8>>,
-}
-
-/// The outcome of node operation `seq`'s step, the proxy that ran it, and
-/// its value's bytes.
-struct Kept {
-    seq: u64,
-    by: Rank,
-    outcome: Result<(), Error>,
-    bytes: Vec<u8>,
-}
-
-impl Kept {
-    /// The outcome; its value into `buf` if it succeeded (an empty `buf`: a
-    /// thread that hears only the outcome, as those of other processes
-    /// than a reduce's root).
-    fn read<T: bytemuck::Pod>(&self, buf: &mut [T]) -> Result<(), Error> {
-        self.outcome.clone().map_err(|_| proxy_failed_its_step())?;
-        let out: &mut [u8] = bytemuck::cast_slice_mut(buf);
-        if out.is_empty() {
-            return Ok(());
-        }
-        if out.len() != self.bytes.len() {
-            return Err(Error::UpperLevel(
-                "the process level's value has another length".into(),
-            ));
-        }
-        out.copy_from_slice(&self.bytes);
-        Ok(())
-    }
-}
-
-impl History {
-    /// Keeps node operation `seq`'s outcome (run by proxy `by`) and
-    /// `bytes`, forgetting those of operations up to `past` (every live
-    /// thread has finished them).
-    fn keep(&mut self, seq: u64, by: Rank, past: u64, outcome: Result<(), Error>, bytes: &[u8]) {
-        while self.kept.front().is_some_and(|k| k.seq <= past) {
-            if let Some(old) = self.kept.pop_front() {
-                self.spare.push(old.bytes);
-            }
-        }
-        let mut kept = self.spare.pop().unwrap_or_default();
-        kept.clear();
-        kept.extend_from_slice(bytes);
-        self.kept.push_back(Kept {
-            seq,
-            by,
-            outcome,
-            bytes: kept,
-        });
-    }
-
-    /// The kept outcome of node operation `seq`, if its step ran.
-    fn find(&self, seq: u64) -> Option<&Kept> {
-        self.kept.iter().rev().find(|k| k.seq == seq)
-    }
-}
 
 /// One thread's handle on the whole hierarchy (see the module doc):
 /// [`Collectives`] over every thread of every process.
@@ -466,8 +414,8 @@ impl<'t> NodeComm<'_, 't> {
     fn upper_step<T: bytemuck::Pod>(
         &mut self,
         local: Result<(), Error>,
-        buf: &mut [T],
-        step: impl FnOnce(Level<'_>, &mut [T]) -> Result<(), Error>,
+        (buf, tail): (&mut [T], &mut [u8]),
+        step: impl FnOnce(Level<'_>, &mut [T], &mut [u8]) -> Result<(), Error>,
     ) -> Option<Result<(), Error>> {
         if !self.is_proxy() {
             return None;
@@ -490,7 +438,7 @@ impl<'t> NodeComm<'_, 't> {
         // A step already run for `seq` (by a proxy taken for failed that
         // was only late) is not run again.
         if let Some(kept) = self.kept().find(seq) {
-            return Some(kept.read(buf));
+            return Some(kept.read(buf, tail));
         }
         let outcome = match (local, &mut level.0) {
             (_, State::Down(why)) => Err(Error::UpperLevel(why.clone())),
@@ -498,30 +446,31 @@ impl<'t> NodeComm<'_, 't> {
                 leave(state, format!("this process left the process level: {e}"));
                 Err(e)
             }
-            (Ok(()), State::Ours(up)) => step(Level::Ours(up), buf),
-            (Ok(()), State::Native(native)) => step(Level::Native(native), buf),
+            (Ok(()), State::Ours(up)) => step(Level::Ours(up), buf, tail),
+            (Ok(()), State::Native(native)) => step(Level::Native(native), buf, tail),
         };
         let past = self.live_progress();
-        self.kept()
-            .keep(seq, proxy, past, outcome.clone(), bytemuck::cast_slice(buf));
+        let kept = (bytemuck::cast_slice(buf), &*tail);
+        self.kept().keep(seq, proxy, past, outcome.clone(), kept);
         drop(level);
         Some(outcome)
     }
 
     /// The last local step: the proxy broadcasts its outcome and, if it
-    /// succeeded, `buf` to the threads of its process. `None`: the proxy
-    /// failed before its step; the caller repeats the operation with the
-    /// next proxy.
+    /// succeeded, `buf` and `tail` (what the step adds to the value: a
+    /// reduction's contributors; usually empty) to the threads of its
+    /// process. `None`: the proxy failed before its step; the caller
+    /// repeats the operation with the next proxy.
     ///
-    /// A small value travels with its outcome in one broadcast (a byte
-    /// after it). A value of [`SPREAD_IN_PLACE_MIN_BYTES`] or more is
-    /// broadcast in place, into `buf` itself, and each thread reads the
-    /// outcome the proxy kept: two copies of the value and a buffer fewer
-    /// per thread, for one lock.
+    /// A small value travels with its tail and outcome in one broadcast
+    /// (a byte after them). A value of [`SPREAD_IN_PLACE_MIN_BYTES`] or
+    /// more is broadcast in place, into `buf` itself, and each thread reads
+    /// the outcome and the tail the proxy kept: two copies of the value and
+    /// a buffer fewer per thread, for one lock.
     fn spread_from_proxy<B: BufferMut + ?Sized>(
         &mut self,
         upper: Option<Result<(), Error>>,
-        buf: &mut B,
+        (buf, tail): (&mut B, &mut [u8]),
     ) -> Option<Result<(), Error>> {
         let items = buf.items_mut();
         let n = std::mem::size_of_val(items);
@@ -532,18 +481,23 @@ impl<'t> NodeComm<'_, 't> {
             self.local.broadcast_into(proxy, &mut *items).map(|()| None)
         } else {
             let mut bytes = std::mem::take(&mut self.spread);
+            let (t, all) = (tail.len(), n + tail.len());
             bytes.clear();
-            bytes.resize(n + 1, UPPER_OK);
+            bytes.resize(all + 1, UPPER_OK);
             if is_proxy {
                 match failure {
-                    None => bytes[..n].copy_from_slice(bytemuck::cast_slice(items)),
-                    Some(_) => bytes[n] = UPPER_FAILED,
+                    None => {
+                        bytes[..n].copy_from_slice(bytemuck::cast_slice(items));
+                        bytes[n..all].copy_from_slice(tail);
+                    }
+                    Some(_) => bytes[all] = UPPER_FAILED,
                 }
             }
             let spread = self.local.broadcast_into(proxy, &mut bytes[..]).map(|()| {
-                let ok = bytes[n] == UPPER_OK;
+                let ok = bytes[all] == UPPER_OK;
                 if ok {
                     bytemuck::cast_slice_mut(items).copy_from_slice(&bytes[..n]);
+                    tail.copy_from_slice(&bytes[n..n + t]);
                 }
                 Some(ok)
             });
@@ -558,7 +512,7 @@ impl<'t> NodeComm<'_, 't> {
             (Ok(None), None) if is_proxy => Some(Ok(())),
             // In place: the outcome is kept until this thread is past it.
             (Ok(None), None) => Some(match self.kept().find(seq).filter(|k| k.by == proxy) {
-                Some(kept) => kept.read::<u8>(&mut []),
+                Some(kept) => kept.read::<u8>(&mut [], tail),
                 None => Err(Error::UpperLevel("the proxy's outcome was not kept".into())),
             }),
             (Err(_), Some(e)) => Some(Err(e)),
@@ -575,7 +529,7 @@ impl<'t> NodeComm<'_, 't> {
                 // running: wait for it (the level's lock) before looking.
                 drop(self.level());
                 if let Some(kept) = self.kept().find(seq).filter(|k| k.by == proxy) {
-                    return Some(kept.read(items));
+                    return Some(kept.read(items, tail));
                 }
                 self.proxy = (proxy + 1) % self.local.size();
                 None

@@ -1,8 +1,8 @@
 //! `corrected mpi`'s loop of broadcasts, reduces, allreduces or barriers,
 //! every result checked: a reduction of each rank's bit holds every live
 //! rank's and a failed rank's or not, the same in every element, and where
-//! the communicator reports contributors (one rank per process) they are
-//! exactly the ranks whose bits the result holds.
+//! the communicator reports contributors (unless its failure scheme is the
+//! bit) they are exactly the ranks whose bits the result holds.
 
 use std::time::Instant;
 
@@ -141,8 +141,8 @@ fn rotating_root(iter: u32, size: u32, dead: &[Rank]) -> Rank {
 }
 
 /// Where contributors are known (`known`), they are exactly the ranks
-/// whose bits the result `buf` holds (tried once per loop: a node team
-/// refuses them).
+/// whose bits the result `buf` holds (tried once per loop: a team whose
+/// failure scheme is the bit refuses them).
 /// Counts in `checked` the contributors found right.
 fn named(buf: &[u64], who: Option<Contributors>, known: bool, checked: &mut u32) -> bool {
     let Some(ranks) = who.and_then(|w| w.ranks()) else {
