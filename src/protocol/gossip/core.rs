@@ -4,8 +4,9 @@
 //! **Gossip phase** (shared with FCG, `super::phase`). The root is
 //! colored at the start. Every colored node sends the value to a uniformly
 //! random other node, one message per send slot, until the global time T;
-//! the phase lasts until T + L + O, so that messages in flight arrive. A
-//! node colored in the phase is a *g-node*.
+//! the phase lasts until T + L + O, so that messages in flight arrive (or
+//! until T, flogsim's convention: [`PhaseEnd`](super::PhaseEnd)). A node
+//! colored in the phase is a *g-node*; below, T + L + O is the phase's end.
 //!
 //! **Correction.** [`GossipCorrection::None`] is the paper's GOS baseline:
 //! nothing after the phase (weakly consistent). With

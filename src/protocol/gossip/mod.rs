@@ -25,7 +25,7 @@ pub use self::core::Gossip;
 pub use baselines::{bfb_expected_latency, bfb_latency, bfb_messages, big_latency, big_messages};
 pub use big::{Big, BigPlan};
 pub use fcg::{sos_timeout, Fcg, FcgPayload, Known, SosCause, KNOWN_CAPACITY};
-pub use plan::{GossipCorrection, GossipPlan, MAX_FCG_FAULTS};
+pub use plan::{GossipCorrection, GossipPlan, PhaseEnd, MAX_FCG_FAULTS};
 pub use spec::{ChosenGossip, CorrectionChoice, GossipSpec, GossipTime, DEFAULT_DELTA};
 pub use time::{gossip_time, GossipModel, GossipVariant};
 

@@ -3,8 +3,9 @@
 //! correction): the root is colored at the start; every colored node sends
 //! the value to a uniformly random other node, one message per send slot
 //! (the engine spaces a rank's sends by o), until the global time T; a node
-//! colored by a gossip message taken by T + L + O, the phase's end, is a
-//! *g-node*, one first colored later (by a correction message) a *c-node*.
+//! colored by a gossip message taken by the phase's end (T + L + O, or T
+//! with [`PhaseEnd::AtT`](super::PhaseEnd::AtT)) is a *g-node*, one first
+//! colored later (by a correction or a late gossip message) a *c-node*.
 //! Peers come from the [`RandomStream`] the engine derives from its seed for
 //! each rank and operation, so a seed gives the same run in every engine.
 //!
@@ -86,8 +87,9 @@ impl<P: Clone> Phase<P> {
 
     /// Takes the value of a message with `tag` received at `now`, if this
     /// node had none: a gossip message taken by the phase's end makes a
-    /// g-node (the last ones, sent just before T, are taken at T + L + O),
-    /// anything else a c-node. True if this colored the node.
+    /// g-node (with the phase ending at T + L + O, the last ones, sent just
+    /// before T, are taken then), anything else a c-node. True if this
+    /// colored the node.
     pub(super) fn color(&mut self, now: Tick, tag: Tag, value: &P, plan: &GossipPlan) -> bool {
         if self.value.is_some() {
             return false;

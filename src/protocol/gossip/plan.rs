@@ -58,6 +58,57 @@ impl GossipCorrection {
     }
 }
 
+/// Where the gossip phase ends: which nodes are g-nodes (the nodes that
+/// correct) and when the correction starts. Either way T is the tick at
+/// which no gossip message starts any more (Section III-A: "until the
+/// global time T"); the paper leaves open whether the messages sent just
+/// before T still make g-nodes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum PhaseEnd {
+    /// The phase ends at T + L + O, when the last gossip message sent
+    /// before T has been received: a node colored by a gossip message by
+    /// then is a g-node, and the correction starts then (our reading of
+    /// Algorithm 1, where a node corrects once the gossip it could receive
+    /// is in). The default.
+    #[default]
+    Drained,
+    /// The phase ends at T: the g-nodes are the nodes whose gossip message
+    /// was received at or before T, the correction starts at T, and a
+    /// gossip message still in flight colors a c-node (one that never
+    /// corrects). The convention of the authors' simulator, flogsim
+    /// (`checked_corrected_gossip_bcast`), which `docs/reproduction.md`
+    /// puts our runs beside: its g-nodes at T are ours at T - L - O.
+    AtT,
+}
+
+impl PhaseEnd {
+    /// The spellings the CLI takes: `drained` and `at-t`.
+    pub const SPELLINGS: &'static str = "drained (g-nodes colored by T + L + O, the default) or at-t (g-nodes colored by T, flogsim's)";
+}
+
+impl std::str::FromStr for PhaseEnd {
+    type Err = ConfigError;
+    /// `drained` or `at-t`.
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        match s.to_ascii_lowercase().as_str() {
+            "drained" => Ok(PhaseEnd::Drained),
+            "at-t" => Ok(PhaseEnd::AtT),
+            _ => Err(ConfigError::BadGossip {
+                why: format!("gossip phase end {s:?}: {}", PhaseEnd::SPELLINGS),
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for PhaseEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PhaseEnd::Drained => "drained",
+            PhaseEnd::AtT => "at-t",
+        })
+    }
+}
+
 /// What every node of one gossip configuration shares.
 #[derive(Clone, Debug)]
 pub struct GossipPlan {
@@ -66,6 +117,7 @@ pub struct GossipPlan {
     /// T: no gossip message starts at or after it.
     stop: Tick,
     correction: GossipCorrection,
+    phase_end: PhaseEnd,
 }
 
 impl GossipPlan {
@@ -99,7 +151,19 @@ impl GossipPlan {
             logp,
             stop,
             correction,
+            phase_end: PhaseEnd::Drained,
         })
+    }
+
+    /// The same plan with the gossip phase ending as `end` says.
+    pub fn with_phase_end(mut self, end: PhaseEnd) -> Self {
+        self.phase_end = end;
+        self
+    }
+
+    /// Where the gossip phase ends.
+    pub fn phase_end(&self) -> PhaseEnd {
+        self.phase_end
     }
 
     /// T.
@@ -117,9 +181,14 @@ impl GossipPlan {
         self.logp
     }
 
-    /// When the correction starts: T + L + O.
+    /// When the gossip phase ends and the correction starts: T + L + O
+    /// ([`PhaseEnd::Drained`]) or T ([`PhaseEnd::AtT`]). A node colored by
+    /// a gossip message received at or before it is a g-node.
     pub fn correction_start(&self) -> Tick {
-        self.stop + self.logp.latency + self.logp.overhead
+        match self.phase_end {
+            PhaseEnd::Drained => self.stop + self.logp.latency + self.logp.overhead,
+            PhaseEnd::AtT => self.stop,
+        }
     }
 
     /// When the correction ends at the latest: T + L + O + C for OCG, the

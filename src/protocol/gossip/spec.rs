@@ -11,7 +11,7 @@ use std::str::FromStr;
 
 use crate::error::ConfigError;
 use crate::protocol::gossip::{
-    gossip_time, sos_timeout, GossipCorrection, GossipModel, GossipPlan, GossipVariant,
+    gossip_time, sos_timeout, GossipCorrection, GossipModel, GossipPlan, GossipVariant, PhaseEnd,
     MAX_FCG_FAULTS,
 };
 use crate::types::{LogP, Tick};
@@ -27,7 +27,9 @@ pub const MAX_GOSSIP_TICKS: Tick = 1 << 16;
 /// estimates behind an automatic T or C fall short.
 pub const DEFAULT_DELTA: f64 = 6.93e-7;
 
-/// The gossip time T: a number of ticks of the model, or chosen: to
+/// The gossip time T, the tick from which no gossip message starts (where
+/// the phase ends, T + L + O or T, is [`PhaseEnd`]): a number of ticks of
+/// the model, or chosen: to
 /// minimise the correction's latency (Eq. 3 for OCG, Eq. 4 for CCG, Eq. 5
 /// for FCG), and for GOS, which has no correction, the first T after which
 /// Lemma 1 leaves at most δ nodes uncolored.
@@ -148,6 +150,9 @@ pub struct GossipSpec {
     pub correction: CorrectionChoice,
     /// The chance the estimates behind an automatic T or C fall short.
     pub delta: f64,
+    /// Where the gossip phase ends: T + L + O (the default) or T, flogsim's
+    /// convention ([`PhaseEnd`]).
+    pub phase_end: PhaseEnd,
 }
 
 impl Default for GossipSpec {
@@ -158,6 +163,7 @@ impl Default for GossipSpec {
             time: GossipTime::Auto,
             correction: CorrectionChoice::Checked,
             delta: DEFAULT_DELTA,
+            phase_end: PhaseEnd::Drained,
         }
     }
 }
@@ -216,14 +222,22 @@ impl GossipSpec {
         }
         let model = GossipModel::new(procs, procs, logp)?;
         let variant = self.correction.variant();
+        // The model's g-nodes are those colored by T + L + O: with the
+        // phase ending at T, the same g-nodes come from T - L - O, and an
+        // automatic T is the model's plus L + O.
+        let flight = match self.phase_end {
+            PhaseEnd::Drained => 0,
+            PhaseEnd::AtT => logp.latency + logp.overhead,
+        };
         let stop = match (self.time, self.correction) {
             // GOS: long enough for gossip alone to reach all with 1 - δ.
             (GossipTime::Auto, CorrectionChoice::None) => {
                 model.gossip_only_time(self.delta)? + logp.overhead
             }
-            (GossipTime::Auto, _) => gossip_time(procs, logp, self.delta, variant)?,
+            (GossipTime::Auto, _) => gossip_time(procs, logp, self.delta, variant)? + flight,
             (GossipTime::Ticks(t), _) => t,
         };
+        let model_stop = stop.saturating_sub(flight);
         let correction = match self.correction {
             CorrectionChoice::None => GossipCorrection::None,
             CorrectionChoice::Checked => GossipCorrection::Checked,
@@ -233,17 +247,17 @@ impl GossipSpec {
             },
             CorrectionChoice::Opportunistic(c) => GossipCorrection::Opportunistic {
                 duration: c.unwrap_or_else(|| {
-                    let (_, k) = model.latency(stop, self.delta, GossipVariant::Ocg);
+                    let (_, k) = model.latency(model_stop, self.delta, GossipVariant::Ocg);
                     (Tick::from(k) + 1) * logp.overhead + logp.latency + logp.overhead
                 }),
             },
         };
         let estimated_latency = match self.correction {
             CorrectionChoice::None => stop + logp.latency + logp.overhead,
-            _ => model.latency(stop, self.delta, variant).0,
+            _ => model.latency(model_stop, self.delta, variant).0,
         };
         Ok(ChosenGossip {
-            plan: GossipPlan::new(procs, logp, stop, correction)?,
+            plan: GossipPlan::new(procs, logp, stop, correction)?.with_phase_end(self.phase_end),
             estimated_latency,
         })
     }
@@ -339,5 +353,34 @@ mod tests {
         let bad = GossipSpec { delta: 0.0, ..spec };
         assert!(bad.choose(1024, logp).is_err());
         assert!(GossipSpec::default().choose(1, logp).is_err());
+    }
+
+    /// With the phase ending at T (flogsim's convention), an automatic T
+    /// is the model's plus L + O, so the g-nodes, the correction's start
+    /// and the estimate are those of the default convention.
+    #[test]
+    fn auto_with_the_phase_ending_at_t_keeps_the_schedule() {
+        let logp = LogP {
+            latency: 2,
+            overhead: 1,
+        };
+        let drained = GossipSpec::default().choose(65536, logp).unwrap();
+        let at_t = GossipSpec {
+            phase_end: PhaseEnd::AtT,
+            ..GossipSpec::default()
+        }
+        .choose(65536, logp)
+        .unwrap();
+        assert_eq!(at_t.plan.stop(), drained.plan.stop() + 3);
+        assert_eq!(
+            at_t.plan.correction_start(),
+            drained.plan.correction_start()
+        );
+        assert_eq!(at_t.estimated_latency, drained.estimated_latency);
+        assert_eq!(at_t.plan.phase_end(), PhaseEnd::AtT);
+        for end in [PhaseEnd::Drained, PhaseEnd::AtT] {
+            assert_eq!(end.to_string().parse::<PhaseEnd>(), Ok(end));
+        }
+        assert!("at-T+L".parse::<PhaseEnd>().is_err());
     }
 }

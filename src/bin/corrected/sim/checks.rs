@@ -138,12 +138,19 @@ fn check_used(args: &SimArgs, op: Op) -> Result<(), CliError> {
     let algorithm = args.algorithm.as_str();
     let gossip = algorithm == "gossip";
     let m = &args.model;
-    let unused: [(Option<String>, &'static str, bool, &str, &str); 7] = [
+    let unused: [(Option<String>, &'static str, bool, &str, &str); 8] = [
         (
             args.gossip_time.clone(),
             "--gossip-time",
             gossip,
             "only corrected gossip has a gossip time",
+            "--algorithm gossip",
+        ),
+        (
+            args.gossip_phase_end.clone(),
+            "--gossip-phase-end",
+            gossip,
+            "only corrected gossip has a gossip phase",
             "--algorithm gossip",
         ),
         (

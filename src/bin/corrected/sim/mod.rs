@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use corrected::protocol::allreduce::AllreduceAlgorithm;
 use corrected::protocol::gossip::{
     bfb_expected_latency, bfb_latency, bfb_messages, big_latency, big_messages, CorrectionChoice,
-    GossipCorrection, GossipModel, GossipSpec, GossipTime,
+    GossipCorrection, GossipModel, GossipSpec, GossipTime, PhaseEnd,
 };
 use corrected::protocol::reduce::FailureScheme;
 use corrected::sim::bcast::Token;
@@ -65,12 +65,21 @@ pub struct SimArgs {
     /// and allreduce over the --tree, root 0, timeouts of --timeout).
     #[arg(long, default_value = "tree")]
     algorithm: String,
-    /// Corrected gossip's T: ticks of gossip, or auto (Eq. 3 for OCG, Eq. 4
+    /// Corrected gossip's T, the tick from which no gossip message starts
+    /// (see --gossip-phase-end): ticks of gossip, or auto (Eq. 3 for OCG, Eq. 4
     /// for CCG, Eq. 5 for FCG, for GOS the first T after which Lemma 1
     /// leaves at most δ nodes uncolored; plus one overhead, as the paper
     /// chooses it; the default). With --algorithm gossip only.
     #[arg(long)]
     gossip_time: Option<String>,
+    /// Where corrected gossip's phase ends: drained (at T + L + O, once the
+    /// last gossip message sent before T is in: the g-nodes are the nodes
+    /// colored by then, and the correction starts then; the default) or
+    /// at-t (at T: g-nodes colored by T, the correction from T, gossip still
+    /// in flight colors c-nodes; the convention of the authors' simulator,
+    /// flogsim). With --algorithm gossip only.
+    #[arg(long)]
+    gossip_phase_end: Option<String>,
     /// Corrected gossip's δ: the chance the estimates behind T and C (auto)
     /// may fail (the paper's 6.93e-7: all of 10^6 runs succeed with
     /// probability about 1/2; the default). With --algorithm gossip only.
@@ -285,10 +294,22 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
     check_curve(args)?;
     // T and C as given, or from Eq. 3-5, Lemma 1 (GOS) and Claim 2
     // (`GossipSpec`), and the latency the model predicts.
+    let phase_end = match args.gossip_phase_end.as_deref() {
+        None => PhaseEnd::Drained,
+        Some(end) => end.parse().map_err(|_| {
+            out_of_range(
+                "--gossip-phase-end",
+                end,
+                PhaseEnd::SPELLINGS,
+                "pass --gossip-phase-end drained or at-t",
+            )
+        })?,
+    };
     let chosen = GossipSpec {
         time,
         correction: choice,
         delta: args.delta(),
+        phase_end,
     }
     .choose(args.procs, logp)?;
     let model = GossipModel::new(args.procs, args.procs, logp)?;
@@ -317,6 +338,7 @@ fn run_gossip(args: &SimArgs, faults: FaultPlan) -> Result<ExitCode, CliError> {
     };
     let mut report = SimReport::new(args, "bcast", "gossip", seconds);
     report.gossip_time = Some(stop);
+    report.gossip_phase_end = Some(phase_end.to_string());
     report.delta = Some(args.delta());
     let printer = BroadcastReport {
         correction: Some(correction_name),

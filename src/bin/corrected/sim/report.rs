@@ -29,6 +29,7 @@ pub(super) struct SimReport {
     pub tree: Option<String>,
     pub correction: Option<String>,
     pub gossip_time: Option<Tick>,
+    pub gossip_phase_end: Option<String>,
     pub delta: Option<f64>,
     pub timeout_ticks: Option<Tick>,
     pub latency: Tick,
@@ -89,6 +90,7 @@ impl SimReport {
             tree: None,
             correction: None,
             gossip_time: None,
+            gossip_phase_end: None,
             delta: None,
             timeout_ticks: None,
             latency: m.latency,
@@ -295,9 +297,12 @@ impl BroadcastReport {
         if json {
             return report.print_json();
         }
-        let t = report
-            .gossip_time
-            .map_or(String::new(), |t| format!(" T={t}"));
+        let t = report.gossip_time.map_or(String::new(), |t| {
+            match report.gossip_phase_end.as_deref() {
+                Some("at-t") => format!(" T={t} (phase ends at T)"),
+                _ => format!(" T={t}"),
+            }
+        });
         out!(
             "P={} {}{t} correction={} L={} o={} fault-rate={} runs={} ({:.1} sims/s)",
             report.procs,
