@@ -531,14 +531,17 @@ fn multiroot_every_dead_set_of_up_to_three_and_each_send_death() {
 /// two serial faults are x and its own largest child (the second is found
 /// only once the first is circumvented). The penalty is the latency less
 /// the fault-free one. Table 1 has 2 parallel within 1.1 % of 1 fault and
-/// 2 serial within 0.9 % of twice it, where a 2 s timeout dwarfs the rest
-/// (0.5-2.4 ms fault-free); here a timeout unit (24 ticks) is a fifth of
-/// the fault-free latency and a second fault costs receives and sends of
-/// its own (a few ticks), so we allow ten times Table 1's spread: 2
-/// parallel within 10 % of 1 fault, 2 serial 1.8-2.2 times it. Table 1's
-/// "3 mixed" (the 2 serial and x's sibling) costs what 2 serial do (its
-/// largest deviation 0.5 %; here within 10 %). Measured: parallel
-/// +1-6 %, serial 1.96-2.03x, mixed +0-2.2 % (`docs/reproduction.md`).
+/// 2 serial within 0.9 % of twice it, where ULFM's 2 s timeout, the same at
+/// any distance, dwarfs the rest (0.5-2.4 ms fault-free). Here a timeout
+/// unit T (24 ticks) is a fifth of the fault-free latency and, as Appendix
+/// A sets it, the timeout grows with the distance: the second serial fault
+/// is asked from two levels up and waited on for 2T, so 2 serial cost
+/// twice one plus T. We allow ten times Table 1's spread: 2 parallel
+/// within 10 % of 1 fault, 2 serial within 10 % of 2·(1 fault) + T.
+/// Table 1's "3 mixed" (the 2 serial and x's sibling) costs what 2 serial
+/// do (its largest deviation 0.5 %; here within 10 %). Measured: parallel
+/// −3 % to +2 %, serial 0.97-1.02 of 2·(1 fault) + T, mixed −4 % to +3 %
+/// (`docs/reproduction.md`).
 #[test]
 fn table_1_parallel_faults_cost_one_serial_faults_two() {
     let logp = LogP::new(10, 1).unwrap();
@@ -579,8 +582,12 @@ fn table_1_parallel_faults_cost_one_serial_faults_two() {
                 (parallel / one - 1.0).abs() <= 0.1,
                 "{what}: {one} {parallel}"
             );
+            // The second serial fault is asked at distance 2 (Appendix A:
+            // its timeout is 2T + o·children where the first's is T +
+            // o·children): one fault's cost again, plus one more T.
+            let t = plan.timeout() as f64;
             assert!(
-                (1.8..=2.2).contains(&(serial / one)),
+                (serial / (2.0 * one + t) - 1.0).abs() <= 0.1,
                 "{what}: {one} {serial}"
             );
             assert!(

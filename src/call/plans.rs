@@ -132,7 +132,9 @@ impl Plans {
             BroadcastAlgorithm::Big if ranks >= 2 => BroadcastPlan::Big(BigPlan::new(ranks)?),
             BroadcastAlgorithm::Ftco { timeout } => {
                 let timeout = ftco_timeout(timeout)?;
-                BroadcastPlan::Ftco(FtcoPlan::new(given, ranks, FTCO_LOGP, Some(timeout))?)
+                BroadcastPlan::Ftco(
+                    FtcoPlan::new(given, ranks, FTCO_LOGP, Some(timeout))?.with_patience(timeout),
+                )
             }
             BroadcastAlgorithm::AckTree => {
                 BroadcastPlan::AckTree(AckTreePlan::new(given, ranks, LogP::PAPER)?)
@@ -144,7 +146,9 @@ impl Plans {
         let reduction = match config.reduce {
             ReduceAlgorithm::Ftco { timeout } => {
                 let timeout = ftco_timeout(timeout)?;
-                ReductionPlan::Ftco(FtcoPlan::new(given, ranks, FTCO_LOGP, Some(timeout))?)
+                ReductionPlan::Ftco(
+                    FtcoPlan::new(given, ranks, FTCO_LOGP, Some(timeout))?.with_patience(timeout),
+                )
             }
             ReduceAlgorithm::UpCorrection => ReductionPlan::UpCorrection { reduce, allreduce },
         };

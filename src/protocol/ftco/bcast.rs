@@ -161,7 +161,7 @@ impl<'p, P: Clone + Send + 'static> Ftco<'p, P> {
         let (virtual_me, value) = crate::protocol::rooted_value(plan.procs(), root, me, value)?;
         let down = plan.tree.children(virtual_me).iter().map(|&c| (c, 1));
         let up = plan.tree.parent(virtual_me).map(|p| (p, 1));
-        let patience = plan.eta[virtual_me as usize] + plan.timeout();
+        let patience = plan.ask_after(plan.eta[virtual_me as usize]);
         Ok(Self::resume(
             plan,
             root,

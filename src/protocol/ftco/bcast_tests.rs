@@ -106,8 +106,10 @@ fn known_failures_are_routed_around_without_a_timeout() {
     assert_eq!(node.timeouts(), 0);
 }
 
-/// A node without the value asks its parent at ETA + T, then, with no
-/// answer, its grand-parent (Appendix D), which answers with DATA.
+/// A node without the value asks its parent once its f_ETA has passed
+/// (Algorithm 4 line 21), then, with no answer, its grand-parent
+/// (Appendix D), which answers with DATA; an engine's patience delays the
+/// first question by as much.
 #[test]
 fn keepalive_walks_up_to_the_grandparent() {
     let plan = binary(15, Some(4));
@@ -116,8 +118,12 @@ fn keepalive_walks_up_to_the_grandparent() {
     let grand = plan.tree().parent(parent).unwrap();
     let mut node = Ftco::new(&plan, 0, me, 0, None::<u8>).unwrap();
     node.handle(0, Event::Start);
-    let patience = plan.eta[me as usize] + 4;
+    let patience = plan.eta[me as usize] + 1;
     assert_eq!(node.poll_deadline(), Some(patience));
+    let patient = binary(15, Some(4)).with_patience(4);
+    let mut waits = Ftco::new(&patient, 0, me, 0, None::<u8>).unwrap();
+    waits.handle(0, Event::Start);
+    assert_eq!(waits.poll_deadline(), Some(patience + 4));
     assert_eq!(send(&mut node, 1), None);
     node.handle(patience, Event::Timer);
     assert_eq!(send(&mut node, patience), Some((parent, Tag::KeepAlive)));

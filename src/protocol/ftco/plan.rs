@@ -16,6 +16,10 @@ pub struct FtcoPlan {
     pub(super) tree: Tree,
     logp: LogP,
     timeout: Tick,
+    /// How long past its f_ETA a node waits for a DATA before it asks by
+    /// KEEPALIVE: 0, as Algorithm 4 line 21 reads, unless an engine says
+    /// otherwise ([`FtcoPlan::with_patience`]).
+    patience: Tick,
     /// f_ETA of the broadcast (and of an allreduce's down phase, shifted
     /// by [`FtcoPlan::reduce_time`]): when each node gets the value.
     pub(super) eta: Vec<Tick>,
@@ -89,6 +93,7 @@ impl FtcoPlan {
             tree,
             logp,
             timeout,
+            patience: 0,
             eta,
             up_eta,
             reduce_time: done[0],
@@ -118,6 +123,32 @@ impl FtcoPlan {
     /// The timeout unit T.
     pub fn timeout(&self) -> Tick {
         self.timeout
+    }
+
+    /// The same plan with nodes waiting `patience` ticks past their f_ETA
+    /// before they ask for a missing DATA by KEEPALIVE. The paper's node
+    /// asks as soon as its f_ETA has passed (Section 4, Algorithm 4 line
+    /// 21: `now > f_ETA(x)`), which is right where f_ETA is the fault-free
+    /// schedule itself, as in the simulator (the default, 0). On threads
+    /// f_ETA comes from a model of a hop that scheduling noise overruns
+    /// every few calls: asking then would cost KEEPALIVE/ACK pairs in runs
+    /// where nothing failed, so the call layer waits one timeout unit T.
+    pub fn with_patience(mut self, patience: Tick) -> Self {
+        self.patience = patience;
+        self
+    }
+
+    /// How long past its f_ETA a node waits before it asks by KEEPALIVE
+    /// ([`FtcoPlan::with_patience`]).
+    pub fn patience(&self) -> Tick {
+        self.patience
+    }
+
+    /// When a node waiting for DATA expected at `eta` asks for it first:
+    /// once `eta` has passed (Algorithm 4 line 21's strict `>`), after the
+    /// plan's patience.
+    pub(super) fn ask_after(&self, eta: Tick) -> Tick {
+        eta + 1 + self.patience
     }
 
     /// f_timeout (Appendix A): how long node `from` waits for an answer

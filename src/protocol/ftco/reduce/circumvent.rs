@@ -37,7 +37,7 @@ where
                 self.pending.push(Pending {
                     rank: c,
                     dist: plan.depth(c) - plan.depth(self.me),
-                    ask_at: self.now.max(plan.up_eta(c) + plan.timeout()),
+                    ask_at: self.now.max(plan.ask_after(plan.up_eta(c))),
                     deadline: None,
                     backoff: 0,
                 });

@@ -141,7 +141,7 @@ where
             .map(|&c| Pending {
                 rank: c,
                 dist: 1,
-                ask_at: plan.up_eta(c) + plan.timeout(),
+                ask_at: plan.ask_after(plan.up_eta(c)),
                 deadline: None,
                 backoff: 0,
             })
@@ -389,7 +389,7 @@ where
             siblings.iter().position(|&c| c == t).unwrap_or(0)
         };
         targets.sort_by_key(|&(t, dist)| (dist, place(t), t));
-        let patience = plan.result_eta(self.me) + plan.timeout();
+        let patience = plan.ask_after(plan.result_eta(self.me));
         let down = Ftco::resume(
             plan,
             self.root,

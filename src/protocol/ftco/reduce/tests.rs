@@ -81,7 +81,8 @@ fn silent_child_is_asked_then_circumvented() {
     let msg = part(live_sum, live, vec![]);
     core.handle(at, Event::Message { from: live, msg });
     assert_eq!(send(&mut core, at), Some((live, Tag::Ack)));
-    let ask = plan.up_eta(dead) + plan.timeout();
+    // Algorithm 4 line 21: asked once its f_ETA has passed.
+    let ask = plan.up_eta(dead) + 1;
     assert_eq!(core.poll_deadline(), Some(ask));
     core.handle(ask, Event::Timer);
     assert_eq!(send(&mut core, ask), Some((dead, Tag::KeepAlive)));
