@@ -50,7 +50,8 @@ pub enum BroadcastAlgorithm {
     /// Appendices A and D; [`crate::protocol::ftco`]): DATA down the tree,
     /// each acknowledged; a DATA unanswered for d·T + o·(children) is
     /// circumvented, and a rank without the value at its expected arrival
-    /// plus T asks its parent, then its grand-parent. With the root alive,
+    /// plus T (one unit of patience: f_ETA is a model here) asks its
+    /// parent, then its grand-parent. With the root alive,
     /// every live rank delivers the root's value exactly once, whatever
     /// fails before or during the operation. On threads T is real time, o
     /// and L are [`FTCO_LOGP`]'s, and a deadline fires only once its rank

@@ -15,8 +15,9 @@
 //! silent too).
 //!
 //! **Disruptions** (Section 4, "Data Propagation Disruptions"; Appendix D's
-//! grand-parent fall-back): a node without the value at its expected
-//! arrival time (fault-free coloring time, f_ETA) plus one timeout unit
+//! grand-parent fall-back): a node without the value once its expected
+//! arrival time (fault-free coloring time, f_ETA) has passed, plus the
+//! plan's patience ([`FtcoPlan::with_patience`](super::FtcoPlan::with_patience)),
 //! sends KEEPALIVE to its parent. An ACK says the parent lives (and waits
 //! too): the KEEPALIVE is repeated every timeout until DATA comes. No
 //! answer within the timeout and the parent is suspected, and the node

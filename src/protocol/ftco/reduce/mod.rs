@@ -40,7 +40,8 @@ const WATCH: usize = 1;
 struct Pending {
     rank: Rank,
     dist: u32,
-    /// When to ask it by KEEPALIVE (f_ETA + T, or now once circumvented).
+    /// When to ask it by KEEPALIVE (once f_ETA has passed, plus the plan's
+    /// patience; now once circumvented).
     ask_at: Tick,
     /// Asked: suspected if no answer by then.
     deadline: Option<Tick>,

@@ -61,7 +61,7 @@ fn send(core: &mut Core<'_>, now: Tick) -> Option<(Rank, Tag)> {
     core.poll_transmit(now).map(|t| (t.to, t.msg.tag))
 }
 
-/// A child silent past f_ETA + T is asked by KEEPALIVE; no answer
+/// A child silent past its f_ETA is asked by KEEPALIVE; no answer
 /// within f_timeout and it is circumvented: its children are asked at
 /// once, their DATA folded in, and the partial goes up missing it
 /// (Algorithm 4, Figure 4).
