@@ -4,8 +4,10 @@
 //! `cargo bench --bench mailbox` runs:
 //!
 //! * `side_by_side`: (a), (b), (c) below measured back to back in each of
-//!   31 rounds, printing medians and the median per-round ratios b/a, c/a
-//!   (the fair comparison: see [`side_by_side`]).
+//!   31 rounds, (b) and (c) with each doorbell fence (`DoorbellFence`:
+//!   seqcst, then membarrier where the kernel offers it), printing medians
+//!   and the median per-round ratios b/a, c/a (the fair comparison: see
+//!   [`side_by_side`]).
 //! * `message_sizes`: (b) with messages of 8, 56 and 120 bytes (a slot of
 //!   one cache line, of one line with nothing to spare, and of two lines:
 //!   the thread runtime's `Msg<Packet>`), and of 120 bytes sent in one
@@ -39,7 +41,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, Criterion};
 use crossbeam_utils::CachePadded;
 
-use corrected::mailbox::{Compact, Endpoint, Mailboxes, Whole};
+use corrected::mailbox::{Compact, DoorbellFence, Endpoint, Mailboxes, Whole};
 
 /// The cores this process may use, read once before anything is pinned:
 /// `core_affinity::get_core_ids` reads the calling thread's affinity mask,
@@ -116,11 +118,16 @@ fn recv<T: Send, C: Compact<T>>(ep: &mut Endpoint<'_, T, C>, wait: bool) -> (u32
 
 /// (b), (c) and the same-core variant: round trips over two lanes, with
 /// `T` messages (`u64` but for `message_sizes`) through lanes with codec `C`.
-fn lane_pingpong<T: Token, C: Compact<T>>(iters: u64, wait: bool, echo_core: usize) -> Duration
+fn lane_pingpong<T: Token, C: Compact<T>>(
+    iters: u64,
+    wait: bool,
+    echo_core: usize,
+    fence: DoorbellFence,
+) -> Duration
 where
     C::Small: Send,
 {
-    let boxes = Mailboxes::<T, C>::with_codec(2, 64);
+    let boxes = Mailboxes::<T, C>::with_codec(2, 64).with_doorbell_fence(fence);
     let mut a = boxes.endpoint(0).unwrap();
     let mut b = boxes.endpoint(1).unwrap();
     thread::scope(|s| {
@@ -242,10 +249,10 @@ fn pingpong(c: &mut Criterion) {
     g.measurement_time(Duration::from_secs(4));
     g.bench_function("a_raw_atomics", |b| b.iter_custom(raw_pingpong));
     g.bench_function("b_lanes_try_recv", |b| {
-        b.iter_custom(|iters| lane_pingpong::<u64, Whole>(iters, false, 1))
+        b.iter_custom(|iters| lane_pingpong::<u64, Whole>(iters, false, 1, DoorbellFence::SeqCst))
     });
     g.bench_function("c_lanes_wait", |b| {
-        b.iter_custom(|iters| lane_pingpong::<u64, Whole>(iters, true, 1))
+        b.iter_custom(|iters| lane_pingpong::<u64, Whole>(iters, true, 1, DoorbellFence::SeqCst))
     });
     g.finish();
 }
@@ -261,7 +268,7 @@ fn waiting(c: &mut Criterion) {
     g.sample_size(20);
     g.bench_function("park_unpark_wakeup", |b| b.iter_custom(park_pingpong));
     g.bench_function("same_core_lanes_wait", |b| {
-        b.iter_custom(|iters| lane_pingpong::<u64, Whole>(iters, true, 0))
+        b.iter_custom(|iters| lane_pingpong::<u64, Whole>(iters, true, 0, DoorbellFence::SeqCst))
     });
     g.finish();
 }
@@ -274,47 +281,72 @@ fn team(c: &mut Criterion) {
     g.finish();
 }
 
-/// (a), (b) and (c) interleaved: the two vCPUs' placement on the host can
-/// change over a run (one-way ~60 ns when they share a cache cluster, ~250
-/// ns when not), so comparing criterion's separate 4-second runs can mix
-/// placements. Here each round measures all three back to back, and the
-/// ratios are taken per round.
+/// (a), (b) and (c) interleaved, (b) and (c) with each doorbell fence: the
+/// two vCPUs' placement on the host can change over a run (one-way ~60 ns
+/// when they share a cache cluster, ~250 ns when not), so comparing
+/// criterion's separate 4-second runs can mix placements. Here each round
+/// measures all five back to back, and the ratios are taken per round.
 fn side_by_side(rounds: usize, round_trips: u64) {
-    let mut rows: Vec<[f64; 3]> = (0..rounds)
+    let membarrier = DoorbellFence::Membarrier;
+    let seqcst = DoorbellFence::SeqCst;
+    let rows: Vec<[f64; 5]> = (0..rounds)
         .map(|_| {
             let ns = |d: Duration| d.as_nanos() as f64 / round_trips as f64;
             [
                 ns(raw_pingpong(round_trips)),
-                ns(lane_pingpong::<u64, Whole>(round_trips, false, 1)),
-                ns(lane_pingpong::<u64, Whole>(round_trips, true, 1)),
+                ns(lane_pingpong::<u64, Whole>(round_trips, false, 1, seqcst)),
+                ns(lane_pingpong::<u64, Whole>(round_trips, true, 1, seqcst)),
+                ns(lane_pingpong::<u64, Whole>(
+                    round_trips,
+                    false,
+                    1,
+                    membarrier,
+                )),
+                ns(lane_pingpong::<u64, Whole>(
+                    round_trips,
+                    true,
+                    1,
+                    membarrier,
+                )),
             ]
         })
         .collect();
-    let median = |v: &mut Vec<f64>| {
+    let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let col = |rows: &[[f64; 3]], i: usize| rows.iter().map(|r| r[i]).collect::<Vec<_>>();
-    let (mut a, mut b, mut c) = (col(&rows, 0), col(&rows, 1), col(&rows, 2));
-    let mut b_a: Vec<f64> = rows.iter().map(|r| r[1] / r[0]).collect();
-    let mut c_a: Vec<f64> = rows.iter().map(|r| r[2] / r[0]).collect();
+    let col = |i: usize| median(rows.iter().map(|r| r[i]).collect());
+    let ratio = |i: usize| median(rows.iter().map(|r| r[i] / r[0]).collect());
     println!(
-        "side_by_side ({rounds} rounds of {round_trips} round trips, one-way ns, medians): \
-         a_raw {:.1}  b_lanes_try_recv {:.1}  c_lanes_wait {:.1}  b/a {:.2}  c/a {:.2}",
-        median(&mut a),
-        median(&mut b),
-        median(&mut c),
-        median(&mut b_a),
-        median(&mut c_a),
+        "side_by_side ({rounds} rounds of {round_trips} round trips, one-way ns, medians; \
+         fences: seqcst, {}): a_raw {:.1}  b_lanes_try_recv {:.1}  c_lanes_wait {:.1}  \
+         b/a {:.2}  c/a {:.2}  membarrier: b {:.1}  c {:.1}  b/a {:.2}  c/a {:.2}",
+        Mailboxes::<u64>::new(2, 2)
+            .with_doorbell_fence(membarrier)
+            .doorbell_fence()
+            .name(),
+        col(0),
+        col(1),
+        col(2),
+        ratio(1),
+        ratio(2),
+        col(3),
+        col(4),
+        ratio(3),
+        ratio(4),
     );
-    rows.sort_by(|x, y| x[0].total_cmp(&y[0]));
-    let fastest = rows[0];
+    let fastest = rows
+        .iter()
+        .min_by(|x, y| x[0].total_cmp(&y[0]))
+        .expect("at least one round");
     println!(
-        "side_by_side round with the fastest (a): a_raw {:.1}  b {:.1}  c {:.1}  b/a {:.2}",
+        "side_by_side round with the fastest (a): a_raw {:.1}  b {:.1}  b/a {:.2}  \
+         membarrier b {:.1}  b/a {:.2}",
         fastest[0],
         fastest[1],
-        fastest[2],
-        fastest[1] / fastest[0]
+        fastest[1] / fastest[0],
+        fastest[3],
+        fastest[3] / fastest[0]
     );
 }
 
@@ -366,13 +398,29 @@ fn message_sizes(rounds: usize, round_trips: u64) {
         .map(|_| {
             [
                 ns(raw_pingpong(round_trips)),
-                ns(lane_pingpong::<u64, Whole>(round_trips, false, 1)),
-                ns(lane_pingpong::<[u64; 7], Whole>(round_trips, false, 1)),
-                ns(lane_pingpong::<[u64; 15], Whole>(round_trips, false, 1)),
+                ns(lane_pingpong::<u64, Whole>(
+                    round_trips,
+                    false,
+                    1,
+                    DoorbellFence::SeqCst,
+                )),
+                ns(lane_pingpong::<[u64; 7], Whole>(
+                    round_trips,
+                    false,
+                    1,
+                    DoorbellFence::SeqCst,
+                )),
+                ns(lane_pingpong::<[u64; 15], Whole>(
+                    round_trips,
+                    false,
+                    1,
+                    DoorbellFence::SeqCst,
+                )),
                 ns(lane_pingpong::<[u64; 15], SevenWords>(
                     round_trips,
                     false,
                     1,
+                    DoorbellFence::SeqCst,
                 )),
             ]
         })

@@ -56,6 +56,8 @@
 //! [helping](corrected::helping) off (on) instead of the default (on when
 //! pinned ranks outnumber cores); `PIN=rr` pins round-robin instead of packed,
 //! `PIN=none` leaves the threads to the OS (as Open MPI's `--bind-to none`);
+//! `FENCE=seqcst` (or `membarrier`) chooses the mailbox's doorbell fence
+//! (`TeamBuilder::doorbell_fence`) instead of the default;
 //! `TRACE=N` (with the library built `--features trace`) prints N records
 //! of the ranks' timeline from the middle of the run (all of it if N is
 //! larger) to stderr
@@ -421,6 +423,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some("0") => team = team.helping(false),
         Some("1") => team = team.helping(true),
         _ => {}
+    }
+    if let Ok(fence) = std::env::var("FENCE") {
+        team = team.doorbell_fence(fence.parse()?);
     }
     match std::env::var("PIN").ok().as_deref() {
         Some("rr") => team = team.pinning(Pinning::RoundRobin),

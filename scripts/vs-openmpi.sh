@@ -3,6 +3,7 @@
 #
 #   scripts/vs-openmpi.sh            # ROUNDS=3 PROCS="2 4 8 16 32 64"
 #   ROUNDS=5 PROCS="2 8" scripts/vs-openmpi.sh
+#   MODES=b2b OPS=bcast ROUNDS=5 PROCS="2 4 16" scripts/vs-openmpi.sh   # a part
 #
 # Contenders, 8 bytes each:
 #   allreduce: MPI_Allreduce (one double, MPI_SUM) against ours with f = 0
@@ -46,6 +47,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${ROUNDS:-3}
 procs=${PROCS:-"2 4 8 16 32 64"}
+modes=${MODES:-"b2b lone step fenced"}
+ops=${OPS:-"allreduce bcast"}
 if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >/dev/null
@@ -83,8 +86,8 @@ for round in $(seq "$rounds"); do
   echo "== round $round"
   floor start
   for p in $procs; do
-    for mode in b2b lone step fenced; do
-      for op in allreduce bcast; do
+    for mode in $modes; do
+      for op in $ops; do
         run_ompi() { local v; v=$(ompi "$p" "$op" "$mode"); record "$op $mode $p ompi $v"; echo "   $op $mode P=$p open-mpi $v us"; }
         run_ours() {
           local fs="0 1" v
@@ -124,6 +127,8 @@ for op in ("allreduce", "bcast"):
     for mode in ("b2b", "lone", "step", "fenced"):
         for p in procs:
             o = med(op, mode, p, "ompi")
+            if o is None:
+                continue
             cells = []
             for f in ("f0", "f1", "f1-tree", "f1-nohelp"):
                 m = med(op, mode, p, f)

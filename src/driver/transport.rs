@@ -182,7 +182,8 @@ pub trait Transport {
     /// receiver's full channel), which [`wait`](Transport::wait) would
     /// sleep through to `until`: an engine whose ranks share cores gives
     /// the core away once instead (the receiver may be the rank it goes
-    /// to), and the driver looks again. Default: `wait`.
+    /// to), one whose rank has its core spins a microsecond or two on its
+    /// own inbox, and the driver looks again. Default: `wait`.
     fn pause(&mut self, until: Tick) {
         self.wait(until);
     }

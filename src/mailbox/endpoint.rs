@@ -6,11 +6,17 @@ use std::cell::Cell;
 use std::marker::PhantomData;
 use std::time::Instant;
 
+use super::asymmetric::{self, DoorbellFence};
 use super::lane::Lane;
 use super::parking::wake_sleeper;
 use super::{Compact, Mailboxes, Rank, Whole, Woke, GROUP, RUNNING, SLEEPING, SPINS, YIELDS};
 use crate::fault_point::{self, FaultPoint};
-use crate::sync::{self, fence, thread, Ordering};
+use crate::sync::{self, thread, Ordering};
+
+/// `poll_ready` looks at the lanes found empty since the last heavy fence
+/// on one call in this many: a push late to show is rare (a race of a few
+/// nanoseconds per message), and each look loads the lanes' pointers.
+const RECHECK_EVERY: u32 = 16;
 
 /// One rank's sending and receiving handle. `Send` (it may move to the thread
 /// that uses it) but not `Sync`, not `Clone`: it is the only producer of the
@@ -23,6 +29,27 @@ pub struct Endpoint<'a, T, C: Compact<T> = Whole> {
     pending: Box<[u64]>,
     /// Number of set bits in `pending`.
     pending_count: u32,
+    /// With [`DoorbellFence::Membarrier`]: senders whose bit this endpoint
+    /// took from the doorbell and dropped on finding their lane empty, since
+    /// its last heavy fence. Such a sender may have seen its bit still set
+    /// and skipped the ring while its push was not yet visible here: these
+    /// lanes are polled while spinning and checked after the heavy fence
+    /// before a park. Always empty with [`DoorbellFence::SeqCst`].
+    unchecked: Box<[u64]>,
+    /// Number of set bits in `unchecked`.
+    unchecked_count: u32,
+    /// The hint lane's entry of `unchecked`, kept apart: `poll_ready` polls
+    /// that lane anyway. Moved into `unchecked` when the hint moves on.
+    hint_unchecked: bool,
+    /// Calls of `poll_ready`, so that it looks at `unchecked` lanes on
+    /// every [`RECHECK_EVERY`]th only.
+    polls: u32,
+    /// Unit tests only: messages that `recheck` found in lanes dropped as
+    /// empty (a sender's push late to show), and heavy fences paid.
+    #[cfg(test)]
+    pub(super) rechecked: u64,
+    #[cfg(test)]
+    pub(super) heavy_fences: u64,
     /// Where the round-robin scan of `pending` resumes: one past the lane
     /// served last.
     start: usize,
@@ -46,6 +73,14 @@ impl<'a, T: Send, C: Compact<T>> Endpoint<'a, T, C> {
             rank,
             pending: vec![0; boxes.words].into_boxed_slice(),
             pending_count: 0,
+            unchecked: vec![0; boxes.words].into_boxed_slice(),
+            unchecked_count: 0,
+            hint_unchecked: false,
+            polls: 0,
+            #[cfg(test)]
+            rechecked: 0,
+            #[cfg(test)]
+            heavy_fences: 0,
             start: 0,
             hint: None,
             registered: None,
@@ -118,8 +153,10 @@ impl<'a, T: Send, C: Compact<T>> Endpoint<'a, T, C> {
         // receiver's, its stamp load sees the push; if the receiver's comes
         // first, our load sees its swap (bit clear) or later, and we ring.
         // Skipping the RMW keeps the doorbell's line unchanged, so a
-        // receiver polling it keeps it cached.
-        fence(Ordering::SeqCst);
+        // receiver polling it keeps it cached. With the asymmetric fence
+        // this side is a compiler fence and the receiver's membarrier before
+        // it parks is the other half (`asymmetric`, docs/mailbox.md).
+        asymmetric::light(boxes.fence);
         if bell.load(Ordering::Relaxed) & bit != 0 {
             return Ok(());
         }
@@ -166,6 +203,7 @@ impl<'a, T: Send, C: Compact<T>> Endpoint<'a, T, C> {
             // it is the only endpoint of `me`, and `&mut self`, !Sync.
             match unsafe { lane.pop() } {
                 Some(msg) => {
+                    self.set_hint(from, lane);
                     // SAFETY: as above (consumer).
                     if !unsafe { lane.has_next() } {
                         // A message pushed after this check rings the bell
@@ -173,7 +211,6 @@ impl<'a, T: Send, C: Compact<T>> Endpoint<'a, T, C> {
                         self.clear(from);
                     }
                     self.start = from + 1;
-                    self.hint = Some((from as Rank, lane));
                     fault_point::reach(FaultPoint::Taken);
                     return Some((from as Rank, msg));
                 }
@@ -219,12 +256,17 @@ impl<'a, T: Send, C: Compact<T>> Endpoint<'a, T, C> {
     /// as a message may be pending or a wake-up came, `None` otherwise. A
     /// caller with bookkeeping to do before a longer wait (reading the clock
     /// costs tens of nanoseconds) spins first and does it only on `None`.
-    #[cfg_attr(loom, allow(clippy::reversed_empty_ranges))] // SPINS = 0
     pub fn spin(&mut self) -> Option<Woke> {
+        self.spin_rounds(self.spins)
+    }
+
+    /// [`Endpoint::spin`] for `rounds` rounds instead of the spin count: a
+    /// short look-out for a caller that has something else to watch.
+    pub fn spin_rounds(&mut self, rounds: u32) -> Option<Woke> {
         if let Some(woke) = self.poll_ready() {
             return Some(woke);
         }
-        for _ in 0..self.spins {
+        for _ in 0..rounds {
             sync::spin_loop();
             if let Some(woke) = self.poll_ready() {
                 return Some(woke);
@@ -319,6 +361,40 @@ impl<'a, T: Send, C: Compact<T>> Endpoint<'a, T, C> {
         (self.pending_count > 0).then_some(Woke::Message)
     }
 
+    /// With [`DoorbellFence::Membarrier`], in the probe after the swaps: the
+    /// heavy fence, then every lane this endpoint dropped since the last one
+    /// looked at again (a sender that skipped its ring for a bit we had
+    /// taken pushed before its compiler fence, which the heavy fence orders
+    /// before these looks). Needed only if a bit was ever taken since: the
+    /// lanes found empty (`unchecked`) or a bit swapped just now.
+    fn settle(&mut self, took: bool) {
+        if self.boxes.fence != DoorbellFence::Membarrier
+            || !took && self.unchecked_count == 0 && !self.hint_unchecked
+        {
+            return;
+        }
+        asymmetric::heavy(self.boxes.fence);
+        #[cfg(test)]
+        {
+            self.heavy_fences += 1;
+        }
+        self.recheck();
+        self.unchecked.fill(0);
+        self.unchecked_count = 0;
+        if std::mem::take(&mut self.hint_unchecked) {
+            if let Some((from, lane)) = self.hint {
+                // SAFETY: this endpoint is the only consumer of the hint lane.
+                if unsafe { lane.has_next() } {
+                    let (w, bit) = (from as usize / GROUP, 1u64 << (from as usize % GROUP));
+                    if self.pending[w] & bit == 0 {
+                        self.pending[w] |= bit;
+                        self.pending_count += 1;
+                    }
+                }
+            }
+        }
+    }
+
     /// Cheap readiness check for the spinning and yielding phases: plain
     /// loads, an RMW only to take a notification.
     #[inline]
@@ -348,15 +424,85 @@ impl<'a, T: Send, C: Compact<T>> Endpoint<'a, T, C> {
                 return Some(Woke::Message);
             }
         }
+        if self.unchecked_count > 0 {
+            self.polls = self.polls.wrapping_add(1);
+            if self.polls % RECHECK_EVERY == 0 && self.recheck() {
+                return Some(Woke::Message);
+            }
+        }
         None
     }
 
+    /// Makes lane `from` the hint; with the asymmetric fence, the old hint
+    /// lane, if unchecked, joins `unchecked`.
+    #[inline]
+    fn set_hint(&mut self, from: usize, lane: &'a Lane<T, C>) {
+        if self.hint_unchecked && self.hint.is_some_and(|(h, _)| h as usize != from) {
+            if let Some((old, _)) = self.hint {
+                self.mark_unchecked(old as usize);
+            }
+            self.hint_unchecked = false;
+        }
+        self.hint = Some((from as Rank, lane));
+    }
+
+    #[inline]
+    fn mark_unchecked(&mut self, from: usize) {
+        let bit = 1u64 << (from % GROUP);
+        let word = &mut self.unchecked[from / GROUP];
+        if *word & bit == 0 {
+            *word |= bit;
+            self.unchecked_count += 1;
+        }
+    }
+
+    /// Looks again at the lanes found empty since the last heavy fence
+    /// (`unchecked`): those that now hold a message become pending again.
+    /// True if any did. Plain loads: a push that is merely late in becoming
+    /// visible shows here within the spin; before a park the heavy fence
+    /// makes every such push visible, and the probe calls this after it.
+    #[cold]
+    fn recheck(&mut self) -> bool {
+        let boxes = self.boxes;
+        let me = self.rank as usize;
+        let mut found = false;
+        for w in 0..self.unchecked.len() {
+            let mut bits = self.unchecked[w];
+            while bits != 0 {
+                let from = w * GROUP + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                // SAFETY: this endpoint is the only consumer of lane (from ->
+                // me); its bit was rung, so the lane exists.
+                let waiting = boxes
+                    .lane(from, me)
+                    .is_some_and(|lane| unsafe { lane.has_next() });
+                if waiting {
+                    let bit = 1u64 << (from % GROUP);
+                    self.unchecked[w] &= !bit;
+                    self.unchecked_count -= 1;
+                    if self.pending[w] & bit == 0 {
+                        self.pending[w] |= bit;
+                        self.pending_count += 1;
+                    }
+                    found = true;
+                    #[cfg(test)]
+                    {
+                        self.rechecked += 1;
+                    }
+                }
+            }
+        }
+        found
+    }
+
     /// Moves the doorbell's bits into `pending`. `probe`: this is the
-    /// pre-park re-check, whose swaps must happen (and be AcqRel).
+    /// pre-park re-check, whose swaps must happen (and be AcqRel), followed
+    /// by the heavy fence where the doorbell fence is asymmetric.
     #[inline]
     fn refill(&mut self, probe: bool) {
         let boxes = self.boxes;
         let me = self.rank as usize;
+        let mut took = false;
         for w in 0..self.pending.len() {
             let bell = boxes.bell(me, w);
             // The swap is an RMW, so it must happen in the probe even when a
@@ -383,11 +529,14 @@ impl<'a, T: Send, C: Compact<T>> Endpoint<'a, T, C> {
             };
             let bits = bell.swap(0, order);
             if bits != 0 {
+                took = true;
                 // Pairs with the fence in `send` (between its push and its
                 // look at the bell): a sender that saw a bit we just took
                 // did not ring again, and its push must be visible to our
-                // later look at its lane.
-                fence(Ordering::SeqCst);
+                // later look at its lane. With the asymmetric fence that
+                // look may miss the push: the lane then goes to `unchecked`
+                // when it is dropped, and `settle` orders it before a park.
+                asymmetric::after_take(boxes.fence);
             }
             let pending = &mut self.pending[w];
             let new = bits & !*pending;
@@ -395,11 +544,12 @@ impl<'a, T: Send, C: Compact<T>> Endpoint<'a, T, C> {
             self.pending_count += new.count_ones();
         }
         if probe {
+            self.settle(took);
             // A stale bit of the idle hint lane (rung for a message the hint
             // path took) would end the park at once for nothing. The swap
-            // and fence above make every push whose sender saw the bit set
-            // (rang or not) visible to `has_next`: an idle hint lane's bit
-            // is stale indeed.
+            // and fence above (or `settle`'s) make every push whose sender
+            // saw the bit set (rang or not) visible to `has_next`: an idle
+            // hint lane's bit is stale indeed.
             if let Some((from, _)) = self.hint {
                 let w = from as usize / GROUP;
                 // SAFETY: this endpoint is the only consumer of the hint lane.
@@ -407,7 +557,7 @@ impl<'a, T: Send, C: Compact<T>> Endpoint<'a, T, C> {
                     .hint
                     .is_some_and(|(_, lane)| !unsafe { lane.has_next() });
                 if idle && self.pending[w] & self.hint_bit(w) != 0 {
-                    self.clear(from as usize);
+                    self.unpend(from as usize);
                 }
             }
         }
@@ -442,13 +592,30 @@ impl<'a, T: Send, C: Compact<T>> Endpoint<'a, T, C> {
         }
     }
 
+    /// Drops `from` from the pending set on finding its lane empty; with
+    /// the asymmetric fence the lane goes to `unchecked` (see there).
     #[inline]
     fn clear(&mut self, from: usize) {
+        if self.unpend(from) && self.boxes.fence == DoorbellFence::Membarrier {
+            if self.hint.is_some_and(|(h, _)| h as usize == from) {
+                self.hint_unchecked = true;
+            } else {
+                self.mark_unchecked(from);
+            }
+        }
+    }
+
+    /// Drops `from` from the pending set; true if it was there.
+    #[inline]
+    fn unpend(&mut self, from: usize) -> bool {
         let bit = 1u64 << (from % GROUP);
         let word = &mut self.pending[from / GROUP];
         if *word & bit != 0 {
             *word &= !bit;
             self.pending_count -= 1;
+            true
+        } else {
+            false
         }
     }
 }
@@ -459,8 +626,17 @@ impl<T, C: Compact<T>> Drop for Endpoint<'_, T, C> {
         let me = self.rank as usize;
         // Give the pending bits back to the doorbell (an RMW, as every write
         // to a doorbell word must be), so the next endpoint of this rank
-        // serves those lanes.
-        for (w, &bits) in self.pending.iter().enumerate() {
+        // serves those lanes; the unchecked ones too, so that it looks at
+        // them once more.
+        let hint = self
+            .hint
+            .filter(|_| self.hint_unchecked)
+            .map_or(usize::MAX, |(h, _)| h as usize);
+        for (w, (&bits, &unchecked)) in self.pending.iter().zip(self.unchecked.iter()).enumerate() {
+            let mut bits = bits | unchecked;
+            if hint / GROUP == w {
+                bits |= 1 << (hint % GROUP);
+            }
             if bits != 0 {
                 boxes.bell(me, w).fetch_or(bits, Ordering::Release);
             }

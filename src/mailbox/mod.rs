@@ -46,8 +46,11 @@
 //! });
 //! ```
 
+mod asymmetric;
 mod compact;
 mod endpoint;
+#[cfg(all(test, not(loom)))]
+mod fence_tests;
 pub mod frames;
 mod lane;
 mod parking;
@@ -60,6 +63,7 @@ use std::ptr;
 use crossbeam_utils::CachePadded;
 
 use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, UnsafeCell};
+pub use asymmetric::{membarrier_status, DoorbellFence};
 pub use compact::{Compact, Whole};
 pub use endpoint::Endpoint;
 use lane::Lane;
@@ -167,6 +171,8 @@ pub struct Mailboxes<T, C: Compact<T> = Whole> {
     /// `groups[to * words + from / 64]`: null until a sender of that group
     /// first sends to `to`.
     groups: Box<[AtomicPtr<Group<T, C>>]>,
+    /// The doorbell's store-load fence, the same for every endpoint.
+    fence: DoorbellFence,
     /// Mailboxes own the undelivered values of T (for drop check).
     _owns: PhantomData<T>,
 }
@@ -233,8 +239,28 @@ impl<T: Send, C: Compact<T>> Mailboxes<T, C> {
             groups: (0..n * words)
                 .map(|_| AtomicPtr::new(ptr::null_mut()))
                 .collect(),
+            fence: DoorbellFence::SeqCst,
             _owns: PhantomData,
         }
+    }
+
+    /// The same mailboxes with the doorbell's store-load fence of flavour
+    /// `fence` ([`DoorbellFence`]); [`DoorbellFence::Membarrier`] where
+    /// this process cannot use it ([`membarrier_status`]) falls back to
+    /// [`DoorbellFence::SeqCst`] (see [`Mailboxes::doorbell_fence`]). New
+    /// mailboxes use `SeqCst`. Taking `self` makes it impossible to change
+    /// the flavour while endpoints are out: senders and receivers must agree.
+    pub fn with_doorbell_fence(mut self, fence: DoorbellFence) -> Self {
+        self.fence = match fence {
+            DoorbellFence::Membarrier if membarrier_status().is_err() => DoorbellFence::SeqCst,
+            other => other,
+        };
+        self
+    }
+
+    /// The doorbell fence in use ([`Mailboxes::with_doorbell_fence`]).
+    pub fn doorbell_fence(&self) -> DoorbellFence {
+        self.fence
     }
 
     /// The number of ranks.

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::call::config::Config;
 use crate::call::config::{BroadcastAlgorithm, ReduceAlgorithm};
 use crate::call::faults::FaultSchedule;
+use crate::mailbox::DoorbellFence;
 use crate::protocol::allreduce::AllreduceAlgorithm;
 use crate::protocol::bcast::Correction;
 use crate::protocol::reduce::FailureScheme;
@@ -31,6 +32,7 @@ pub struct TeamBuilder {
     pub(crate) pinning: Pinning,
     pub(crate) lane_capacity: usize,
     pub(crate) helping: Option<bool>,
+    pub(crate) doorbell_fence: Option<DoorbellFence>,
 }
 
 impl Default for TeamBuilder {
@@ -41,6 +43,7 @@ impl Default for TeamBuilder {
             pinning: Pinning::Packed,
             lane_capacity: 64,
             helping: None,
+            doorbell_fence: None,
         }
     }
 }
@@ -86,6 +89,20 @@ impl TeamBuilder {
     /// per 8-rank allreduce on 2 cores, `docs/benchmarks.md`).
     pub fn helping(mut self, on: bool) -> Self {
         self.helping = Some(on);
+        self
+    }
+
+    /// How the mailbox orders a send against the receiver's doorbell
+    /// ([`DoorbellFence`]). Default: [`DoorbellFence::Membarrier`] where the
+    /// kernel offers it and every rank has a core of its own (the sender's
+    /// fence is then on every message's path, and ranks rarely park), else
+    /// [`DoorbellFence::SeqCst`] (where ranks outnumber cores they park
+    /// often, and each park would pay a `membarrier` system call).
+    /// `Membarrier` where the kernel refuses it falls back to `SeqCst`;
+    /// [`Team::doorbell_fence`](crate::runtime::Team::doorbell_fence) tells
+    /// which one a team uses.
+    pub fn doorbell_fence(mut self, fence: DoorbellFence) -> Self {
+        self.doorbell_fence = Some(fence);
         self
     }
 

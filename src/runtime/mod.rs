@@ -50,6 +50,7 @@ pub use crate::call::config::{
 };
 pub use crate::call::faults::{Fault, FaultSchedule};
 pub use crate::call::{reduces_ahead, FTCO_ALLREDUCE_ROOT, REDUCES_AHEAD_BYTES, REDUCES_AHEAD_MAX};
+pub use crate::mailbox::{membarrier_status, DoorbellFence};
 pub use crate::op::{Operation, Reducible, SystemOperation};
 pub use crate::protocol::allreduce::AllreduceAlgorithm;
 pub use builder::{TeamBuilder, MAX_RANKS};

@@ -9,7 +9,7 @@ use crate::call::plans::Plans;
 use crate::driver::OpRecord;
 use crate::error::ConfigError;
 use crate::helping::Loan;
-use crate::mailbox::Mailboxes;
+use crate::mailbox::{membarrier_status, DoorbellFence, Mailboxes};
 use crate::protocol::allreduce::AllreduceAlgorithm;
 use crate::runtime::builder::{TeamBuilder, MAX_RANKS};
 use crate::runtime::comm::Comm;
@@ -71,9 +71,19 @@ impl TeamBuilder {
         let f = self.config.budget_for(self.ranks);
         let crowded = pin::crowded(self.ranks);
         let plans = Plans::build(&self.config, self.ranks, f, crowded)?;
+        let wanted = self.doorbell_fence.unwrap_or(if crowded {
+            DoorbellFence::SeqCst
+        } else {
+            DoorbellFence::Membarrier
+        });
+        let doorbell_fence = match wanted {
+            DoorbellFence::Membarrier if membarrier_status().is_err() => DoorbellFence::SeqCst,
+            other => other,
+        };
         Ok(Team {
             config: self,
             plans,
+            doorbell_fence,
         })
     }
 }
@@ -85,6 +95,7 @@ impl TeamBuilder {
 pub struct Team {
     config: TeamBuilder,
     plans: Plans,
+    doorbell_fence: DoorbellFence,
 }
 
 impl Team {
@@ -96,6 +107,13 @@ impl Team {
     /// Number of ranks.
     pub fn ranks(&self) -> u32 {
         self.config.ranks
+    }
+
+    /// The mailbox's doorbell fence this team uses
+    /// ([`TeamBuilder::doorbell_fence`], with its default and fallback
+    /// resolved).
+    pub fn doorbell_fence(&self) -> DoorbellFence {
+        self.doorbell_fence
     }
 
     /// The fault budget f of reduce, allreduce and barrier.
@@ -146,7 +164,8 @@ impl Team {
             config: &self.config,
             settings: &self.config.config,
             plans: &self.plans,
-            mailboxes: Mailboxes::with_codec(self.config.ranks, self.config.lane_capacity),
+            mailboxes: Mailboxes::with_codec(self.config.ranks, self.config.lane_capacity)
+                .with_doorbell_fence(self.doorbell_fence),
             liveness: Liveness::new(self.config.ranks),
             started: Instant::now(),
             finished: AtomicU32::new(0),

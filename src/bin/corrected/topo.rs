@@ -9,6 +9,7 @@ use corrected::placement::{
     from_sysfs, from_sysfs_root, gap_lower_bound, synthetic, DomainRef, Machine, Placement, Policy,
 };
 use corrected::protocol::bcast::Correction;
+use corrected::runtime::membarrier_status;
 use corrected::sim::domain::{predict, DomainPrediction};
 use corrected::topology::TreeSpec;
 use corrected::types::LogP;
@@ -143,11 +144,13 @@ pub fn run(args: TopoArgs) -> Result<ExitCode, CliError> {
             })),
             "table": args.table.then_some(&table),
             "violations": violations,
+            "membarrier": membarrier_status().err().unwrap_or("available"),
         });
         out!("{v}");
     } else {
         print_machine(&machine);
         print_placement(&placement);
+        print_fence();
         if let Some(k) = &kill {
             print_kill(k, &sim);
         }
@@ -175,6 +178,18 @@ fn print_machine(m: &Machine) {
             format!("{lo}-{hi}")
         };
         out!("  {:<8} {:>5} domains of {size} PUs", l.name(), d.len());
+    }
+}
+
+/// What the kernel offers the mailbox's doorbell fence (docs/mailbox.md,
+/// *The asymmetric fence*).
+fn print_fence() {
+    match membarrier_status() {
+        Ok(()) => out!(
+            "doorbell fence: membarrier available (teams with one rank per core use it, \
+             crowded ones seqcst)"
+        ),
+        Err(why) => out!("doorbell fence: seqcst only ({why})"),
     }
 }
 
