@@ -753,3 +753,37 @@ fn a_flat_tree_whose_root_dies_while_it_sends_fails_the_rest_at_once() {
         }
     }
 }
+
+#[test]
+fn lane_capacity_and_doorbell_fence_resolve_their_defaults() {
+    use corrected::runtime::{membarrier_status, DoorbellFence};
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let membarrier = if membarrier_status().is_ok() {
+        DoorbellFence::Membarrier
+    } else {
+        DoorbellFence::SeqCst
+    };
+    // One rank never outnumbers the cores: shallow lanes, and the
+    // asymmetric fence where the kernel offers it.
+    let alone = Team::builder().ranks(1).build().unwrap();
+    assert_eq!(alone.lane_capacity(), 64);
+    assert_eq!(alone.doorbell_fence(), membarrier);
+    // 64 ranks outnumber the cores of any machine that runs this suite
+    // with fewer than 64: deep lanes, the symmetric fence.
+    if cores < 64 {
+        let crowded = Team::builder().ranks(64).build().unwrap();
+        assert_eq!(crowded.lane_capacity(), 256);
+        assert_eq!(crowded.doorbell_fence(), DoorbellFence::SeqCst);
+        let many = Team::builder().ranks(65).build().unwrap();
+        assert_eq!(many.lane_capacity(), 64, "deep lanes only up to 64 ranks");
+    }
+    // What the user sets wins (the fence falls back where refused).
+    let set = Team::builder()
+        .ranks(64)
+        .lane_capacity(8)
+        .doorbell_fence(DoorbellFence::Membarrier)
+        .build()
+        .unwrap();
+    assert_eq!(set.lane_capacity(), 8);
+    assert_eq!(set.doorbell_fence(), membarrier);
+}

@@ -30,7 +30,7 @@ pub struct TeamBuilder {
     pub(crate) config: Config,
     pub(crate) ranks: u32,
     pub(crate) pinning: Pinning,
-    pub(crate) lane_capacity: usize,
+    pub(crate) lane_capacity: Option<usize>,
     pub(crate) helping: Option<bool>,
     pub(crate) doorbell_fence: Option<DoorbellFence>,
 }
@@ -41,7 +41,7 @@ impl Default for TeamBuilder {
             config: Config::default(),
             ranks: pin::available_cores().len().max(1) as u32,
             pinning: Pinning::Packed,
-            lane_capacity: 64,
+            lane_capacity: None,
             helping: None,
             doorbell_fence: None,
         }
@@ -106,9 +106,19 @@ impl TeamBuilder {
         self
     }
 
-    /// Messages a lane holds before a sender keeps the rest in its outbox.
+    /// Messages a lane holds before a sender keeps the rest in its outbox
+    /// (rounded up to a power of two, at least 2). Default: 256 where ranks
+    /// outnumber cores and there are at most 64 of them, else 64. A
+    /// broadcast root runs up to that many calls ahead of a receiver, and
+    /// where ranks share cores each switch to a receiver's thread then
+    /// drains more of them: at 4-16 ranks on 2 cores a broadcast loop
+    /// switches threads 2-4x less often and takes 15-20 % less time per call
+    /// (docs/benchmarks.md, *Broadcast loops*). A lane of the runtime's
+    /// messages takes about 33 KiB at 256, 8.4 KiB at 64
+    /// (docs/mailbox.md, *Memory for 1024 ranks*), and values in segments
+    /// stay held until read, up to a lane's worth.
     pub fn lane_capacity(mut self, capacity: usize) -> Self {
-        self.lane_capacity = capacity.max(2);
+        self.lane_capacity = Some(capacity.max(2));
         self
     }
 

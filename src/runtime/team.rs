@@ -30,6 +30,12 @@ use crate::value::segment::SegmentPool;
 /// 1.1 µs unpinned (both threads on one vCPU). See docs/benchmarks.md.
 const ALONE_SPINS: u32 = 4096;
 
+/// The default lane capacity ([`TeamBuilder::lane_capacity`]).
+const LANE_CAPACITY: usize = 64;
+/// The default where at most 64 ranks outnumber the cores: more calls per
+/// switch to a receiver's thread (docs/benchmarks.md, *Broadcast loops*).
+const CROWDED_LANE_CAPACITY: usize = 256;
+
 /// Spin rounds of a rank when ranks outnumber cores: none. The rank it waits
 /// for may share its core and cannot run while it spins; a waiter that
 /// yields at once hands the core over. With the mailbox default (64 rounds,
@@ -80,10 +86,18 @@ impl TeamBuilder {
             DoorbellFence::Membarrier if membarrier_status().is_err() => DoorbellFence::SeqCst,
             other => other,
         };
+        let lane_capacity = self
+            .lane_capacity
+            .unwrap_or(if crowded && self.ranks <= 64 {
+                CROWDED_LANE_CAPACITY
+            } else {
+                LANE_CAPACITY
+            });
         Ok(Team {
             config: self,
             plans,
             doorbell_fence,
+            lane_capacity,
         })
     }
 }
@@ -96,6 +110,7 @@ pub struct Team {
     config: TeamBuilder,
     plans: Plans,
     doorbell_fence: DoorbellFence,
+    lane_capacity: usize,
 }
 
 impl Team {
@@ -107,6 +122,13 @@ impl Team {
     /// Number of ranks.
     pub fn ranks(&self) -> u32 {
         self.config.ranks
+    }
+
+    /// The capacity of the team's lanes ([`TeamBuilder::lane_capacity`],
+    /// with its default resolved; the mailbox rounds it up to a power of
+    /// two).
+    pub fn lane_capacity(&self) -> usize {
+        self.lane_capacity
     }
 
     /// The mailbox's doorbell fence this team uses
@@ -164,7 +186,7 @@ impl Team {
             config: &self.config,
             settings: &self.config.config,
             plans: &self.plans,
-            mailboxes: Mailboxes::with_codec(self.config.ranks, self.config.lane_capacity)
+            mailboxes: Mailboxes::with_codec(self.config.ranks, self.lane_capacity)
                 .with_doorbell_fence(self.doorbell_fence),
             liveness: Liveness::new(self.config.ranks),
             started: Instant::now(),
