@@ -44,9 +44,16 @@ impl DoorbellFence {
     /// kernel accepted the process's registration for private expedited
     /// membarriers (asked once per process), else [`DoorbellFence::SeqCst`].
     pub fn best() -> DoorbellFence {
-        match membarrier_status() {
-            Ok(()) => DoorbellFence::Membarrier,
-            Err(_) => DoorbellFence::SeqCst,
+        DoorbellFence::Membarrier.usable()
+    }
+
+    /// This fence, or [`DoorbellFence::SeqCst`] where it is
+    /// [`DoorbellFence::Membarrier`] and this process cannot use that
+    /// ([`membarrier_status`]).
+    pub fn usable(self) -> DoorbellFence {
+        match self {
+            DoorbellFence::Membarrier if membarrier_status().is_err() => DoorbellFence::SeqCst,
+            other => other,
         }
     }
 

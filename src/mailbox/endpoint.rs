@@ -385,11 +385,7 @@ impl<'a, T: Send, C: Compact<T>> Endpoint<'a, T, C> {
             if let Some((from, lane)) = self.hint {
                 // SAFETY: this endpoint is the only consumer of the hint lane.
                 if unsafe { lane.has_next() } {
-                    let (w, bit) = (from as usize / GROUP, 1u64 << (from as usize % GROUP));
-                    if self.pending[w] & bit == 0 {
-                        self.pending[w] |= bit;
-                        self.pending_count += 1;
-                    }
+                    self.pend(from as usize);
                 }
             }
         }
@@ -477,13 +473,9 @@ impl<'a, T: Send, C: Compact<T>> Endpoint<'a, T, C> {
                     .lane(from, me)
                     .is_some_and(|lane| unsafe { lane.has_next() });
                 if waiting {
-                    let bit = 1u64 << (from % GROUP);
-                    self.unchecked[w] &= !bit;
+                    self.unchecked[w] &= !(1u64 << (from % GROUP));
                     self.unchecked_count -= 1;
-                    if self.pending[w] & bit == 0 {
-                        self.pending[w] |= bit;
-                        self.pending_count += 1;
-                    }
+                    self.pend(from);
                     found = true;
                     #[cfg(test)]
                     {
@@ -602,6 +594,17 @@ impl<'a, T: Send, C: Compact<T>> Endpoint<'a, T, C> {
             } else {
                 self.mark_unchecked(from);
             }
+        }
+    }
+
+    /// Adds `from` to the pending set.
+    #[inline]
+    fn pend(&mut self, from: usize) {
+        let bit = 1u64 << (from % GROUP);
+        let word = &mut self.pending[from / GROUP];
+        if *word & bit == 0 {
+            *word |= bit;
+            self.pending_count += 1;
         }
     }
 

@@ -251,10 +251,7 @@ impl<T: Send, C: Compact<T>> Mailboxes<T, C> {
     /// mailboxes use `SeqCst`. Taking `self` makes it impossible to change
     /// the flavour while endpoints are out: senders and receivers must agree.
     pub fn with_doorbell_fence(mut self, fence: DoorbellFence) -> Self {
-        self.fence = match fence {
-            DoorbellFence::Membarrier if membarrier_status().is_err() => DoorbellFence::SeqCst,
-            other => other,
-        };
+        self.fence = fence.usable();
         self
     }
 

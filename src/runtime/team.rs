@@ -9,7 +9,7 @@ use crate::call::plans::Plans;
 use crate::driver::OpRecord;
 use crate::error::ConfigError;
 use crate::helping::Loan;
-use crate::mailbox::{membarrier_status, DoorbellFence, Mailboxes};
+use crate::mailbox::{DoorbellFence, Mailboxes};
 use crate::protocol::allreduce::AllreduceAlgorithm;
 use crate::runtime::builder::{TeamBuilder, MAX_RANKS};
 use crate::runtime::comm::Comm;
@@ -82,10 +82,7 @@ impl TeamBuilder {
         } else {
             DoorbellFence::Membarrier
         });
-        let doorbell_fence = match wanted {
-            DoorbellFence::Membarrier if membarrier_status().is_err() => DoorbellFence::SeqCst,
-            other => other,
-        };
+        let doorbell_fence = wanted.usable();
         let lane_capacity = self
             .lane_capacity
             .unwrap_or(if crowded && self.ranks <= 64 {
