@@ -300,6 +300,38 @@ fn a_root_failed_inside_the_broadcast_is_waited_for_root_wait() {
     );
 }
 
+/// A failed root that, as far as the detector's view goes, never entered
+/// the operation sent nobody its value: `RootFailed` at once. Where that
+/// view may lag (a heartbeat between processes, sent operations ago), it
+/// proves nothing: the rank waits `root_wait`, and a correction that
+/// comes meanwhile is delivered (a SIGKILLed root taken for one that never
+/// entered the broadcast it had sent made a survivor give up on a value the
+/// others delivered).
+#[test]
+fn a_root_seen_outside_the_broadcast_fails_it_at_once_only_where_the_view_is_exact() {
+    let config = DriverConfig {
+        failure_timeout: 50_000_000,
+        root_wait: 5_000_000,
+        ..DriverConfig::default()
+    };
+    for lagging in [false, true] {
+        let (net, plan, mut driver) = four_ranks(3, config);
+        net.set_entries_lag(0, lagging);
+        let op = driver.enter().unwrap();
+        net.fail(0);
+        // Rank 2 corrects rank 3 while it waits.
+        net.arrive_while_waiting(2, 3, msg(op, Collective::Broadcast, 0, Tag::Leftward, 7));
+        let mut core = Bcast::<u64>::new(&plan, 0, 3, op, None).unwrap();
+        let got = driver.drive(op, None, &mut core);
+        if lagging {
+            assert_eq!(got, Ok(7), "the correction, within root_wait");
+        } else {
+            assert_eq!(got, Err(Error::RootFailed { op, root: 0 }));
+            assert_eq!(net.waits(3), 0, "at once");
+        }
+    }
+}
+
 /// A core that waits for nothing it will get (an allreduce whose peers
 /// nobody plays), lent to helpers while it waits.
 struct Waits;

@@ -34,33 +34,7 @@ done
 echo "$op of $bytes bytes, 2 processes, instructions per call (callgrind, $n1 and $n2 calls):"
 for name in ours ompi; do
   for r in 0 1; do
-    python3 - "$out/$name.$n1.r$r" "$out/$name.$n2.r$r" $((n2 - n1)) "$name rank $r" <<'PY'
-import re, subprocess, sys
-# Polling only. Debian's Open MPI 4.1.4 has no symbols for vader's and
-# opal's progress functions: named by address (vader 0x4d50, opal 0x2fcb0
-# and 0x878b0, each found calling or called by opal_progress).
-WAIT = ("opal_progress", "0x0000000000004d50", "0x000000000002fcb0", "0x00000000000878b0",
-        "ompi_request_default_wait", "libnbc_progress", "NBC_Progress", "event_", "probe",
-        "::spin", "::block", "mpi_in_use", "clock_gettime", "Instant", "Timespec",
-        "sched_yield", "yield_now")
-def counts(path):
-    text = subprocess.run(["callgrind_annotate", "--threshold=100", "--inclusive=no", "--auto=no", path],
-                          capture_output=True, text=True, check=True).stdout
-    c = {}
-    for line in text.splitlines():
-        m = re.match(r"\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(.*)$", line)
-        if m and ":" in m.group(2):
-            c[m.group(2)] = c.get(m.group(2), 0) + int(m.group(1).replace(",", ""))
-    return c
-a, b, n = counts(sys.argv[1]), counts(sys.argv[2]), int(sys.argv[3])
-total = work = 0.0
-for fn in set(a) | set(b):
-    d = (b.get(fn, 0) - a.get(fn, 0)) / n
-    total += d
-    if not any(w in fn for w in WAIT):
-        work += d
-print(f"  {sys.argv[4]}: {total:7.0f} in all, {work:7.0f} work")
-PY
+    scripts/per_call_instructions.py "$out/$name.$n1.r$r" "$out/$name.$n2.r$r" $((n2 - n1)) "$name rank $r"
   done
 done
 rm -rf "$out"

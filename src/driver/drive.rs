@@ -438,7 +438,8 @@ impl<'t, T: Transport> Driver<'t, T> {
     /// For a core whose output can only come from `root` (a transport
     /// rank): whether to end the call with [`Error::RootFailed`]. A root that failed, or whose
     /// program ended, before it entered operation `op` never sent a value:
-    /// at once. One that failed inside the operation may have reached some
+    /// at once, where the engine knows that exactly
+    /// ([`Transport::entries_exact`]). One that failed inside the operation may have reached some
     /// ranks, whose correction may still bring the value: after
     /// [`DriverConfig::root_wait`], counted from when this rank first saw
     /// it gone.
@@ -449,7 +450,8 @@ impl<'t, T: Transport> Driver<'t, T> {
             self.transport.declare_failed(root);
         }
         let failed = self.transport.is_failed(root);
-        let never_entered = view.is_some_and(|v| v.entered <= op);
+        let never_entered =
+            view.is_some_and(|v| v.entered <= op) && self.transport.entries_exact(root);
         let left = view.is_some_and(|v| v.left);
         if !(failed || left && never_entered) {
             return false;

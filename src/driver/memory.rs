@@ -37,6 +37,9 @@ struct Net<P> {
     failed: Vec<bool>,
     epoch: u64,
     peers: Vec<PeerView>,
+    /// Per rank: whether its view's `entered` may lag behind
+    /// ([`Transport::entries_exact`] false).
+    lagging: Vec<bool>,
     /// Per receiver: messages delivered at its next wait.
     arrivals: Vec<VecDeque<(Rank, Msg<P>)>>,
     /// A helper pumps each waiting rank's lendable call once per wait.
@@ -85,6 +88,7 @@ impl<P: Clone + Send + 'static> MemoryNet<P> {
             failed: vec![false; procs as usize],
             epoch: 0,
             peers: vec![PeerView::START; procs as usize],
+            lagging: vec![false; procs as usize],
             arrivals: (0..procs).map(|_| VecDeque::new()).collect(),
             helping: false,
             helped: Vec::new(),
@@ -148,6 +152,12 @@ impl<P: Clone + Send + 'static> MemoryNet<P> {
     /// Sets what the detector sees of `rank`.
     pub fn set_peer(&self, rank: Rank, view: PeerView) {
         self.net().peers[rank as usize] = view;
+    }
+
+    /// Whether what the detector sees of `rank` may lag behind what it
+    /// entered, as a heartbeat between processes does (default: exact).
+    pub fn set_entries_lag(&self, rank: Rank, lagging: bool) {
+        self.net().lagging[rank as usize] = lagging;
     }
 
     /// The virtual clock.
@@ -250,6 +260,10 @@ impl<P: Clone + Send + Default + 'static> Transport for MemoryTransport<P> {
 
     fn peer(&self, peer: Rank) -> Option<PeerView> {
         Some(self.net.net().peers[peer as usize])
+    }
+
+    fn entries_exact(&self, peer: Rank) -> bool {
+        !self.net.net().lagging[peer as usize]
     }
 
     fn publish_entered(&self, op: OpId) {

@@ -216,6 +216,20 @@ pub trait Transport {
     /// operation must be seen to have entered it).
     fn peer(&self, peer: Rank) -> Option<PeerView>;
 
+    /// Whether `peer`'s [`PeerView::entered`] counts every operation it
+    /// entered (its engine reads it where the peer writes it before the
+    /// operation's first send), or may lag behind (a heartbeat's, sent
+    /// while it waited, many operations ago). Only an exact one proves
+    /// that a failed root never entered an operation, so that no rank can
+    /// have its value and a receiver gives up at once (`RootFailed`); with
+    /// a lagging one it waits [`DriverConfig::root_wait`] for a correction
+    /// first. Default: exact.
+    ///
+    /// [`DriverConfig::root_wait`]: super::DriverConfig::root_wait
+    fn entries_exact(&self, _peer: Rank) -> bool {
+        true
+    }
+
     /// Publishes that this rank entered operation `op`.
     fn publish_entered(&self, op: OpId);
 

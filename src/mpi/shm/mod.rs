@@ -103,7 +103,9 @@ impl Layout {
         Self::finished(self) + 64
     }
     /// The line of the operation number this process's calls that may
-    /// read others' slots have all ended before ([`NodeRegions::finish`]).
+    /// read others' slots have all ended before ([`NodeRegions::finish`]),
+    /// and, in its next word, one more than the last operation it entered
+    /// ([`EntryWords`]).
     fn finished(&self) -> usize {
         256 + 2 * self.flags_bytes
     }
@@ -139,36 +141,62 @@ pub const RING_SLOTS: usize = 512;
 
 /// This process's ends of the frame rings of the node: the one it writes to
 /// each other process, and the one it reads from each (none to itself);
-/// and its word of finished operations, for the transport.
+/// and the words that tell which operations each process entered, for the
+/// transport.
 pub struct NodeRings {
     /// Per rank: the ring this process writes to it.
     pub writers: Vec<Option<FrameWriter>>,
     /// Per rank: the ring this process reads from it.
     pub readers: Vec<Option<FrameReader>>,
-    /// The word [`NodeRegions::finish`] writes, which the transport also
-    /// writes as the process enters each operation: a process that entered
-    /// an operation has ended every call before it, and reads no slot of
-    /// theirs again.
-    pub finished: FinishedWord,
+    /// This process's entry into each operation, told in its region, and
+    /// every other's, read from theirs.
+    pub entries: EntryWords,
 }
 
-/// This process's word of the operation before which it has finished every
-/// call that may read others' slots, in its region
-/// ([`NodeRegions::finished`]).
-pub struct FinishedWord {
-    word: std::ptr::NonNull<AtomicU64>,
+/// The words of the node's regions that tell how far each process got: in
+/// the line of [`Layout::finished`], the operation before which its owner
+/// finished every call ([`NodeRegions::finish`], which the transport also
+/// writes as its process enters each operation: a process that entered an
+/// operation has ended every call before it, and reads no slot of theirs
+/// again), and one more than the last operation it entered. Written before
+/// any message of the operation is sent, so a process killed inside an
+/// operation is known to have entered it by every process of the node
+/// (a heartbeat may be many operations old: `MpiTransport::peer`).
+pub struct EntryWords {
+    me: usize,
+    /// Per rank: its region's finished word (entered is the next word).
+    words: Vec<std::ptr::NonNull<AtomicU64>>,
     _keep: Arc<dyn Send + Sync>,
 }
 
-impl FinishedWord {
-    /// This process has ended every call before operation `next`.
-    pub fn publish(&self, next: OpId) {
-        // SAFETY: the word lies in this process's region, 8-byte aligned (a
-        // line of the header), kept mapped by `_keep`, and only ever
-        // accessed as an atomic.
-        let word = unsafe { self.word.as_ref() };
-        // Release, as `NodeRegions::finish`.
-        word.store(u64::from(next), Ordering::Release);
+impl EntryWords {
+    /// This process enters operation `op`: it ended every call before it.
+    pub fn publish(&self, op: OpId) {
+        // Release, as `NodeRegions::finish`: every read of a slot before
+        // is ordered before it, and (entered) every write before the
+        // operation's first send.
+        self.word(self.me, 0)
+            .store(u64::from(op), Ordering::Release);
+        self.word(self.me, 1)
+            .store(u64::from(op) + 1, Ordering::Release);
+    }
+
+    /// One more than the last operation process `rank` entered (0: none),
+    /// as its region tells; `None` for a rank not of the node's regions.
+    pub fn entered(&self, rank: Rank) -> Option<OpId> {
+        if rank as usize >= self.words.len() {
+            return None;
+        }
+        let next = self.word(rank as usize, 1).load(Ordering::Acquire);
+        Some(OpId::try_from(next).unwrap_or(OpId::MAX))
+    }
+
+    fn word(&self, rank: usize, i: usize) -> &AtomicU64 {
+        // SAFETY: `words[rank]` is the finished word of a mapped region's
+        // header, 8-byte aligned, with the entered word after it in the
+        // same line (`Layout::finished`), kept mapped by `_keep`; both are
+        // only ever accessed as atomics, and only their owner writes them.
+        unsafe { &*self.words[rank].as_ptr().add(i) }
     }
 }
 
@@ -297,14 +325,17 @@ impl NodeRegions {
         let readers = (0..procs)
             .map(|from| (from != me).then(|| ring(me, from).1))
             .collect();
-        let finished = FinishedWord {
-            word: std::ptr::NonNull::from(self.word(self.me, self.layout.finished())),
+        let entries = EntryWords {
+            me,
+            words: (0..procs as Rank)
+                .map(|r| std::ptr::NonNull::from(self.word(r, self.layout.finished())))
+                .collect(),
             _keep: keep,
         };
         Some(NodeRings {
             writers,
             readers,
-            finished,
+            entries,
         })
     }
 

@@ -197,3 +197,33 @@ fn a_slot_is_held_by_the_operation_that_last_published_into_it_until_readers_fin
         std::fs::remove_file(p).unwrap();
     }
 }
+
+/// What a process entered is told in its region before the operation's
+/// first send, and read by every other process of the node as it stands,
+/// whether or not its owner lives on (a heartbeat may be many operations
+/// old: a root SIGKILLed inside an operation it had entered, taken for one
+/// that never entered it, made a survivor give up on a value the others
+/// delivered).
+#[test]
+fn an_entry_is_read_by_the_other_processes_as_its_owner_told_it() {
+    let (mut a, mut b, paths) = pair("entries", 4096);
+    let (ea, eb) = (
+        a.take_rings().unwrap().entries,
+        b.take_rings().unwrap().entries,
+    );
+    assert_eq!(ea.entered(1), Some(0), "nothing entered yet");
+    eb.publish(4);
+    assert_eq!(ea.entered(1), Some(5));
+    assert_eq!(eb.entered(1), Some(5));
+    // Entering an operation also says every call before it ended.
+    assert_eq!(a.finished(1), 4);
+    ea.publish(0);
+    assert_eq!(eb.entered(0), Some(1));
+    // The reader outlives the writer's handles.
+    drop((b, eb));
+    assert_eq!(ea.entered(1), Some(5));
+    assert_eq!(ea.entered(2), None, "not a process of the node");
+    for p in paths {
+        std::fs::remove_file(p).unwrap();
+    }
+}

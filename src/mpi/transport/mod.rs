@@ -50,7 +50,7 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::Equivalence;
 
 use crate::driver::{unpack_call, PeerView, Transport};
-use crate::mpi::shm::{FinishedWord, NodeRings};
+use crate::mpi::shm::{EntryWords, NodeRings};
 use crate::mpi::wire::{Decoded, Frame};
 use crate::protocol::{Header, Msg};
 use crate::types::{OpId, Rank, Tick};
@@ -108,10 +108,11 @@ pub struct MpiTransport {
     /// Per peer on this node: the frame ring it writes to this rank (empty
     /// if no peer has one).
     rings_in: Vec<Option<RingIn>>,
-    /// This process's word of finished operations in its region of the
-    /// node's shared memory, if it has one: written as it enters each
-    /// operation (`crate::mpi::shared_broadcast`).
-    finished: Option<FinishedWord>,
+    /// The words of the node's shared memory that tell which operations
+    /// this process and every other of the node entered, if it has them:
+    /// written as this process enters each operation
+    /// (`crate::mpi::shared_broadcast`), read in [`Transport::peer`].
+    entries: Option<EntryWords>,
     /// The peer whose ring is read first next (one frame per ring per turn).
     ring_turn: usize,
     /// Whether some peer talks through MPI (not every one is on this node).
@@ -213,9 +214,9 @@ impl MpiTransport {
         let comm = world.duplicate();
         let exited = Exited::new(&comm);
         let (rank, procs) = (comm.rank() as Rank, comm.size() as u32);
-        let (writers, readers, finished) = match rings {
+        let (writers, readers, entries) = match rings {
             Some(r) if r.writers.len() == procs as usize && r.readers.len() == procs as usize => {
-                (r.writers, r.readers, Some(r.finished))
+                (r.writers, r.readers, Some(r.entries))
             }
             _ => (
                 (0..procs).map(|_| None).collect(),
@@ -249,7 +250,7 @@ impl MpiTransport {
             }),
             receiving: (0..procs).map(|_| VecDeque::new()).collect(),
             receives: 0,
-            finished,
+            entries,
             // Empty without rings, so that the MPI-only path pays nothing
             // for them.
             rings_in: if readers.iter().any(Option::is_some) {
@@ -591,12 +592,26 @@ impl Transport for MpiTransport {
         // timeout is held against it).
         let mut view = self.views.get(peer as usize).copied()?;
         view.exited = self.exited.has_exited(peer, self.now());
+        // A heartbeat may be many operations old; a peer of this node tells
+        // each entry in its region, before the operation's first send. Read
+        // after `exited`: whatever a process that is gone entered is there.
+        if let Some(entered) = self.entries.as_ref().and_then(|e| e.entered(peer)) {
+            view.entered = view.entered.max(entered);
+        }
         Some(view)
     }
 
+    fn entries_exact(&self, peer: Rank) -> bool {
+        // A peer of this node tells each entry in its region; one that left
+        // sent a heartbeat just before (`leave`); of any other, a heartbeat
+        // may be many operations old.
+        let told = self.entries.as_ref().and_then(|e| e.entered(peer));
+        told.is_some() || self.left.get(peer as usize).copied().unwrap_or(false)
+    }
+
     fn publish_entered(&self, op: OpId) {
-        if let Some(finished) = &self.finished {
-            finished.publish(op);
+        if let Some(entries) = &self.entries {
+            entries.publish(op);
         }
         let mut view = self.mine.get();
         view.entered = op + 1;
@@ -626,7 +641,11 @@ impl Transport for MpiTransport {
     fn beat(&mut self) {}
 
     fn leave(&self, _hung: bool) {
-        self.leaving.set(Some(self.now()));
+        let now = self.now();
+        self.leaving.set(Some(now));
+        // Its last view first, so that every peer knows exactly what it
+        // entered (`entries_exact`), as the `peer` contract asks.
+        self.send_beat(now);
         self.announce(&Frame::Left);
     }
 
