@@ -3,7 +3,9 @@
 //!
 //! `cargo run --release --example timing -- OP RANKS F MODE ITERS` prints the
 //! slowest rank's mean time per call in microseconds. OP is `allreduce` (an
-//! f64 sum) or `bcast` (an f64 from rank 0, checked correction); F the fault
+//! f64 sum), `bcast` (an f64 from rank 0, checked correction), `allgather` or
+//! `reducescatter` (a block of f64 per rank, `BYTES=N` bytes of it, default 8;
+//! `MPI_Allgather` and `MPI_Reduce_scatter_block` in `scripts/mpi/timing.c`); F the fault
 //! budget; MODE `b2b` (ITERS calls back to back after one barrier, each rank
 //! timing the whole loop) or `lone` (ITERS times a barrier then the call,
 //! minus ITERS barriers alone, each loop timed whole by each rank: the cost
@@ -78,6 +80,15 @@ use std::time::{Duration, Instant};
 
 #[path = "common/timed.rs"]
 mod timed;
+
+/// The collective timed.
+#[derive(Clone, Copy)]
+enum Op {
+    Allreduce,
+    Bcast,
+    Allgather,
+    ReduceScatter,
+}
 
 use corrected::runtime::{Pinning, SystemOperation, Team};
 use crossbeam_utils::CachePadded;
@@ -393,10 +404,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     };
     let (ranks, f, iters): (u32, u32, u32) = (ranks.parse()?, f.parse()?, iters.parse()?);
-    let bcast = match op.as_str() {
-        "allreduce" => false,
-        "bcast" => true,
+    let op = match op.as_str() {
+        "allreduce" => Op::Allreduce,
+        "bcast" => Op::Bcast,
+        "allgather" => Op::Allgather,
+        "reducescatter" => Op::ReduceScatter,
         other => return Err(format!("unknown OP {other}").into()),
+    };
+    // Elements per block of an allgather or a reduce-scatter.
+    let block = match std::env::var("BYTES") {
+        Ok(b) => (b.parse::<usize>()? / 8).max(1),
+        Err(_) => 1,
     };
     let fence = timed::fence::Fence::new(ranks);
     let mode = timed::Mode::parse(mode, Some(&fence))?;
@@ -434,14 +452,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let team = team.build()?;
     let report = team.run(|comm| -> Result<Duration, corrected::Error> {
-        let call = |comm: &mut corrected::runtime::Comm<'_>| {
-            let mut x = comm.rank() as f64;
-            if bcast {
-                comm.broadcast_into(0, &mut x)
-            } else {
-                let mine = x;
-                comm.all_reduce_into(&mine, &mut x, SystemOperation::sum())
-            }
+        let me = comm.rank() as f64;
+        let whole = block * ranks as usize;
+        let (send, mut recv) = match op {
+            Op::Allgather => (vec![me; block], vec![0.0; whole]),
+            Op::ReduceScatter => (vec![me; whole], vec![0.0; block]),
+            Op::Allreduce | Op::Bcast => (vec![me], vec![me]),
+        };
+        let mut call = |comm: &mut corrected::runtime::Comm<'_>| match op {
+            Op::Bcast => comm.broadcast_into(0, &mut recv[0]),
+            Op::Allreduce => comm.all_reduce_into(&send[0], &mut recv[0], SystemOperation::sum()),
+            Op::Allgather => comm.all_gather_into(&send[..], &mut recv[..]).map(drop),
+            Op::ReduceScatter => comm
+                .reduce_scatter_block_into(&send[..], &mut recv[..], SystemOperation::sum())
+                .map(drop),
         };
         timed::mean_per_call(comm, iters, mode, |comm| call(comm))
     });

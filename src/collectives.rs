@@ -142,6 +142,60 @@ pub trait Collectives {
         S: Buffer + ?Sized,
         R: BufferMut<Item = S::Item> + ?Sized;
 
+    /// Gathers every rank's `send` block into every rank's `recv`: rank
+    /// r's block at `r * send.len()`, as `MPI_Allgather` places them, and
+    /// says whose blocks it holds. Every live rank gets the same `recv` and
+    /// the same [`Contributors`]: every live rank's block, and each failed
+    /// rank's in every survivor's result or in none (a block left out is
+    /// zeros), as long as at most f ranks fail. Through the allreduce
+    /// (reduce paper Section 5): each rank's block placed at its offset of
+    /// a zeroed vector of `size` blocks, the vectors combined by a bitwise
+    /// or, which no two blocks overlap; the whole vector crosses each of
+    /// the allreduce's edges, so it moves `size` times the data an
+    /// allgather needs (docs/algorithms.md, *Allgather and
+    /// reduce-scatter*).
+    ///
+    /// Errors: those of [`Collectives::all_reduce_into_contributors`];
+    /// [`Error::LengthMismatch`] names the lengths of the gathered vectors
+    /// (`size` blocks): every rank's if two ranks' blocks differ, this
+    /// rank's alone, after taking part in full, if `recv` is not `size`
+    /// blocks long.
+    fn all_gather_into<S, R>(&mut self, send: &S, recv: &mut R) -> Result<Contributors, Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized,
+    {
+        crate::gather::all_gather(self, send.items(), recv.items_mut())
+    }
+
+    /// Reduces every rank's `send` of `size` equal blocks with `op`,
+    /// element by element, and gives rank r block r of the result in
+    /// `recv` (`MPI_Reduce_scatter_block`), and says whose inputs it holds.
+    /// Every block is over one and the same set of contributions, on every
+    /// rank: every live rank's input exactly once, each failed rank's in
+    /// every block or in none, as long as at most f ranks fail. Through
+    /// the allreduce of the whole vector (reduce paper Section 5), of which
+    /// each rank keeps its block: it moves `size` times the data a
+    /// reduce-scatter needs (docs/algorithms.md).
+    ///
+    /// Errors: those of [`Collectives::all_reduce_into_contributors`];
+    /// [`Error::BlockLength`] before anything is sent if `send` does not
+    /// split into `size` equal blocks; [`Error::LengthMismatch`] on this
+    /// rank alone, after taking part in full, if `recv` is not one block
+    /// long (the lengths it names are `recv`'s and the block's).
+    fn reduce_scatter_block_into<S, R>(
+        &mut self,
+        send: &S,
+        recv: &mut R,
+        op: impl Operation<S::Item>,
+    ) -> Result<Contributors, Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized,
+    {
+        crate::gather::reduce_scatter_block(self, send.items(), recv.items_mut(), op)
+    }
+
     /// [`Collectives::reduce_into`], and at the root which ranks' inputs
     /// the result holds (`Some`; `None` elsewhere), as
     /// [`Collectives::all_reduce_into_contributors`] says.

@@ -342,6 +342,15 @@ pub enum Error {
         /// The other length.
         theirs: usize,
     },
+    /// A reduce-scatter's input does not split into one equal block per
+    /// rank. Nothing was sent.
+    #[error("an input of {len} elements does not split into {size} equal blocks: pass size × block elements")]
+    BlockLength {
+        /// The input's length (elements).
+        len: usize,
+        /// The team's size.
+        size: u32,
+    },
     /// The level between processes of a hierarchical team failed for this
     /// thread's process (its proxy's error, or the process left that level
     /// after an earlier one; feature `mpi`).
@@ -460,6 +469,7 @@ mod tests {
                 mine: 3,
                 theirs: 4,
             },
+            Error::BlockLength { len: 7, size: 2 },
             Error::OperationType {
                 op: "bitwise_and",
                 ty: "f64",

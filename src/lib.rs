@@ -45,6 +45,7 @@ pub mod error;
 pub mod fault_point;
 #[cfg(not(feature = "fault-points"))]
 pub(crate) mod fault_point;
+mod gather;
 #[cfg(any(feature = "internals", loom))]
 pub mod helping;
 #[cfg(not(any(feature = "internals", loom)))]

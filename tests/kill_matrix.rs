@@ -25,7 +25,7 @@ use corrected::types::{Rank, Tick};
 use corrected::{Contributors, Error};
 
 mod common;
-use common::subsets;
+use common::{assignments, subsets};
 
 const FAILURE_TIMEOUT: Duration = Duration::from_secs(1);
 /// Far above what a survivor needs (a failure timeout or two): a rank that
@@ -57,24 +57,6 @@ fn points(size: usize) -> &'static [u32] {
         2 => &[0, 1, 3, END],
         _ => &[0, 2, END],
     }
-}
-
-/// Every assignment of `pts` to the members of `set`.
-fn assignments(set: &[Rank], pts: &[u32]) -> Vec<Vec<(Rank, u32)>> {
-    let mut out = vec![vec![]];
-    for &r in set {
-        out = out
-            .into_iter()
-            .flat_map(|a| {
-                pts.iter().map(move |&p| {
-                    let mut b = a.clone();
-                    b.push((r, p));
-                    b
-                })
-            })
-            .collect();
-    }
-    out
 }
 
 struct Case {

@@ -5,7 +5,9 @@
  *
  * prints the slowest rank's mean time per call in microseconds. OP is
  * allreduce (MPI_Allreduce of one double, MPI_SUM), bcast (MPI_Bcast of
- * one double from rank 0) or reduce (MPI_Reduce to rank 0, MPI_SUM); MODE b2b (ITERS calls back to back after one
+ * one double from rank 0), reduce (MPI_Reduce to rank 0, MPI_SUM), allgather
+ * (MPI_Allgather, a block per process) or reducescatter
+ * (MPI_Reduce_scatter_block, MPI_SUM, a block per process); MODE b2b (ITERS calls back to back after one
  * barrier, each rank timing the whole loop) or lone (ITERS times a barrier
  * then the call, minus ITERS barriers alone, the two loops timed by each
  * rank in LONE_BLOCKS blocks taken in turn, as examples/common/timed.rs
@@ -13,7 +15,7 @@
  * the sense-reversing barrier in shared memory below, the same code as
  * examples/common/fence.rs, so that both sides' calls start from the same
  * skew; see scripts/vs-openmpi.sh) or step (ITERS times a barrier then the
- * call, the whole step timed, nothing subtracted). BYTES (default 8, a multiple of 8) makes the value that many
+ * call, the whole step timed, nothing subtracted). BYTES (default 8, a multiple of 8) makes the value (the block) that many
  * bytes of doubles (scripts/vs-openmpi-mpi.sh). 100 warm-up calls first, as
  * on our side. */
 #include <mpi.h>
@@ -83,7 +85,7 @@ static void step_barrier(int fenced) {
 static double *x, *y;
 static int n = 1;
 
-enum op { ALLREDUCE, BCAST, REDUCE };
+enum op { ALLREDUCE, BCAST, REDUCE, ALLGATHER, REDUCE_SCATTER };
 
 static void call(enum op op, int rank) {
     (void)rank;
@@ -91,6 +93,10 @@ static void call(enum op op, int rank) {
         MPI_Bcast(x, n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     else if (op == REDUCE)
         MPI_Reduce(x, y, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    else if (op == ALLGATHER)
+        MPI_Allgather(x, n, MPI_DOUBLE, y, n, MPI_DOUBLE, MPI_COMM_WORLD);
+    else if (op == REDUCE_SCATTER)
+        MPI_Reduce_scatter_block(x, y, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     else
         MPI_Allreduce(x, y, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 }
@@ -100,12 +106,14 @@ int main(int argc, char **argv) {
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (argc != 4 && argc != 5) {
-        if (rank == 0) fprintf(stderr, "usage: timing allreduce|bcast|reduce b2b|lone|fenced|step ITERS [BYTES]\n");
+        if (rank == 0) fprintf(stderr, "usage: timing allreduce|bcast|reduce|allgather|reducescatter b2b|lone|fenced|step ITERS [BYTES]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    enum op bcast = strcmp(argv[1], "bcast") == 0    ? BCAST
-                    : strcmp(argv[1], "reduce") == 0 ? REDUCE
-                                                     : ALLREDUCE;
+    enum op bcast = strcmp(argv[1], "bcast") == 0           ? BCAST
+                    : strcmp(argv[1], "reduce") == 0        ? REDUCE
+                    : strcmp(argv[1], "allgather") == 0     ? ALLGATHER
+                    : strcmp(argv[1], "reducescatter") == 0 ? REDUCE_SCATTER
+                                                            : ALLREDUCE;
     int fenced = strcmp(argv[2], "fenced") == 0;
     int step = strcmp(argv[2], "step") == 0;
     int lone = fenced || step || strcmp(argv[2], "lone") == 0;
@@ -113,8 +121,11 @@ int main(int argc, char **argv) {
     if (fenced) fence_open(rank);
     long iters = atol(argv[3]);
     if (argc == 5 && atol(argv[4]) >= 8) n = (int)(atol(argv[4]) / 8);
-    x = calloc(n, sizeof(double));
-    y = calloc(n, sizeof(double));
+    /* An allgather's result and a reduce-scatter's input are one block
+     * per process. */
+    size_t whole = (size_t)n * procs;
+    x = calloc(bcast == REDUCE_SCATTER ? whole : (size_t)n, sizeof(double));
+    y = calloc(bcast == ALLGATHER ? whole : (size_t)n, sizeof(double));
     for (int i = 0; i < n; i++) x[i] = rank;
     for (long i = 0; i < (iters < 100 ? iters : 100); i++) call(bcast, rank);
     MPI_Barrier(MPI_COMM_WORLD);

@@ -74,6 +74,25 @@ pub fn broadcasts(team: &Team, ops: u32, roots: &[Rank]) -> TeamReport<Vec<Resul
     })
 }
 
+/// Every assignment of `points` to the members of `set` (a kill point
+/// per victim).
+pub fn assignments(set: &[Rank], points: &[u32]) -> Vec<Vec<(Rank, u32)>> {
+    let mut out = vec![vec![]];
+    for &r in set {
+        out = out
+            .into_iter()
+            .flat_map(|a| {
+                points.iter().map(move |&p| {
+                    let mut b = a.clone();
+                    b.push((r, p));
+                    b
+                })
+            })
+            .collect();
+    }
+    out
+}
+
 /// Every subset of `0..procs` with at most `f` members.
 pub fn subsets(procs: u32, f: u32) -> Vec<Vec<Rank>> {
     let mut out = vec![vec![]];

@@ -1,0 +1,146 @@
+//! Allgather and reduce-scatter, written once over the fault-tolerant
+//! allreduce ([`Collectives::all_reduce_into_contributors`]), so every
+//! engine has them with its guarantee word for word (docs/algorithms.md,
+//! *Allgather and reduce-scatter*).
+//!
+//! * **Allgather**: each rank places its block at its offset in a vector of
+//!   `size` blocks, zero elsewhere, and the vectors are reduced by
+//!   [`Disjoint`], a bitwise or: no two ranks' blocks overlap, so the
+//!   result holds each contributor's block as it sent it (any element type,
+//!   floats included) and zeros where a rank was left out. The allreduce's
+//!   guarantee (reduce paper Section 5.1: every live rank's input exactly
+//!   once, each failed rank's everywhere or nowhere, the same contributors
+//!   on every rank) is then the allgather's: every survivor gets every live
+//!   rank's block, and a rank that failed during the call has its block in
+//!   every survivor's result or in none.
+//! * **Reduce-scatter** (equal blocks): the allreduce of the whole vector,
+//!   of which each rank keeps its block: every block over one and the same
+//!   set of contributions.
+//!
+//! Both move `size` times the data their MPI counterparts move (the whole
+//! vector crosses every edge of the allreduce): the guarantee first, at a
+//! cost measured in docs/benchmarks.md.
+
+use crate::buffer::Element;
+use crate::collectives::Collectives;
+use crate::contributors::Contributors;
+use crate::error::Error;
+use crate::op::Operation;
+
+/// Combines vectors whose nonzero parts never overlap: the bitwise or of
+/// their bytes, so that a block comes through bit for bit whatever its
+/// element type. Associative and commutative, as every reduction must be.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Disjoint;
+
+impl<T: Element> Operation<T> for Disjoint {
+    fn apply(&self, a: &T, b: &T) -> T {
+        let mut out = *a;
+        or_into(bytemuck::bytes_of_mut(&mut out), bytemuck::bytes_of(b));
+        out
+    }
+
+    fn apply_slices(&self, a: &[T], b: &[T], out: &mut [T]) {
+        out.copy_from_slice(a);
+        self.accumulate(out, b);
+    }
+
+    fn accumulate(&self, acc: &mut [T], b: &[T]) {
+        or_into(bytemuck::cast_slice_mut(acc), bytemuck::cast_slice(b));
+    }
+}
+
+/// `acc[i] |= b[i]`, a word at a time where the lengths allow.
+fn or_into(acc: &mut [u8], b: &[u8]) {
+    let mut words = acc.chunks_exact_mut(8);
+    let mut theirs = b.chunks_exact(8);
+    for (x, y) in (&mut words).zip(&mut theirs) {
+        let v = u64::from_ne_bytes((&*x).try_into().expect("8 bytes"))
+            | u64::from_ne_bytes(y.try_into().expect("8 bytes"));
+        x.copy_from_slice(&v.to_ne_bytes());
+    }
+    for (x, y) in words.into_remainder().iter_mut().zip(theirs.remainder()) {
+        *x |= y;
+    }
+}
+
+/// [`Collectives::all_gather_into`]'s body: `send` placed at this rank's
+/// offset, the rest zero, reduced by [`Disjoint`] into `recv`.
+pub(crate) fn all_gather<C, T>(
+    comm: &mut C,
+    send: &[T],
+    recv: &mut [T],
+) -> Result<Contributors, Error>
+where
+    C: Collectives + ?Sized,
+    T: Element,
+{
+    let (size, me) = (comm.size() as usize, comm.rank() as usize);
+    let n = send.len();
+    let whole = n.checked_mul(size).ok_or(Error::BlockLength {
+        len: usize::MAX,
+        size: size as u32,
+    })?;
+    let mut placed = vec![T::zeroed(); whole];
+    placed[me * n..(me + 1) * n].copy_from_slice(send);
+    comm.all_reduce_into_contributors(&placed[..], recv, Disjoint)
+}
+
+/// [`Collectives::reduce_scatter_block_into`]'s body: the allreduce of the
+/// whole vector, this rank's block kept.
+pub(crate) fn reduce_scatter_block<C, T, O>(
+    comm: &mut C,
+    send: &[T],
+    recv: &mut [T],
+    op: O,
+) -> Result<Contributors, Error>
+where
+    C: Collectives + ?Sized,
+    T: Element,
+    O: Operation<T>,
+{
+    let size = comm.size() as usize;
+    let me = comm.rank() as usize;
+    if send.len() % size != 0 {
+        // The same answer on every rank that passes the same length; a
+        // rank whose length differs meets the others' allreduce as a
+        // length mismatch.
+        return Err(Error::BlockLength {
+            len: send.len(),
+            size: size as u32,
+        });
+    }
+    let n = send.len() / size;
+    if recv.len() != n {
+        // Takes part in full (its input reaches the others), then fails
+        // alone, `recv` untouched: the allreduce refuses an output of
+        // another length than its inputs (a part of `recv` stands in where
+        // `recv` itself has the inputs' length); the lengths the error
+        // names are the block's.
+        let probe_len = if recv.len() == send.len() {
+            n
+        } else {
+            recv.len()
+        };
+        let got = comm.all_reduce_into_contributors(send, &mut recv[..probe_len], op);
+        return Err(match got {
+            Err(Error::LengthMismatch { op, mine, .. }) if mine == probe_len => {
+                Error::LengthMismatch {
+                    op,
+                    mine: recv.len(),
+                    theirs: n,
+                }
+            }
+            Err(e) => e,
+            // Not reached (the lengths differ); an error all the same.
+            Ok(_) => Error::BlockLength {
+                len: send.len(),
+                size: size as u32,
+            },
+        });
+    }
+    let mut whole = vec![T::zeroed(); send.len()];
+    let who = comm.all_reduce_into_contributors(send, &mut whole[..], op)?;
+    recv.copy_from_slice(&whole[me * n..(me + 1) * n]);
+    Ok(who)
+}
