@@ -327,6 +327,29 @@ fn every_survivor_of_a_sigkill_gets_the_same_outcome_of_every_operation() {
     }
 }
 
+/// Allgather and reduce-scatter between processes (written once over the
+/// allreduce, `src/gather.rs`): through a SIGKILL between operations and
+/// one inside an operation, through the rings, MPI alone and the node's
+/// shared memory (large blocks), every survivor gets every result, each
+/// checked block by block against its contributors (`corrected mpi`'s
+/// checker: a block is its rank's, or zeros where the contributors leave
+/// that rank out; a reduce-scatter block is over exactly them).
+#[test]
+fn allgather_and_reduce_scatter_between_processes_survive_a_sigkill() {
+    for op in ["allgather", "reducescatter"] {
+        for (len, channel) in [("1", ""), ("1", "--shared-memory 0"), ("20000", "")] {
+            let args = format!("--op {op} --iters 60 --len {len} --sigkill 2:25 {channel}");
+            for o in survivors_agree(4, &args, 3, 60) {
+                assert_eq!(field(&o, "contributors_checked"), 60, "{args}: {o}");
+            }
+        }
+        let args = format!("--op {op} --iters 6 --f 1 --sigkill-after-sends 1:2:2 --timeout 5");
+        for o in survivors_agree(4, &args, 3, 6) {
+            assert_eq!(field(&o, "contributors_checked"), 6, "{args}: {o}");
+        }
+    }
+}
+
 /// A process SIGKILLed right after its first, second or third send of one
 /// operation (`--sigkill-after-sends`, `Fault::SigkillAfterSends`: a real
 /// death inside the operation, nobody told): every survivor gets the same

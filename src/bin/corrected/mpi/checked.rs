@@ -1,8 +1,10 @@
-//! `corrected mpi`'s loop of broadcasts, reduces, allreduces or barriers,
-//! every result checked: a reduction of each rank's bit holds every live
-//! rank's and a failed rank's or not, the same in every element, and where
-//! the communicator reports contributors (unless its failure scheme is the
-//! bit) they are exactly the ranks whose bits the result holds.
+//! `corrected mpi`'s loop of broadcasts, reduces, allreduces, barriers,
+//! allgathers or reduce-scatters, every result checked: a reduction of
+//! each rank's bit holds every live rank's and a failed rank's or not, the
+//! same in every element, and where the communicator reports contributors
+//! (unless its failure scheme is the bit) they are exactly the ranks whose
+//! bits the result holds; an allgather's blocks are their ranks' where the
+//! contributors name them and zeros elsewhere.
 
 use std::time::Instant;
 
@@ -42,6 +44,14 @@ pub(super) fn checked_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outco
                 .map(|()| buf.iter().all(|&x| x == value))
         } else if op == "barrier" {
             comm.barrier().map(|()| true)
+        } else if op == "allgather" || op == "reducescatter" {
+            let gone = dead(iter);
+            let got = blocks(comm, op, iter, len, &mut buf);
+            got.map(|who| {
+                let ok = gathered_right(&buf, &who, op, iter, len, size, &gone);
+                named_ok += u32::from(ok);
+                ok
+            })
         } else {
             let mine = vec![1u64 << me.min(63); len];
             // Every live rank's bit, and a failed rank's or not.
@@ -157,4 +167,65 @@ fn named(buf: &[u64], who: Option<Contributors>, known: bool, checked: &mut u32)
 /// before the call).
 fn unsupported<T>(result: &Result<T, Error>) -> bool {
     matches!(result, Err(Error::Config(ConfigError::Unsupported { .. })))
+}
+
+/// Rank `r`'s allgather block at iteration `iter`: never zero.
+fn block_value(r: Rank, iter: u32) -> u64 {
+    (u64::from(r) + 1) << 32 | u64::from(iter)
+}
+
+/// One allgather or reduce-scatter of `len` elements per block into `buf`
+/// (resized to the result).
+fn blocks(
+    comm: &mut impl Collectives,
+    op: &str,
+    iter: u32,
+    len: usize,
+    buf: &mut Vec<u64>,
+) -> Result<Contributors, Error> {
+    let (me, size) = (comm.rank(), comm.size() as usize);
+    if op == "allgather" {
+        buf.resize(len * size, 0);
+        comm.all_gather_into(&vec![block_value(me, iter); len][..], &mut buf[..])
+    } else {
+        buf.resize(len, 0);
+        let mine = vec![1u64 << me.min(63); len * size];
+        comm.reduce_scatter_block_into(&mine[..], &mut buf[..], SystemOperation::sum())
+    }
+}
+
+/// The result of [`blocks`] is right: every live rank among the
+/// contributors (none of `gone` needs to be), and each block its rank's
+/// (allgather, zeros for a rank left out) or every element the
+/// contributors' bits (reduce-scatter).
+fn gathered_right(
+    buf: &[u64],
+    who: &Contributors,
+    op: &str,
+    iter: u32,
+    len: usize,
+    size: u32,
+    gone: &[Rank],
+) -> bool {
+    let Some(ranks) = who.ranks() else {
+        return false;
+    };
+    if !(0..size).all(|r| gone.contains(&r) || ranks.contains(&r)) {
+        return false;
+    }
+    if op == "allgather" {
+        (0..size).all(|r| {
+            let want = if ranks.contains(&r) {
+                block_value(r, iter)
+            } else {
+                0
+            };
+            buf[r as usize * len..(r as usize + 1) * len]
+                .iter()
+                .all(|&x| x == want)
+        })
+    } else {
+        let bits = ranks.iter().fold(0u64, |m, &r| m | 1u64 << r.min(63));
+        buf.iter().all(|&x| x == bits)
+    }
 }

@@ -30,7 +30,11 @@ pub struct MpiArgs {
     /// failed ranks, which must list only ranks that failed, alike on
     /// every survivor), or shrink (every iteration a shrink, which agrees
     /// on the failed ranks, then an allreduce of 1 over the survivors,
-    /// which must sum to their number), or barrier.
+    /// which must sum to their number), barrier, allgather (each rank's
+    /// block of --len elements, every block checked against the
+    /// contributors: its rank's, or zeros where that rank is left out), or
+    /// reducescatter (--len elements of the sum per rank, over exactly the
+    /// contributors).
     #[arg(long, default_value = "bcast")]
     op: String,
     /// Operations to run.
@@ -220,18 +224,19 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
     }
     let shrink = args.op == "shrink";
     let agree = args.op == "agree";
-    let op = match shrink || agree {
-        // An agreement (and a shrink's allreduce) run with the allreduce's
-        // settings.
+    let gather = matches!(args.op.as_str(), "allgather" | "reducescatter");
+    let op = match shrink || agree || gather {
+        // An agreement (and a shrink's allreduce), an allgather and a
+        // reduce-scatter run with the allreduce's settings.
         true => Op::Allreduce,
         false => Op::parse(
             &args.op,
             &[Op::Bcast, Op::Reduce, Op::Allreduce, Op::Barrier],
-            "bcast, reduce, allreduce, barrier, agree or shrink",
+            "bcast, reduce, allreduce, barrier, allgather, reducescatter, agree or shrink",
         )?,
     };
     // The loops below tell collectives apart by their `--op` name.
-    if !(shrink || agree) {
+    if !(shrink || agree || gather) {
         args.op = op.name().to_string();
     }
     let chosen = args.bcast.choose(op, args.timeout)?;
