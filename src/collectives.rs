@@ -152,8 +152,8 @@ pub trait Collectives {
     /// a zeroed vector of `size` blocks, the vectors combined by a bitwise
     /// or, which no two blocks overlap; the whole vector crosses each of
     /// the allreduce's edges, so it moves `size` times the data an
-    /// allgather needs (docs/algorithms.md, *Allgather and
-    /// reduce-scatter*).
+    /// allgather needs (docs/algorithms.md, *Allgather, reduce-scatter
+    /// and split through the allreduce*).
     ///
     /// Errors: those of [`Collectives::all_reduce_into_contributors`];
     /// [`Error::LengthMismatch`] names the lengths of the gathered vectors
@@ -318,6 +318,29 @@ pub trait Collectives {
     /// this rank failed or hung.
     fn progress(&mut self) -> Result<(), Error>;
 
+    /// Splits the team into sub-teams, as `MPI_Comm_split`: the ranks that
+    /// pass the same `color` form one, numbered by `key`, ties by their
+    /// rank before the split. A collective (every live rank calls it).
+    /// Returns the members of this rank's sub-team, in their new order, in
+    /// the numbering before the split.
+    ///
+    /// The colors and keys travel by [`Collectives::all_gather_into`], so
+    /// every live rank sees the same table: every live rank is in its
+    /// color's sub-team, and a rank that fails during the split is in its
+    /// sub-team on every member or on none (found failed later, as after a
+    /// shrink, if it is). Each sub-team keeps the fault tolerance on its
+    /// own: the communicator's f, at most its size minus one, its own
+    /// plans, and only its members' failures concern it. As with
+    /// [`Collectives::shrink`], the communicator itself becomes the
+    /// sub-team (a rank owns one endpoint), and it may split again or
+    /// shrink.
+    ///
+    /// Errors: those of [`Collectives::all_gather_into`] (a team whose
+    /// failure scheme is the bit cannot split:
+    /// [`crate::error::ConfigError::Unsupported`]); a node team:
+    /// `Unsupported`, on every rank alike after the allgather.
+    fn split(&mut self, color: u32, key: u32) -> Result<Vec<Rank>, Error>;
+
     /// Goes on with the survivors, as ULFM's `MPIX_Comm_shrink`: agrees on
     /// the failed ranks ([`Collectives::agree_failed`]), renumbers the
     /// others densely, in their order, with a fresh fault budget (the
@@ -452,6 +475,10 @@ impl<C: Communicator> Collectives for C {
 
     fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
         self.control_mut().shrink()
+    }
+
+    fn split(&mut self, color: u32, key: u32) -> Result<Vec<Rank>, Error> {
+        crate::gather::split(self, color, key)
     }
 }
 

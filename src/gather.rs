@@ -1,7 +1,7 @@
-//! Allgather and reduce-scatter, written once over the fault-tolerant
+//! Allgather, reduce-scatter and split, written once over the fault-tolerant
 //! allreduce ([`Collectives::all_reduce_into_contributors`]), so every
 //! engine has them with its guarantee word for word (docs/algorithms.md,
-//! *Allgather and reduce-scatter*).
+//! *Allgather, reduce-scatter and split through the allreduce*).
 //!
 //! * **Allgather**: each rank places its block at its offset in a vector of
 //!   `size` blocks, zero elsewhere, and the vectors are reduced by
@@ -16,16 +16,20 @@
 //! * **Reduce-scatter** (equal blocks): the allreduce of the whole vector,
 //!   of which each rank keeps its block: every block over one and the same
 //!   set of contributions.
+//! * **Split**: every rank's color and key gathered, so every live rank
+//!   sees the same table, then each regroups to its color's ranks.
 //!
-//! Both move `size` times the data their MPI counterparts move (the whole
+//! The first two move `size` times the data their MPI counterparts move (the whole
 //! vector crosses every edge of the allreduce): the guarantee first, at a
 //! cost measured in docs/benchmarks.md.
 
 use crate::buffer::Element;
+use crate::call::Communicator;
 use crate::collectives::Collectives;
 use crate::contributors::Contributors;
 use crate::error::Error;
 use crate::op::Operation;
+use crate::types::Rank;
 
 /// Combines vectors whose nonzero parts never overlap: the bitwise or of
 /// their bytes, so that a block comes through bit for bit whatever its
@@ -143,4 +147,23 @@ where
     let who = comm.all_reduce_into_contributors(send, &mut whole[..], op)?;
     recv.copy_from_slice(&whole[me * n..(me + 1) * n]);
     Ok(who)
+}
+
+/// [`Collectives::split`]'s body: every rank's color (plus one, so that a
+/// rank left out of the allgather, whose block is zeros, has none) and key
+/// gathered, then the communicator regrouped to its color's ranks, by key,
+/// ties by rank.
+pub(crate) fn split<C: Communicator>(
+    comm: &mut C,
+    color: u32,
+    key: u32,
+) -> Result<Vec<Rank>, Error> {
+    let mut table = vec![[0u64; 2]; comm.size() as usize];
+    comm.all_gather_into(&[u64::from(color) + 1, u64::from(key)], &mut table[..])?;
+    let mut members: Vec<Rank> = (0..comm.size())
+        .filter(|&r| table[r as usize][0] == u64::from(color) + 1)
+        .collect();
+    members.sort_by_key(|&r| (table[r as usize][1], r));
+    comm.control_mut().regroup(&members)?;
+    Ok(members)
 }

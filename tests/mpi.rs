@@ -350,6 +350,35 @@ fn allgather_and_reduce_scatter_between_processes_survive_a_sigkill() {
     }
 }
 
+/// Split between processes: two sub-teams by parity, the odd one running
+/// two allreduces per iteration so that their operation numbers drift
+/// apart; through a SIGKILL in one sub-team, one inside the split, and
+/// large values through the node's shared memory, every survivor gets
+/// every result, each sum holding exactly its sub-team's live members
+/// (`corrected mpi --op split`'s checker). No call waits out the
+/// operation timeout: a sub-team's large allreduce waited for the other
+/// sub-team's processes to finish an operation number they never reach,
+/// for the whole timeout, then declared them failed.
+#[test]
+fn split_between_processes_keeps_each_sub_team_to_itself() {
+    let cases = [
+        "--iters 40",
+        "--iters 40 --sigkill 2:20",
+        "--iters 40 --len 40000 --timeout 30",
+        "--iters 40 --len 40000 --sigkill 3:20 --timeout 30",
+        "--iters 10 --sigkill-after-sends 1:0:2 --timeout 5 --shared-memory 0",
+    ];
+    for case in cases {
+        let args = format!("--op split {case}");
+        let reporting = if case.contains("sigkill") { 3 } else { 4 };
+        let iters = if case.contains("--iters 10") { 10 } else { 40 };
+        for o in delivering(4, &args, reporting, iters, &[]) {
+            let slowest = o["latency_ns"]["max"].as_f64().expect("latency");
+            assert!(slowest < 15e9, "{args}: a call waited out the timeout: {o}");
+        }
+    }
+}
+
 /// A process SIGKILLed right after its first, second or third send of one
 /// operation (`--sigkill-after-sends`, `Fault::SigkillAfterSends`: a real
 /// death inside the operation, nobody told): every survivor gets the same

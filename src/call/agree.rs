@@ -99,18 +99,44 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
         if failed.contains(&self.rank()) {
             return Err(Error::Failed(self.rank()));
         }
+        let kept: Vec<Rank> = (0..self.size()).filter(|r| !failed.contains(r)).collect();
+        self.regroup(&kept)
+    }
+
+    /// Makes this communicator the team of `members` (ranks of the current
+    /// numbering, each once, this rank among them), renumbered in their
+    /// order, with a fault budget of this communicator's f, at most the
+    /// new size minus one, and new plans for the new size. Every member
+    /// calls it with the same list. The engine drops its state of the old
+    /// numbering ([`Engine::shrunk`]).
+    ///
+    /// Errors: [`Error::RankOutOfRange`] for a member out of range;
+    /// [`Error::Failed`] if this rank is not a member; a configuration
+    /// that does not fit the new size.
+    pub(crate) fn regroup(&mut self, members: &[Rank]) -> Result<(), Error> {
+        let size = self.size();
+        if let Some(&rank) = members.iter().find(|&&r| r >= size) {
+            return Err(Error::RankOutOfRange { rank, procs: size });
+        }
+        if !members.contains(&self.rank()) {
+            return Err(Error::Failed(self.rank()));
+        }
         let old = self.driver.members();
-        let members: Box<[Rank]> = (0..self.size())
-            .filter(|r| !failed.contains(r))
-            .map(|r| old.to_transport(r))
-            .collect();
+        let members: Box<[Rank]> = members.iter().map(|&r| old.to_transport(r)).collect();
         let size = members.len() as u32;
         let f = self.fault_budget().min(size - 1);
         let crowded = self.engine.crowded(size);
         let plans = Plans::build(self.config(), size, f, crowded)?;
-        let generation = self.engine.keep_generation(Generation { members, plans });
+        let index = Members::index_of(&members);
+        let generation = self.engine.keep_generation(Generation {
+            members,
+            index,
+            plans,
+        });
         self.plans = &generation.plans;
-        self.driver.set_members(Members::dense(&generation.members));
+        let numbering = Members::ordered(&generation.members, &generation.index);
+        self.driver.set_members(numbering);
+        self.regrouped_at = self.driver.next_op();
         self.engine.shrunk();
         Ok(())
     }

@@ -37,6 +37,12 @@ pub trait Control {
     fn agree_failed(&mut self) -> Result<Vec<Rank>, Error>;
     /// Goes on with the survivors; returns the ranks left out.
     fn shrink(&mut self) -> Result<Vec<Rank>, Error>;
+    /// Makes this communicator the team of `members` (ranks of the current
+    /// numbering, this one among them, each once), renumbered in their
+    /// order, with the communicator's f clamped to the new size and new
+    /// plans; every member calls it with the same list, agreed before
+    /// (`Collectives::split`).
+    fn regroup(&mut self, members: &[Rank]) -> Result<(), Error>;
     /// Serves what operations this rank returned from still owe.
     fn progress(&mut self) -> Result<(), Error>;
     /// Returns once every live rank has entered the barrier.
@@ -124,6 +130,10 @@ impl<'t, E: Engine<'t>> Control for Caller<'t, E> {
 
     fn shrink(&mut self) -> Result<Vec<Rank>, Error> {
         Caller::shrink(self)
+    }
+
+    fn regroup(&mut self, members: &[Rank]) -> Result<(), Error> {
+        Caller::regroup(self, members)
     }
 
     fn progress(&mut self) -> Result<(), Error> {

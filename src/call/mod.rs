@@ -120,6 +120,9 @@ pub(crate) struct Caller<'t, E: Engine<'t>> {
     reduce_lists: ReduceLists<Data>,
     /// Flow control of reduces ([`pace`]).
     pace: pace::Pace,
+    /// The first operation of the communicator's current members (0 until
+    /// a shrink or a split): an operation from it on involves them alone.
+    regrouped_at: OpId,
 }
 
 impl<'t, E: Engine<'t>> Caller<'t, E> {
@@ -149,7 +152,16 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
             calls: 0,
             reduce_lists: ReduceLists::default(),
             pace: pace::Pace::default(),
+            regrouped_at: 0,
         }
+    }
+
+    /// The first operation of the communicator's current members (0 until
+    /// a shrink or a split); ranks that are not members take part in no
+    /// operation from it on.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // the node's shared slots
+    pub(crate) fn regrouped_at(&self) -> OpId {
+        self.regrouped_at
     }
 
     /// The plans of this communicator.

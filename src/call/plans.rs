@@ -175,11 +175,14 @@ fn ftco_timeout(timeout: Option<Duration>) -> Result<Tick, ConfigError> {
     Ok(crate::driver::nanos(timeout))
 }
 
-/// A communicator shrunk from a team ([`super::Caller::shrink`]): its
-/// survivors (in the transport's numbering) and its plans. Kept for as long
+/// A communicator shrunk or split from a team ([`super::Caller::regroup`]):
+/// its members (in the transport's numbering, in their new order) and its
+/// plans. Kept for as long
 /// as the engine runs, so that cores borrow them for its lifetime.
 #[derive(Debug)]
 pub(crate) struct Generation {
     pub(crate) members: Box<[Rank]>,
+    /// `members`' index by transport rank (`Members::index_of`).
+    pub(crate) index: Box<[(Rank, Rank)]>,
     pub(crate) plans: Plans,
 }

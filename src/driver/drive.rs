@@ -72,7 +72,11 @@ impl<'t, T: Transport> Driver<'t, T> {
             let done = core.header();
             let mut i = 0;
             while i < self.lingering.len() {
-                if self.lingering[i].core.retired_by(&done) {
+                // Only by a later operation of the same communicator:
+                // after a split, one of this rank's sub-team says nothing
+                // of the ranks of another, which may still need this core.
+                let kept = &self.lingering[i];
+                if kept.members.is(self.members) && kept.core.retired_by(&done) {
                     self.drop_kept(i);
                 } else {
                     i += 1;

@@ -147,9 +147,15 @@ impl MpiComm {
         };
         let me = self.caller.driver.transport().rank();
         let procs = self.caller.driver.transport().procs();
+        // A slot published since the last shrink or split is read by the
+        // communicator's members alone: a process of another sub-team,
+        // whose operations are numbered on their own, holds nothing of it.
+        let members = self.caller.driver.members();
+        let ours = last >= self.caller.regrouped_at();
         let holds = |d: &Driver<'static, MpiTransport>, p: Rank| {
             let t = d.transport();
             p != me
+                && (!ours || members.of_transport(p).is_some())
                 && regions.finished(p) <= last
                 && !t.is_failed(p)
                 && !t.peer(p).is_some_and(|v| v.left || v.exited)

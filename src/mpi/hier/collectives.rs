@@ -31,7 +31,7 @@ impl<'c, 't> Communicator for NodeComm<'c, 't> {
     }
 
     fn broadcast_items<T: Element>(&mut self, root: Rank, buf: &mut [T]) -> Result<(), Error> {
-        let (rp, rl) = self.split(root)?;
+        let (rp, rl) = self.locate(root)?;
         self.node_op(|node| {
             let mut local = Ok(());
             if node.proc_rank == rp && rl != node.proxy {
@@ -63,7 +63,7 @@ impl<'c, 't> Communicator for NodeComm<'c, 't> {
             op,
             contributors: asked,
         } = call;
-        let (rp, rl) = self.split(root)?;
+        let (rp, rl) = self.locate(root)?;
         let op = &op;
         // The operation whole, not a closure over `apply`: its slice loops
         // (vectorized for the system operations) serve both levels.
@@ -285,6 +285,15 @@ impl Control for NodeComm<'_, '_> {
             .into_iter()
             .map(|r| base + r)
             .collect()
+    }
+
+    /// Not built for node teams: a sub-team would split a process's
+    /// threads across two process levels.
+    fn regroup(&mut self, _members: &[Rank]) -> Result<(), Error> {
+        Err(Error::Config(ConfigError::Unsupported {
+            what: "splitting a node team",
+            why: "its threads share one process level; split a thread team or an MpiComm",
+        }))
     }
 
     /// Progress on the thread level, and on the process level if no thread

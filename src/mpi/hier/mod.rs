@@ -571,7 +571,7 @@ impl<'t> NodeComm<'_, 't> {
     }
 
     /// Global rank `root` as its process and its local rank there.
-    fn split(&self, root: Rank) -> Result<(u32, Rank), Error> {
+    fn locate(&self, root: Rank) -> Result<(u32, Rank), Error> {
         let ranks = self.offsets[self.procs as usize];
         if root >= ranks {
             return Err(Error::RankOutOfRange {

@@ -592,9 +592,8 @@ impl Transport for MpiTransport {
         // timeout is held against it).
         let mut view = self.views.get(peer as usize).copied()?;
         view.exited = self.exited.has_exited(peer, self.now());
-        // A heartbeat may be many operations old; a peer of this node tells
-        // each entry in its region, before the operation's first send. Read
-        // after `exited`: whatever a process that is gone entered is there.
+        // A heartbeat may be operations old; a peer of this node writes each
+        // entry in its region first (read after `exited`: a dead one's last).
         if let Some(entered) = self.entries.as_ref().and_then(|e| e.entered(peer)) {
             view.entered = view.entered.max(entered);
         }
@@ -602,9 +601,8 @@ impl Transport for MpiTransport {
     }
 
     fn entries_exact(&self, peer: Rank) -> bool {
-        // A peer of this node tells each entry in its region; one that left
-        // sent a heartbeat just before (`leave`); of any other, a heartbeat
-        // may be many operations old.
+        // A peer of this node writes each entry in its region, one that left
+        // sent a last heartbeat (`leave`); any other's view may lag.
         let told = self.entries.as_ref().and_then(|e| e.entered(peer));
         told.is_some() || self.left.get(peer as usize).copied().unwrap_or(false)
     }
@@ -643,8 +641,7 @@ impl Transport for MpiTransport {
     fn leave(&self, _hung: bool) {
         let now = self.now();
         self.leaving.set(Some(now));
-        // Its last view first, so that every peer knows exactly what it
-        // entered (`entries_exact`), as the `peer` contract asks.
+        // Its last view first: every peer knows what it entered exactly.
         self.send_beat(now);
         self.announce(&Frame::Left);
     }

@@ -34,7 +34,8 @@ pub struct MpiArgs {
     /// block of --len elements, every block checked against the
     /// contributors: its rank's, or zeros where that rank is left out), or
     /// reducescatter (--len elements of the sum per rank, over exactly the
-    /// contributors).
+    /// contributors), or split (a split by parity, then allreduces in
+    /// each sub-team).
     #[arg(long, default_value = "bcast")]
     op: String,
     /// Operations to run.
@@ -224,19 +225,20 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
     }
     let shrink = args.op == "shrink";
     let agree = args.op == "agree";
+    let split = args.op == "split";
     let gather = matches!(args.op.as_str(), "allgather" | "reducescatter");
-    let op = match shrink || agree || gather {
+    let op = match shrink || agree || split || gather {
         // An agreement (and a shrink's allreduce), an allgather and a
         // reduce-scatter run with the allreduce's settings.
         true => Op::Allreduce,
         false => Op::parse(
             &args.op,
             &[Op::Bcast, Op::Reduce, Op::Allreduce, Op::Barrier],
-            "bcast, reduce, allreduce, barrier, allgather, reducescatter, agree or shrink",
+            "bcast, reduce, allreduce, barrier, allgather, reducescatter, agree, shrink or split",
         )?,
     };
     // The loops below tell collectives apart by their `--op` name.
-    if !(shrink || agree || gather) {
+    if !(shrink || agree || split || gather) {
         args.op = op.name().to_string();
     }
     let chosen = args.bcast.choose(op, args.timeout)?;
@@ -306,6 +308,8 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
         let mut comm = MpiComm::new(&universe.world(), &builder).map_err(Error::from)?;
         let mut outcome = if shrink {
             shrink_loop(&mut comm, &args)
+        } else if split {
+            split_loop(&mut comm, &args)
         } else if agree {
             agree_loop(&mut comm, &args)
         } else {
@@ -374,6 +378,7 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
         let report = node.run(|comm| match (agree, shrink) {
             (true, _) => agree_loop(comm, &args),
             (_, true) => shrink_loop(comm, &args),
+            _ if split => split_loop(comm, &args),
             _ => checked_loop(comm, &args),
         });
         report
@@ -593,6 +598,61 @@ fn shrink_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
             result,
             first,
             held,
+        }
+    })
+}
+
+/// `--op split`: the first iteration a split by the parity of the rank,
+/// keys reversing the order; every later one an allreduce of `--len`
+/// elements of 2^rank (ranks as the communicator began) in the sub-team,
+/// two in the odd ranks' (the sub-teams' operation numbers drift apart).
+/// Right when the split's members are this parity's ranks, in descending
+/// order, every live one among them, and each sum holds the bits of every
+/// live member and of no rank outside the sub-team; `firsts` holds the
+/// members as a bitmap, then the sums.
+fn split_loop(comm: &mut impl Collectives, args: &MpiArgs) -> Outcome {
+    let (me, size) = (comm.rank(), comm.size());
+    let mut members: Option<Vec<Rank>> = None;
+    agreement_loop(comm, args, |comm, failed_by| {
+        let bits = |ranks: &[Rank]| ranks.iter().fold(0u64, |m, &r| m | 1u64 << r.min(63));
+        let Some(team) = &members else {
+            let result = comm.split(me % 2, u32::MAX - me);
+            let (first, held) = match &result {
+                Ok(m) => (bits(m), format!("members {m:?}")),
+                Err(_) => (u64::MAX, String::new()),
+            };
+            let result = result.map(|m| {
+                let right = m.iter().all(|r| r % 2 == me % 2)
+                    && (0..size).all(|r| r % 2 != me % 2 || failed_by(r) || m.contains(&r))
+                    && m.windows(2).all(|w| w[0] > w[1]);
+                members = Some(m);
+                right
+            });
+            return Step {
+                result,
+                first,
+                held,
+            };
+        };
+        let mine = vec![1u64 << me.min(63); args.len];
+        let mut sum = vec![0u64; args.len];
+        // The odd ranks' sub-team runs two allreduces per iteration, so the
+        // sub-teams' operation numbers drift apart.
+        let mut result = Ok(());
+        for _ in 0..=me % 2 {
+            result = result.and_then(|()| {
+                comm.all_reduce_into(&mine[..], &mut sum[..], SystemOperation::sum())
+            });
+        }
+        let live: Vec<Rank> = team.iter().copied().filter(|&r| !failed_by(r)).collect();
+        let (all, live) = (bits(team), bits(&live));
+        let first = sum.first().copied().unwrap_or(0);
+        Step {
+            result: result.map(|()| {
+                sum.iter().all(|&x| x == first) && first & live == live && first & !all == 0
+            }),
+            first,
+            held: format!("{:?}", &sum[..sum.len().min(4)]),
         }
     })
 }
