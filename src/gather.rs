@@ -23,6 +23,8 @@
 //! vector crosses every edge of the allreduce): the guarantee first, at a
 //! cost measured in docs/benchmarks.md.
 
+use std::cell::Cell;
+
 use crate::buffer::Element;
 use crate::call::Communicator;
 use crate::collectives::Collectives;
@@ -68,6 +70,36 @@ fn or_into(acc: &mut [u8], b: &[u8]) {
     }
 }
 
+/// Vectors up to this many bytes come from a per-thread buffer reused call
+/// after call; larger ones are allocated for their call (a buffer kept
+/// would hold their memory for the thread's life).
+const SCRATCH_MAX_BYTES: usize = 1 << 20;
+
+thread_local! {
+    /// A buffer of 16-byte words (aligned for every element type) that
+    /// [`with_zeroed`] lends.
+    static SCRATCH: Cell<Vec<u128>> = const { Cell::new(Vec::new()) };
+}
+
+/// Runs `f` on `len` zeroed elements: this thread's reused buffer where
+/// they fit in [`SCRATCH_MAX_BYTES`] (taken out while `f` runs, so a call
+/// within `f` gets a buffer of its own), else a fresh vector. A loop of
+/// small gathers allocates nothing per call.
+fn with_zeroed<T: Element, R>(len: usize, f: impl FnOnce(&mut [T]) -> R) -> R {
+    let size = std::mem::size_of::<T>();
+    let bytes = len.saturating_mul(size);
+    if size == 0 || bytes > SCRATCH_MAX_BYTES {
+        return f(&mut vec![T::zeroed(); len]);
+    }
+    let mut words = SCRATCH.take();
+    words.clear();
+    words.resize(bytes.div_ceil(16), 0);
+    let all: &mut [u8] = bytemuck::cast_slice_mut(&mut words[..]);
+    let got = f(bytemuck::cast_slice_mut(&mut all[..bytes]));
+    SCRATCH.set(words);
+    got
+}
+
 /// [`Collectives::all_gather_into`]'s body: `send` placed at this rank's
 /// offset, the rest zero, reduced by [`Disjoint`] into `recv`.
 pub(crate) fn all_gather<C, T>(
@@ -85,9 +117,10 @@ where
         len: usize::MAX,
         size: size as u32,
     })?;
-    let mut placed = vec![T::zeroed(); whole];
-    placed[me * n..(me + 1) * n].copy_from_slice(send);
-    comm.all_reduce_into_contributors(&placed[..], recv, Disjoint)
+    with_zeroed(whole, |placed: &mut [T]| {
+        placed[me * n..(me + 1) * n].copy_from_slice(send);
+        comm.all_reduce_into_contributors(&placed[..], recv, Disjoint)
+    })
 }
 
 /// [`Collectives::reduce_scatter_block_into`]'s body: the allreduce of the
@@ -143,10 +176,11 @@ where
             },
         });
     }
-    let mut whole = vec![T::zeroed(); send.len()];
-    let who = comm.all_reduce_into_contributors(send, &mut whole[..], op)?;
-    recv.copy_from_slice(&whole[me * n..(me + 1) * n]);
-    Ok(who)
+    with_zeroed(send.len(), |whole: &mut [T]| {
+        let who = comm.all_reduce_into_contributors(send, &mut whole[..], op)?;
+        recv.copy_from_slice(&whole[me * n..(me + 1) * n]);
+        Ok(who)
+    })
 }
 
 /// [`Collectives::split`]'s body: every rank's color (plus one, so that a
@@ -166,4 +200,34 @@ pub(crate) fn split<C: Communicator>(
     members.sort_by_key(|&r| (table[r as usize][1], r));
     comm.control_mut().regroup(&members)?;
     Ok(members)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reused buffer comes back zeroed after a call that wrote it, a
+    /// call within a call gets its own, and the bytes of a block come
+    /// through `Disjoint` unchanged.
+    #[test]
+    fn the_reused_buffer_is_zeroed_and_nested_calls_get_their_own() {
+        with_zeroed(5, |a: &mut [f64]| a.fill(-0.0));
+        with_zeroed(5, |a: &mut [f64]| {
+            assert!(a.iter().all(|x| x.to_bits() == 0));
+            a.fill(1.0);
+            with_zeroed(3, |b: &mut [u128]| {
+                assert_eq!(b, [0; 3]);
+                b.fill(7);
+            });
+            assert_eq!(a, [1.0; 5], "untouched by the nested call");
+        });
+        let big = SCRATCH_MAX_BYTES / 8 + 1;
+        with_zeroed(big, |a: &mut [u64]| {
+            assert!(a.len() == big && a.iter().all(|&x| x == 0))
+        });
+        let nan = f64::from_bits(0x7ff8_dead_beef_0001);
+        let mut acc = [0.0, -0.0];
+        Disjoint.accumulate(&mut acc[..], &[nan, 0.0]);
+        assert_eq!(acc.map(f64::to_bits), [nan.to_bits(), (-0.0f64).to_bits()]);
+    }
 }
