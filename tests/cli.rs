@@ -902,3 +902,23 @@ fn a_failure_timeout_below_the_machines_stalls_is_warned_about() {
         "{out:?}"
     );
 }
+
+/// `sim --op allgather|reducescatter` runs the allreduce the library runs
+/// for them (src/gather.rs): the same runs as the allreduce of P blocks,
+/// reported under its own name; other algorithms are refused.
+#[test]
+fn sim_runs_an_allgather_as_the_allreduce_of_p_blocks() {
+    let line = "sim --procs 64 --runs 5 --fault-rate 0.05 --gap-per-byte 1 --json";
+    let allreduce = succeeded(&format!("{line} --op allreduce --bytes 512"));
+    for op in ["allgather", "reducescatter"] {
+        let gathered = succeeded(&format!("{line} --op {op} --bytes 8"));
+        assert_eq!(gathered["op"], op);
+        for field in ["latency_ticks", "messages_per_process", "violations"] {
+            assert_eq!(gathered[field], allreduce[field], "{op}: {field}");
+        }
+    }
+    refused(
+        "sim --procs 64 --op allgather --algorithm ftco",
+        "--op allgather is out of range",
+    );
+}

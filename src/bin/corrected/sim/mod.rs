@@ -38,7 +38,10 @@ pub struct SimArgs {
     /// the memory available: checked before the simulation starts).
     #[arg(long, default_value_t = 65536)]
     procs: u32,
-    /// The collective: bcast, reduce (to rank 0) or allreduce.
+    /// The collective: bcast, reduce (to rank 0), allreduce, or allgather
+    /// or reducescatter (--bytes per block: the allreduce of P blocks,
+    /// as the library runs them, src/gather.rs; its messages carry
+    /// P x --bytes).
     #[arg(long, default_value = "bcast")]
     op: String,
     /// Fault budget f of reduce and allreduce.
@@ -150,7 +153,28 @@ impl SimArgs {
 }
 
 /// Runs `corrected sim`. Exit code 1 if any semantic check failed.
-pub fn run(args: SimArgs) -> Result<ExitCode, CliError> {
+pub fn run(mut args: SimArgs) -> Result<ExitCode, CliError> {
+    // An allgather or a reduce-scatter is the allreduce of P blocks.
+    let gather = matches!(args.op.as_str(), "allgather" | "reducescatter")
+        .then(|| std::mem::replace(&mut args.op, "allreduce".into()));
+    if let Some(name) = &gather {
+        if args.algorithm != "tree" || args.allreduce() == "blocks" {
+            return Err(out_of_range(
+                "--op",
+                name,
+                "an allgather and a reduce-scatter run the up-correction allreduce",
+                "pass --algorithm tree and --allreduce tree or star",
+            ));
+        }
+        args.bytes = (args.bytes.checked_mul(u64::from(args.procs))).ok_or_else(|| {
+            out_of_range(
+                "--bytes",
+                args.bytes,
+                "--bytes x --procs must fit in 64 bits",
+                "pass fewer --bytes",
+            )
+        })?;
+    }
     let op = Op::parse(
         &args.op,
         &[Op::Bcast, Op::Reduce, Op::Allreduce],
@@ -189,7 +213,7 @@ pub fn run(args: SimArgs) -> Result<ExitCode, CliError> {
     }
     let (spec, correction, logp) = args.model.parse()?;
     if op != Op::Bcast {
-        return run_collective(&args, op, faults);
+        return run_collective(&args, op, gather.as_deref(), faults);
     }
     // Live ranks left uncolored are violations only where the correction
     // guarantees delivery: no rank dies during the run (the root lives).
@@ -521,7 +545,12 @@ fn collective_head(args: &SimArgs, op: Op, logp: LogP, seconds: f64) -> (SimRepo
 }
 
 /// `corrected sim --op reduce|allreduce`: Monte Carlo over the fault plan.
-fn run_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<ExitCode, CliError> {
+fn run_collective(
+    args: &SimArgs,
+    op: Op,
+    gather: Option<&str>,
+    faults: FaultPlan,
+) -> Result<ExitCode, CliError> {
     if op == Op::Allreduce && args.allreduce() == "blocks" {
         return run_blocks(args, faults);
     }
@@ -570,11 +599,23 @@ fn run_collective(args: &SimArgs, op: Op, faults: FaultPlan) -> Result<ExitCode,
     report.tree = Some(spec.to_string());
     report.correction = Some(correction.to_string());
     report.allreduce = (op == Op::Allreduce).then(|| args.allreduce().to_string());
+    let name = match gather {
+        Some(name) => {
+            report.op = if name == "allgather" {
+                "allgather"
+            } else {
+                "reducescatter"
+            };
+            format!(
+                "{name} (the allreduce of P blocks, messages of {} bytes)",
+                args.bytes
+            )
+        }
+        None => op.name().to_string(),
+    };
     let title = format!(
-        "P={} op={} f={} tree={spec} correction={correction} {tail}",
-        args.procs,
-        op.name(),
-        args.f,
+        "P={} op={name} f={} tree={spec} correction={correction} {tail}",
+        args.procs, args.f,
     );
     Ok(report::collective(report, &title, &runs, false, args.json))
 }
