@@ -7,29 +7,18 @@
 #
 #   ROUNDS=3 PROCS="2 8" SIZES="8 1048576" scripts/vs-openmpi-gather.sh
 #
-# Setup as scripts/vs-openmpi.sh: ob1 + vader, bound to cores where each
-# process has one, oversubscribed and yielding where not.
+# Setup as scripts/vs-openmpi.sh (scripts/mpi/side-by-side.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${ROUNDS:-3} procs=${PROCS:-"2 8"} sizes=${SIZES:-"8 1048576"}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mkdir -p target
-mpicc -O2 -o target/mpi-timing scripts/mpi/timing.c
-cargo build --profile release-lto --quiet --example timing
-ours=target/release-lto/examples/timing
-cores=$(nproc)
+# shellcheck source=scripts/mpi/side-by-side.sh
+. scripts/mpi/side-by-side.sh
 results=$(mktemp)
 iters() { # P BYTES
   if [ "$2" -le 4096 ]; then [ "$1" -le 2 ] && echo 20000 || echo 5000
   else [ "$1" -le 2 ] && echo 200 || echo 40; fi
 }
-ompi() { # P OP BYTES
-  local bind="--bind-to core"
-  [ "$1" -gt "$cores" ] && bind="--oversubscribe --bind-to none --mca mpi_yield_when_idle 1"
-  # shellcheck disable=SC2086
-  mpirun --allow-run-as-root -np "$1" $bind --mca pml ob1 --mca btl self,vader \
-    target/mpi-timing "$2" b2b "$(iters "$1" "$3")" "$3"
-}
+ompi() { ompi_run "$1" "$2" b2b "$(iters "$1" "$3")" "$3"; } # P OP BYTES
 mine() { BYTES=$3 "$ours" "$2" "$1" 1 b2b "$(iters "$1" "$3")"; }
 for round in $(seq "$rounds"); do
   echo "== round $round, raw ping-pong (one way) $("$ours" pingpong) ns"

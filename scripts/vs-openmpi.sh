@@ -49,18 +49,8 @@ rounds=${ROUNDS:-3}
 procs=${PROCS:-"2 4 8 16 32 64"}
 modes=${MODES:-"b2b lone step fenced"}
 ops=${OPS:-"allreduce bcast"}
-if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null
-fi
-mkdir -p target
-mpicc -O2 -o target/mpi-timing scripts/mpi/timing.c
-# Ours built as a program using the library would be for speed: one
-# codegen unit, fat LTO (Cargo.toml, profile release-lto).
-cargo build --profile release-lto --quiet --example timing
-ours=target/release-lto/examples/timing
-cores=$(nproc)
+# shellcheck source=scripts/mpi/side-by-side.sh
+. scripts/mpi/side-by-side.sh
 results=$(mktemp)
 
 iters() { # P MODE
@@ -69,13 +59,7 @@ iters() { # P MODE
   [ "$2" != b2b ] && n=$((n / 4))
   echo "$n"
 }
-ompi() { # P OP MODE
-  local bind="--bind-to core"
-  [ "$1" -gt "$cores" ] && bind="--oversubscribe --bind-to none --mca mpi_yield_when_idle 1"
-  # shellcheck disable=SC2086
-  mpirun --allow-run-as-root -np "$1" $bind --mca pml ob1 --mca btl self,vader \
-    target/mpi-timing "$2" "$3" "$(iters "$1" "$3")"
-}
+ompi() { ompi_run "$1" "$2" "$3" "$(iters "$1" "$3")"; } # P OP MODE
 mine() { # P OP F MODE
   "$ours" "$2" "$1" "$3" "$4" "$(iters "$1" "$4")"
 }

@@ -587,24 +587,11 @@ impl Transport for MpiTransport {
     }
 
     fn peer(&self, peer: Rank) -> Option<PeerView> {
-        // The last heartbeat it sent (or, before any, a peer that never
-        // entered the library: only absence after a whole operation
-        // timeout is held against it).
-        let mut view = self.views.get(peer as usize).copied()?;
-        view.exited = self.exited.has_exited(peer, self.now());
-        // A heartbeat may be operations old; a peer of this node writes each
-        // entry in its region first (read after `exited`: a dead one's last).
-        if let Some(entered) = self.entries.as_ref().and_then(|e| e.entered(peer)) {
-            view.entered = view.entered.max(entered);
-        }
-        Some(view)
+        self.view_of(peer)
     }
 
     fn entries_exact(&self, peer: Rank) -> bool {
-        // A peer of this node writes each entry in its region, one that left
-        // sent a last heartbeat (`leave`); any other's view may lag.
-        let told = self.entries.as_ref().and_then(|e| e.entered(peer));
-        told.is_some() || self.left.get(peer as usize).copied().unwrap_or(false)
+        self.view_exact(peer)
     }
 
     fn publish_entered(&self, op: OpId) {
