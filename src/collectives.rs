@@ -23,11 +23,12 @@
 //! # Ok::<(), Error>(())
 //! ```
 
-use crate::buffer::{Buffer, BufferMut};
+use crate::buffer::{Buffer, BufferMut, Element};
 use crate::call::{Communicator, Reduction};
 use crate::contributors::Contributors;
 use crate::error::Error;
 use crate::op::Operation;
+use crate::request::{self, Request};
 use crate::types::Rank;
 
 /// Fault-tolerant collectives of one rank of a team. Every rank calls the
@@ -318,6 +319,79 @@ pub trait Collectives {
     /// this rank failed or hung.
     fn progress(&mut self) -> Result<(), Error>;
 
+    /// Starts [`Collectives::broadcast_into`] of `buf` from `root` without
+    /// waiting (`MPI_Ibcast`): the request owns `buf`, and its
+    /// [wait](Collectives::wait) hands it back holding the root's value.
+    /// The algorithm, the messages and the guarantees are the blocking
+    /// call's, word for word, and its errors come from the wait (those of
+    /// the arguments and of this rank's failure, at once). Every rank calls
+    /// an operation in the same form, blocking or immediate, as MPI asks.
+    /// See [`crate::request`] for progress: the operation moves while this
+    /// rank is inside the library.
+    fn immediate_broadcast<T: Element>(
+        &mut self,
+        root: Rank,
+        buf: Vec<T>,
+    ) -> Result<Request<Vec<T>>, Error>;
+
+    /// Starts [`Collectives::reduce_into`] of `send` to `root` with `op`
+    /// without waiting (`MPI_Ireduce`): the wait gives the root `send`'s
+    /// buffer holding the reduction (`Some`), the others `None`. Its
+    /// guarantees and errors are the blocking call's (see
+    /// [`Collectives::immediate_broadcast`]).
+    fn immediate_reduce<T, O>(
+        &mut self,
+        root: Rank,
+        send: Vec<T>,
+        op: O,
+    ) -> Result<Request<Option<Vec<T>>>, Error>
+    where
+        T: Element,
+        O: Operation<T> + Send + 'static;
+
+    /// Starts [`Collectives::all_reduce_into`] of `send` with `op` without
+    /// waiting (`MPI_Iallreduce`): the wait gives back `send`'s buffer
+    /// holding the reduction, the same on every live rank. Its guarantees
+    /// and errors are the blocking call's (see
+    /// [`Collectives::immediate_broadcast`]);
+    /// [`Collectives::wait_contributors`] says whose inputs it holds.
+    fn immediate_all_reduce<T, O>(&mut self, send: Vec<T>, op: O) -> Result<Request<Vec<T>>, Error>
+    where
+        T: Element,
+        O: Operation<T> + Send + 'static;
+
+    /// Starts [`Collectives::barrier`] without waiting (`MPI_Ibarrier`):
+    /// its wait returns once every live rank has entered it.
+    fn immediate_barrier(&mut self) -> Result<Request<()>, Error>;
+
+    /// Makes progress on every operation of this communicator, then says
+    /// whether `req` has completed, without waiting (`MPI_Test`); once it
+    /// has, its [wait](Collectives::wait) returns at once. Errors only if
+    /// this rank failed or hung, or the communicator has no immediate
+    /// calls.
+    fn test<R>(&mut self, req: &mut Request<R>) -> Result<bool, Error>;
+
+    /// Completes `req` (`MPI_Wait`): its result, or the error the blocking
+    /// call would have returned. Requests of one communicator may be
+    /// waited in any order; each is waited once, on the communicator that
+    /// started it ([`Error::UnknownRequest`] otherwise). A rank that failed
+    /// with requests in flight gets [`Error::Failed`] from each.
+    fn wait<R>(&mut self, req: Request<R>) -> Result<R, Error> {
+        self.wait_contributors(req).map(|(r, _)| r)
+    }
+
+    /// [`Collectives::wait`], and whose inputs a reduction's result holds
+    /// (`Some` where the blocking call's `_contributors` form would say:
+    /// an allreduce, a reduce's root, with a failure scheme that counts).
+    fn wait_contributors<R>(&mut self, req: Request<R>)
+        -> Result<(R, Option<Contributors>), Error>;
+
+    /// Completes every request, in order (`MPI_Waitall`): each one's
+    /// result or error.
+    fn wait_all<R>(&mut self, reqs: Vec<Request<R>>) -> Vec<Result<R, Error>> {
+        reqs.into_iter().map(|req| self.wait(req)).collect()
+    }
+
     /// Splits the team into sub-teams, as `MPI_Comm_split`: the ranks that
     /// pass the same `color` form one, numbered by `key`, ties by their
     /// rank before the split. A collective (every live rank calls it).
@@ -479,6 +553,52 @@ impl<C: Communicator> Collectives for C {
 
     fn split(&mut self, color: u32, key: u32) -> Result<Vec<Rank>, Error> {
         crate::gather::split(self, color, key)
+    }
+
+    fn immediate_broadcast<T: Element>(
+        &mut self,
+        root: Rank,
+        buf: Vec<T>,
+    ) -> Result<Request<Vec<T>>, Error> {
+        check_root(root, self.size())?;
+        request::broadcast(self.control_mut(), root, buf)
+    }
+
+    fn immediate_reduce<T, O>(
+        &mut self,
+        root: Rank,
+        send: Vec<T>,
+        op: O,
+    ) -> Result<Request<Option<Vec<T>>>, Error>
+    where
+        T: Element,
+        O: Operation<T> + Send + 'static,
+    {
+        check_root(root, self.size())?;
+        request::reduction(self.control_mut(), Some(root), send, op)
+    }
+
+    fn immediate_all_reduce<T, O>(&mut self, send: Vec<T>, op: O) -> Result<Request<Vec<T>>, Error>
+    where
+        T: Element,
+        O: Operation<T> + Send + 'static,
+    {
+        request::all_reduce(self.control_mut(), send, op)
+    }
+
+    fn immediate_barrier(&mut self) -> Result<Request<()>, Error> {
+        request::barrier(self.control_mut())
+    }
+
+    fn test<R>(&mut self, req: &mut Request<R>) -> Result<bool, Error> {
+        request::test(self.control_mut(), req)
+    }
+
+    fn wait_contributors<R>(
+        &mut self,
+        req: Request<R>,
+    ) -> Result<(R, Option<Contributors>), Error> {
+        request::wait(self.control_mut(), req)
     }
 }
 

@@ -351,6 +351,15 @@ pub enum Error {
         /// The team's size.
         size: u32,
     },
+    /// A request waited or tested on a communicator that has no operation
+    /// pending by its number: it was started on another communicator, or
+    /// its result was taken already (a request is completed once, by
+    /// `wait` or a `test` that returned it).
+    #[error("no request of operation {op} is pending on this communicator: wait on a request once, on the communicator that started it")]
+    UnknownRequest {
+        /// The request's operation number.
+        op: OpId,
+    },
     /// The level between processes of a hierarchical team failed for this
     /// thread's process (its proxy's error, or the process left that level
     /// after an earlier one; feature `mpi`).
@@ -470,6 +479,7 @@ mod tests {
                 theirs: 4,
             },
             Error::BlockLength { len: 7, size: 2 },
+            Error::UnknownRequest { op: 3 },
             Error::OperationType {
                 op: "bitwise_and",
                 ty: "f64",

@@ -12,6 +12,7 @@ pub use crate::op::{Operation, SystemOperation};
 pub use crate::protocol::allreduce::AllreduceAlgorithm;
 pub use crate::protocol::bcast::Correction;
 pub use crate::protocol::reduce::FailureScheme;
+pub use crate::request::Request;
 pub use crate::runtime::{Comm, Fault, FaultSchedule, Team, TeamBuilder, TeamReport};
 pub use crate::topology::TreeSpec;
 pub use crate::types::Rank;

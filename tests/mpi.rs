@@ -327,6 +327,26 @@ fn every_survivor_of_a_sigkill_gets_the_same_outcome_of_every_operation() {
     }
 }
 
+/// Immediate collectives between processes (`corrected mpi --in-flight 3`:
+/// three requests in flight, each batch waited newest first): every
+/// result checked, through the rings and MPI alone; a process SIGKILLed
+/// with a request in flight, and one SIGKILLed inside the start of one,
+/// leave every survivor every result, the same on each.
+#[test]
+fn immediate_collectives_between_processes_survive_a_sigkill() {
+    for op in ["allreduce", "bcast", "reduce", "barrier"] {
+        for channel in CHANNELS {
+            let args = format!("--op {op} --iters 90 --in-flight 3 {channel}");
+            survivors_agree(4, &args, 4, 90);
+        }
+        let args = format!("--op {op} --iters 90 --in-flight 3 --sigkill 2:40");
+        survivors_agree(4, &args, 3, 90);
+    }
+    let args =
+        "--op allreduce --iters 12 --in-flight 3 --f 1 --sigkill-after-sends 1:4:1 --timeout 5";
+    survivors_agree(4, args, 3, 12);
+}
+
 /// Allgather and reduce-scatter between processes (written once over the
 /// allreduce, `src/gather.rs`): through a SIGKILL between operations and
 /// one inside an operation, through the rings, MPI alone and the node's

@@ -16,10 +16,13 @@ cargo build --profile release-lto --quiet --example timing
 ours=target/release-lto/examples/timing
 cores=$(nproc)
 ompi_run() { # P ARGS...
-  local p=$1 bind="--bind-to core"
-  shift
+  ompi_run_program target/mpi-timing "$@"
+}
+ompi_run_program() { # PROGRAM P ARGS...
+  local program=$1 p=$2 bind="--bind-to core"
+  shift 2
   [ "$p" -gt "$cores" ] && bind="--oversubscribe --bind-to none --mca mpi_yield_when_idle 1"
   # shellcheck disable=SC2086
   mpirun --allow-run-as-root -np "$p" $bind --mca pml ob1 --mca btl self,vader \
-    target/mpi-timing "$@"
+    "$program" "$@"
 }

@@ -121,6 +121,10 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
         if !members.contains(&self.rank()) {
             return Err(Error::Failed(self.rank()));
         }
+        // Immediate operations still pending are driven to their end
+        // first: their cores number ranks the old way (outcomes kept for
+        // their waits).
+        self.driver.settle_pending();
         let old = self.driver.members();
         let members: Box<[Rank]> = members.iter().map(|&r| old.to_transport(r)).collect();
         let size = members.len() as u32;

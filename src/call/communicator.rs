@@ -13,6 +13,7 @@
 
 use crate::buffer::Element;
 
+use crate::call::immediate::Immediate;
 use crate::call::{Caller, Engine};
 use crate::contributors::Contributors;
 use crate::error::Error;
@@ -47,6 +48,9 @@ pub trait Control {
     fn progress(&mut self) -> Result<(), Error>;
     /// Returns once every live rank has entered the barrier.
     fn barrier(&mut self) -> Result<(), Error>;
+    /// The immediate (non-blocking) calls of this communicator's call
+    /// layer, or why it has none.
+    fn immediate(&mut self) -> Result<&mut dyn Immediate, Error>;
 }
 
 /// A reduce's or an allreduce's buffers and operation, handed to the
@@ -140,6 +144,10 @@ impl<'t, E: Engine<'t>> Control for Caller<'t, E> {
         self.driver.progress()?;
         self.engine.served(&mut self.driver);
         Ok(())
+    }
+
+    fn immediate(&mut self) -> Result<&mut dyn Immediate, Error> {
+        Ok(self)
     }
 
     fn barrier(&mut self) -> Result<(), Error> {

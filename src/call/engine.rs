@@ -23,6 +23,10 @@ pub(crate) trait Engine<'t>: BcastObserver<'t, Self::Transport> {
     /// Where values too large to travel inline are written.
     fn pool(&self) -> &SegmentPool;
 
+    /// The same pool, held by what outlives a call (the reduction of a
+    /// pending core, `super::immediate`).
+    fn lasting_pool(&self) -> LastingPool<'t>;
+
     /// The emulated fault planned for this rank (`rank`, the transport's
     /// numbering) at operation `op` (from 0): the first operation of the
     /// `call`-th call of its program (from 0), or with `call` `None` a later
@@ -53,4 +57,26 @@ pub(crate) trait Engine<'t>: BcastObserver<'t, Self::Transport> {
     /// runs on (the plans pick the flat tree and the star allreduce there
     /// unless configured otherwise).
     fn crowded(&self, ranks: u32) -> bool;
+}
+
+/// An engine's segment pool as what outlives a call holds it: the thread
+/// team's, borrowed for the team's lifetime, or a process's, shared.
+#[derive(Clone)]
+pub(crate) enum LastingPool<'t> {
+    /// Borrowed for the engine's lifetime.
+    Team(&'t SegmentPool),
+    /// Shared.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    Own(std::sync::Arc<SegmentPool>),
+}
+
+impl std::ops::Deref for LastingPool<'_> {
+    type Target = SegmentPool;
+
+    fn deref(&self) -> &SegmentPool {
+        match self {
+            LastingPool::Team(pool) => pool,
+            LastingPool::Own(pool) => pool,
+        }
+    }
 }

@@ -25,9 +25,10 @@ mod agree;
 pub(crate) mod broadcast;
 pub(crate) mod communicator;
 pub mod config;
-mod engine;
+pub(crate) mod engine;
 pub mod faults;
 pub(crate) mod ftco;
+pub(crate) mod immediate;
 mod pace;
 pub(crate) mod plans;
 

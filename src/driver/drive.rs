@@ -11,7 +11,7 @@ use super::call::Call;
 use super::failures::tell_failures;
 use super::{Carries, Driver, RankState, Transport};
 use crate::error::Error;
-use crate::protocol::{Event, Leave, Msg, Protocol, Tag};
+use crate::protocol::{Event, Header, Leave, Msg, Protocol, Tag};
 use crate::types::{OpId, Rank, Tick};
 
 impl<'t, T: Transport> Driver<'t, T> {
@@ -33,7 +33,27 @@ impl<'t, T: Transport> Driver<'t, T> {
         C::Output: Send,
         T::Payload: Carries<C::Payload>,
     {
-        let mut result = self.drive_loop(op, started, core);
+        self.drive_from(op, started, core, true)
+    }
+
+    /// [`Driver::drive`], from the core's start if `fresh`, or (a core
+    /// launched before, [`Driver::launch`], possibly older than the
+    /// operation the rank entered last) from where it stands: its deadline
+    /// then counts from its first wait here.
+    pub(super) fn drive_from<C>(
+        &mut self,
+        op: OpId,
+        started: Option<Tick>,
+        core: &mut C,
+        fresh: bool,
+    ) -> Result<C::Output, Error>
+    where
+        T: Send,
+        C: Protocol + Send,
+        C::Output: Send,
+        T::Payload: Carries<C::Payload>,
+    {
+        let mut result = self.drive_loop(op, started, core, fresh);
         if result.is_ok() && self.sends_held() {
             // Not returned while this call's sends wait for room: the rank
             // may compute outside the library next, for longer than a
@@ -58,16 +78,10 @@ impl<'t, T: Transport> Driver<'t, T> {
                 result = Err(e);
             }
         }
-        if let Some(msg) = self.mismatched.take() {
-            self.abort_team(op, &core.header(), msg);
-        }
-        if let Some((_, death)) = self.send_budget.take() {
-            if self.state == RankState::Alive {
-                // Fewer sends than the kill point: it dies at the call's end.
-                result = Err(self.kill_point(death));
-            }
-        }
-        self.returned(op);
+        result = self.end_call(op, &core.header(), result);
+        // The newest operation entered: a launched one waited here may be
+        // older than operations this rank has since entered and left.
+        self.returned(if fresh { op } else { self.fence.next() - 1 });
         if result.is_ok() {
             let done = core.header();
             let mut i = 0;
@@ -86,11 +100,33 @@ impl<'t, T: Transport> Driver<'t, T> {
         result
     }
 
+    /// What ends every call of operation `op` (its core's `header`),
+    /// `result` so far: a mismatch it met is told to the team, and a kill
+    /// point planned after more sends than it made fires now.
+    pub(super) fn end_call<O>(
+        &mut self,
+        op: OpId,
+        header: &Header,
+        mut result: Result<O, Error>,
+    ) -> Result<O, Error> {
+        if let Some(msg) = self.mismatched.take() {
+            self.abort_team(op, header, msg);
+        }
+        if let Some((_, death)) = self.send_budget.take() {
+            if self.state == RankState::Alive {
+                // Fewer sends than the kill point: it dies at the call's end.
+                result = Err(self.kill_point(death));
+            }
+        }
+        result
+    }
+
     fn drive_loop<C>(
         &mut self,
         op: OpId,
         started: Option<Tick>,
         core: &mut C,
+        fresh: bool,
     ) -> Result<C::Output, Error>
     where
         T: Send,
@@ -108,24 +144,9 @@ impl<'t, T: Transport> Driver<'t, T> {
             // Ignored by the core.
             None => 0,
         };
-        core.handle(tick, Event::Start);
-        // Hand the core what came early, then every failure known so far
-        // (the messages a failed rank sent were all taken before its failure
-        // entered `known_failed`, see `learn_failures`).
-        if !self.fence.is_empty() {
-            let mut early = std::mem::take(&mut self.early);
-            self.fence.release_into(op, &mut early);
-            for (from, msg) in early.drain(..) {
-                self.hand(core, op, tick, from, msg)?;
-            }
-            // Kept for the next call: its capacity stays.
-            self.early = early;
+        if fresh {
+            self.start_core(op, core, tick)?;
         }
-        if !self.known_failed.is_empty() {
-            tell_failures::<T::Payload, C>(core, &self.known_failed, self.members, self.me, tick);
-        }
-        // This operation's early messages are its core's now, to answer.
-        self.ahead.retain(|(_, _, m)| m.op > op);
         let me = self.me;
         let members = self.members;
         let mut deadline = started.map(|s| s.saturating_add(self.config.op_timeout));
@@ -133,7 +154,6 @@ impl<'t, T: Transport> Driver<'t, T> {
         // When the call could have returned but for the core's grace.
         let mut ready_at: Option<Tick> = None;
         let header = core.header();
-        self.transport.publish_call(header);
         let root = header.root.filter(|&r| r != me);
         // When this rank learned that the root failed after entering the
         // operation (a value may still come from ranks it reached).
@@ -347,13 +367,41 @@ impl<'t, T: Transport> Driver<'t, T> {
         Ok(output.expect("loop ends with output"))
     }
 
+    /// Starts `core` of operation `op`, just entered: its start, what came
+    /// early for it, then every failure known so far (the messages a
+    /// failed rank sent were all taken before its failure entered
+    /// `known_failed`, see `learn_failures`), and publishes the call.
+    pub(super) fn start_core<C>(&mut self, op: OpId, core: &mut C, tick: Tick) -> Result<(), Error>
+    where
+        C: Protocol,
+        T::Payload: Carries<C::Payload>,
+    {
+        core.handle(tick, Event::Start);
+        if !self.fence.is_empty() {
+            let mut early = std::mem::take(&mut self.early);
+            self.fence.release_into(op, &mut early);
+            for (from, msg) in early.drain(..) {
+                self.hand(core, op, tick, from, msg)?;
+            }
+            // Kept for the next call: its capacity stays.
+            self.early = early;
+        }
+        if !self.known_failed.is_empty() {
+            tell_failures::<T::Payload, C>(core, &self.known_failed, self.members, self.me, tick);
+        }
+        // This operation's early messages are its core's now, to answer.
+        self.ahead.retain(|(_, _, m)| m.op > op);
+        self.transport.publish_call(core.header());
+        Ok(())
+    }
+
     /// Sends everything the core has to send now. After a correction
     /// message it takes what arrived before the next send: a message may
     /// stop a checked sweep (never wait with a send pending: a park or yield
     /// costs a scheduling round, milliseconds with many ranks per core).
     /// True if it sent anything.
     #[inline]
-    fn send_all<C>(
+    pub(super) fn send_all<C>(
         &mut self,
         core: &mut C,
         op: OpId,

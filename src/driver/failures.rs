@@ -81,6 +81,7 @@ impl<'t, T: Transport> Driver<'t, T> {
             let mine = kept.members.of_transport(me).unwrap_or(me);
             tell_failures(&mut *kept.core, &self.known_failed, kept.members, mine, now);
         }
+        self.tell_pending_failures(now);
     }
 
     /// [`Driver::learn_failures`] for the lingering cores alone.

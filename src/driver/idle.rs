@@ -59,6 +59,7 @@ impl<'t, T: Transport> Driver<'t, T> {
                 20_000
             } else if self.transport.others_running()
                 && !self.lingering.iter().any(|k| k.core.uses_time())
+                && !self.has_pending()
             {
                 // Nothing but a message or the last program's end (which
                 // wakes this rank) can make the team quiet, and no kept

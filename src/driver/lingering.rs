@@ -145,6 +145,7 @@ impl<'t, T: Transport> Driver<'t, T> {
 
     /// Lets lingering cores send what they have.
     pub(super) fn serve_lingering(&mut self) -> Result<(), Error> {
+        self.serve_pending()?;
         if self.lingering.is_empty() {
             return Ok(());
         }

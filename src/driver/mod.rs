@@ -56,10 +56,12 @@ mod lingering;
 mod members;
 pub mod memory;
 mod outbox;
+mod pending;
 mod receive;
 mod transport;
 
 pub use members::Members;
+pub use pending::Outcome;
 pub(crate) use transport::{pack_call, unpack_call};
 pub use transport::{Carries, PeerView, Progress, Transport};
 
@@ -198,6 +200,8 @@ pub struct Driver<'t, T: Transport> {
     /// not entered that operation by then.
     ahead: Vec<(Tick, Rank, Msg<T::Payload>)>,
     lingering: VecDeque<Kept<'t, T::Payload>>,
+    /// Operations launched and not yet waited (`pending.rs`).
+    pending: Vec<pending::Pending<'t, T::Payload>>,
     /// Heap blocks of cores no longer kept, with the size and alignment
     /// they hold at least, for the next cores kept: in a steady loop,
     /// keeping a core allocates nothing.
@@ -244,6 +248,7 @@ impl<'t, T: Transport> Driver<'t, T> {
             early: Vec::with_capacity(room),
             ahead: Vec::new(),
             lingering: VecDeque::new(),
+            pending: Vec::new(),
             spares: Vec::new(),
             members: Members::ALL,
             me,

@@ -29,11 +29,12 @@ impl<'t, T: Transport> Driver<'t, T> {
         if self.sent_by_failed(from) {
             return Ok(());
         }
+        if msg.op == op {
+            // The core's own operation: the one the rank entered last, or
+            // (a launched core waited) an older one.
+            return self.hand(core, op, tick, from, msg);
+        }
         match self.fence.route(msg.op) {
-            Route::Current => {
-                debug_assert_eq!(msg.op, op);
-                self.hand(core, op, tick, from, msg)
-            }
             Route::Early => {
                 // A message of this core's kind (the same algorithm, at a
                 // later operation), which it may answer for this rank if
@@ -156,6 +157,14 @@ impl<'t, T: Transport> Driver<'t, T> {
             self.fence.hold(from, msg.op, msg);
             return;
         }
+        let msg = if self.pending.is_empty() {
+            msg
+        } else {
+            match self.route_pending(from, msg) {
+                Err(msg) => msg,
+                Ok(()) => return,
+            }
+        };
         let Some(i) = self
             .lingering
             .iter()

@@ -40,6 +40,10 @@ impl Engine<'static> for MpiEngine {
         &self.segments
     }
 
+    fn lasting_pool(&self) -> crate::call::engine::LastingPool<'static> {
+        crate::call::engine::LastingPool::Own(self.segments.clone())
+    }
+
     /// Faults between processes are numbered by call.
     fn fault(&self, rank: Rank, op: OpId, call: Option<u32>) -> Option<Fault> {
         self.faults.lookup(rank, op, call)

@@ -338,6 +338,77 @@ macro_rules! forward_to_core {
 }
 pub(crate) use forward_to_core;
 
+/// A boxed core is a core (an engine that keeps cores of several kinds
+/// behind one type: the driver's pending operations).
+impl<P: Protocol + ?Sized> Protocol for Box<P> {
+    type Payload = P::Payload;
+    type Output = P::Output;
+
+    fn handle(&mut self, now: Tick, event: Event<Msg<Self::Payload>>) {
+        (**self).handle(now, event)
+    }
+
+    fn poll_transmit(&mut self, now: Tick) -> Option<Transmit<Msg<Self::Payload>>> {
+        (**self).poll_transmit(now)
+    }
+
+    fn poll_deadline(&self) -> Option<Tick> {
+        (**self).poll_deadline()
+    }
+
+    fn take_output(&mut self) -> Option<Self::Output> {
+        (**self).take_output()
+    }
+
+    fn is_quiescent(&self) -> bool {
+        (**self).is_quiescent()
+    }
+
+    fn header(&self) -> Header {
+        (**self).header()
+    }
+
+    fn may_return(&self) -> Leave {
+        (**self).may_return()
+    }
+
+    fn is_finished(&self) -> bool {
+        (**self).is_finished()
+    }
+
+    fn retired_by(&self, completed: &Header) -> bool {
+        (**self).retired_by(completed)
+    }
+
+    fn waits_once(&self) -> bool {
+        (**self).waits_once()
+    }
+
+    fn uses_time(&self) -> bool {
+        (**self).uses_time()
+    }
+
+    fn output_from_root(&self) -> bool {
+        (**self).output_from_root()
+    }
+
+    fn root_lost(&self) -> bool {
+        (**self).root_lost()
+    }
+
+    fn stranded(&self) -> Option<Stranded> {
+        (**self).stranded()
+    }
+
+    fn awaiting(&self) -> Option<Rank> {
+        (**self).awaiting()
+    }
+
+    fn answer_ahead(&self, kind: Collective, tag: Tag) -> Option<(Tick, Tag, Self::Payload)> {
+        (**self).answer_ahead(kind, tag)
+    }
+}
+
 /// The arguments every rooted broadcast core checks (the corrected tree,
 /// gossip's phase, BIG, the ack tree, FTCO): `root` and `me` ranks of the
 /// `procs` nodes, and the root's `value` given. Returns this node's

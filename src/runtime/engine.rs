@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use crate::call::broadcast::BcastObserver;
+use crate::call::engine::LastingPool;
 use crate::call::faults::Fault;
 use crate::call::plans::Generation;
 use crate::call::Engine;
@@ -27,6 +28,10 @@ impl<'t> Engine<'t> for ThreadEngine<'t> {
 
     fn pool(&self) -> &SegmentPool {
         &self.shared.segments
+    }
+
+    fn lasting_pool(&self) -> LastingPool<'t> {
+        LastingPool::Team(&self.shared.segments)
     }
 
     /// Faults on threads are numbered by operation

@@ -7,6 +7,7 @@ use bytemuck::Zeroable;
 use crate::buffer::Element;
 
 use super::contributors::{decode, process_step, tail_len};
+use crate::call::immediate::Immediate;
 use crate::call::{Communicator, Control, Reduction};
 use crate::collectives::Collectives;
 use crate::contributors::Contributors;
@@ -285,6 +286,16 @@ impl Control for NodeComm<'_, '_> {
             .into_iter()
             .map(|r| base + r)
             .collect()
+    }
+
+    /// Not built for node teams: an operation of a node team is a step of
+    /// each level in turn, driven by the calling threads.
+    fn immediate(&mut self) -> Result<&mut dyn Immediate, Error> {
+        Err(Error::Config(ConfigError::Unsupported {
+            what: "immediate collectives on a node team",
+            why: "its operations are steps of two levels that its threads drive in turn; \
+                  use an MpiComm or a thread team",
+        }))
     }
 
     /// Not built for node teams: a sub-team would split a process's

@@ -19,6 +19,7 @@ use crate::error::CliError;
 use crate::op::Op;
 
 mod checked;
+mod immediate;
 use checked::checked_loop;
 
 /// Options of `corrected mpi`.
@@ -81,6 +82,11 @@ pub struct MpiArgs {
     /// must report or survive, never hang on.
     #[arg(long, value_parser = parse_call_point)]
     call_at: Option<(Rank, u32, String)>,
+    /// With bcast, reduce, allreduce or barrier: run them as immediate
+    /// (non-blocking) calls, this many requests in flight, each batch
+    /// waited newest first (one rank per process only); 0: blocking calls.
+    #[arg(long, default_value_t = 0)]
+    in_flight: u16,
     /// Fault budget f of allreduce.
     #[arg(long)]
     f: Option<u32>,
@@ -250,6 +256,15 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
             hint: "pass --threads 4".into(),
         });
     }
+    if args.in_flight > 0 && (args.threads > 1 || shrink || agree || split || gather) {
+        return Err(CliError::OutOfRange {
+            option: "--in-flight",
+            value: args.in_flight.to_string(),
+            why: "immediate calls run bcast, reduce, allreduce and barrier, one rank per process"
+                .into(),
+            hint: "drop --in-flight, or --threads".into(),
+        });
+    }
     if args.threads > 1 && args.sigkill_after_sends.is_some() {
         return Err(CliError::OutOfRange {
             option: "--sigkill-after-sends",
@@ -312,6 +327,8 @@ pub fn run(mut args: MpiArgs) -> Result<ExitCode, CliError> {
             split_loop(&mut comm, &args)
         } else if agree {
             agree_loop(&mut comm, &args)
+        } else if args.in_flight > 0 {
+            immediate::immediate_loop(&mut comm, &args)
         } else {
             checked_loop(&mut comm, &args)
         };
