@@ -53,6 +53,7 @@ fn main() -> Result<(), Error> {
     let report = team.run(|comm| -> Result<[f64; 4], Error> {
         let mine = vec![f64::from(comm.rank()); n];
         let mut out = vec![0.0f64; n];
+        let mut buf = mine.clone();
         let sum = SystemOperation::sum();
         let blocking = |comm: &mut Comm<'_>, out: &mut Vec<f64>| {
             comm.all_reduce_into(&mine[..], &mut out[..], SystemOperation::sum())
@@ -80,13 +81,14 @@ fn main() -> Result<(), Error> {
                 blocking(c, &mut out)
             })?;
             overlap += timed(comm, &mut |c| {
-                let mut req = c.immediate_all_reduce(mine.clone(), sum)?;
+                // The buffer goes in and comes back holding the sum: the
+                // next step's input (what the program computes next).
+                let mut req = c.immediate_all_reduce(std::mem::take(&mut buf), sum)?;
                 for _ in 0..slices {
                     compute(slice);
                     c.test(&mut req)?;
                 }
-                let got = c.wait(req)?;
-                black_box(got);
+                buf = c.wait(req)?;
                 Ok(())
             })?;
         }

@@ -8,7 +8,11 @@
 //! A request owns its buffer (a `Vec` moved in at the start and handed
 //! back, filled, by the wait): nothing the operation reads or writes can be
 //! touched meanwhile, and a request dropped unwaited leaves no dangling
-//! borrow (its operation still completes, among the team's, unseen).
+//! borrow (its operation still completes, among the team's, unseen). A
+//! large reduction on threads hands the result back in a second buffer
+//! (the input is read in place by the others until the operation ends),
+//! and keeps the input's for the next call's result: a loop allocates
+//! nothing once warm.
 //!
 //! Progress: the library has no thread of its own. An immediate operation
 //! moves whenever its rank is inside the library: in any call on the
@@ -43,16 +47,19 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::buffer::Element;
-use crate::call::immediate::{Finished, Start, Typed};
+use crate::call::immediate::{Finished, Immediate, Start, Typed, ValueOp};
 use crate::call::Control;
 use crate::contributors::Contributors;
 use crate::error::Error;
 use crate::op::Operation;
 use crate::types::{Collective, OpId, Rank};
 use crate::value::data::Data;
+use crate::value::lazy::{chunk_bytes, Reducer};
+use crate::value::lent_owned::{OwnedInput, OwnedOutput};
 
-/// How a completed operation's delivery becomes a request's result.
-type Finish<R> = Box<dyn FnOnce(Finished) -> Result<R, Error>>;
+/// How a completed operation's delivery becomes a request's result (the
+/// call layer at hand: its pool for a lazy sum's chunks, its spare buffer).
+type Finish<R> = Box<dyn FnOnce(Finished, &mut dyn Immediate) -> Result<R, Error>>;
 
 /// An immediate operation started and not yet completed. Complete it with
 /// [`Collectives::wait`](crate::Collectives::wait) (or
@@ -94,10 +101,14 @@ impl<R> Request<R> {
 
     /// The result, from what the operation delivered; whose inputs it
     /// holds, where the communicator knows it.
-    fn take(self, got: Result<Finished, Error>) -> Result<(R, Option<Contributors>), Error> {
+    fn take(
+        self,
+        got: Result<Finished, Error>,
+        immediate: &mut dyn Immediate,
+    ) -> Result<(R, Option<Contributors>), Error> {
         let got = got?;
         let contributors = got.contributors.clone();
-        (self.finish)(got).map(|r| (r, contributors))
+        (self.finish)(got, immediate).map(|r| (r, contributors))
     }
 }
 
@@ -127,8 +138,8 @@ pub(crate) fn broadcast<T: Element>(
 ) -> Result<Request<Vec<T>>, Error> {
     let me = control.rank();
     let immediate = control.immediate()?;
-    let value = (root == me).then(|| Data::encode(&buf, immediate.pool()));
-    let finish: Finish<Vec<T>> = Box::new(move |got: Finished| {
+    let value = (root == me).then(|| Data::encode(&buf, &immediate.pool()));
+    let finish: Finish<Vec<T>> = Box::new(move |got: Finished, _| {
         if root != me {
             if let Some(value) = got.value {
                 value.decode_into(&mut buf, got.op, None)?;
@@ -157,20 +168,76 @@ where
     O: Operation<T> + Send + 'static,
 {
     op.check()?;
+    let (me, size) = (control.rank(), control.size());
     let immediate = control.immediate()?;
-    let input = Data::encode(&send, immediate.pool());
-    let op = Arc::new(Typed {
+    let pool = immediate.pool();
+    let bytes = std::mem::size_of_val(&send[..]);
+    let len = send.len();
+    let typed = Arc::new(Typed {
         op,
         element: std::marker::PhantomData,
     });
-    let len = send.len();
-    let finish: Finish<Option<Vec<T>>> = Box::new(move |got: Finished| match got.value {
-        Some(value) => {
-            value.decode_into(&mut send, got.op, Some(len))?;
+    let op: Arc<dyn ValueOp> = typed.clone();
+    let finish: Finish<Option<Vec<T>>>;
+    let input = if immediate.lazy_from().is_some_and(|from| bytes >= from) {
+        // A large reduction on threads, as the blocking call runs it: the
+        // input lent where it is, the output lent from the start (an
+        // allreduce's: whoever computes a chunk writes it there, also
+        // while this rank computes outside the library), the chunks
+        // reduced by every rank together once the inputs are agreed
+        // (`crate::value::lazy`, `crate::value::lent_owned`).
+        let mut input = OwnedInput::new(send, Arc::clone(&pool));
+        let chunk = chunk_bytes(std::mem::size_of::<T>());
+        let spare = immediate.spare().take();
+        let output = root.is_none().then(|| output_buffer(spare, len));
+        let output = output.map(|buf| OwnedOutput::new(buf, chunk, &pool));
+        let data = Data::lazy(
+            me,
+            size as usize,
+            input.lent(),
+            output.as_ref().map(OwnedOutput::lent),
+            &pool,
+        );
+        finish = Box::new(move |got: Finished, immediate| {
+            let Some(value) = got.value else {
+                return Ok(None);
+            };
+            let by = Reducer::alone(me);
+            let reduced = match &output {
+                Some(output) => value.reduce_lent(by, output.lending(), len, got.op, &typed.op),
+                None => None,
+            };
+            let mut buf = match output {
+                Some(output) => output.into_vec(),
+                None => output_buffer(immediate.spare().take(), len),
+            };
+            let result = match reduced {
+                Some(result) => result,
+                // A reduce's root, or a value that is not a lazy sum (a
+                // length mismatch): decoded once the loan ended.
+                None => value.reduce_into(by, &mut buf, got.op, len, &typed.op, &pool),
+            };
+            if result.is_ok() && value.is_lazy() {
+                // Every chunk is computed: nobody reads the input again.
+                input.settle();
+            }
+            // The input, done with, serves the next call's output.
+            *immediate.spare() = Some(Box::new(input.into_vec()));
+            result.map(|()| Some(buf))
+        });
+        data
+    } else {
+        let data = Data::encode(&send, &pool);
+        finish = Box::new(move |got: Finished, immediate| {
+            let Some(value) = got.value else {
+                return Ok(None);
+            };
+            let by = Reducer::alone(me);
+            value.reduce_into(by, &mut send, got.op, len, &typed.op, &immediate.pool())?;
             Ok(Some(send))
-        }
-        None => Ok(None),
-    });
+        });
+        data
+    };
     let what = match root {
         Some(root) => Start::Reduce { root, input, op },
         None => Start::Allreduce {
@@ -199,8 +266,8 @@ where
         done,
         finish,
     } = reduction(control, None, send, op)?;
-    let finish: Finish<Vec<T>> = Box::new(move |got: Finished| {
-        finish(got)?.ok_or(Error::Config(crate::error::ConfigError::Unsupported {
+    let finish: Finish<Vec<T>> = Box::new(move |got: Finished, immediate| {
+        finish(got, immediate)?.ok_or(Error::Config(crate::error::ConfigError::Unsupported {
             what: "an allreduce without its result",
             why: "its core delivered none (a bug)",
         }))
@@ -224,7 +291,7 @@ pub(crate) fn barrier(control: &mut dyn Control) -> Result<Request<()>, Error> {
         input: Data::EMPTY,
         op,
     };
-    start(control, what, None, Box::new(|_| Ok(())))
+    start(control, what, None, Box::new(|_, _| Ok(())))
 }
 
 /// Makes progress, then whether `req` has completed (kept in it for its
@@ -243,15 +310,22 @@ pub(crate) fn wait<R>(
     control: &mut dyn Control,
     mut req: Request<R>,
 ) -> Result<(R, Option<Contributors>), Error> {
+    let immediate = control.immediate()?;
     let got = match req.done.take() {
         Some(got) => got,
-        None => {
-            let immediate = control.immediate()?;
-            match immediate.complete(req.op, req.root, true) {
-                Some(got) => got,
-                None => Err(Error::UnknownRequest { op: req.op }),
-            }
-        }
+        None => match immediate.complete(req.op, req.root, true) {
+            Some(got) => got,
+            None => Err(Error::UnknownRequest { op: req.op }),
+        },
     };
-    req.take(got)
+    req.take(got, immediate)
+}
+
+/// A buffer of `len` `T`s for a reduction's result: the spare an earlier
+/// immediate call left, if it is one, else a new one.
+fn output_buffer<T: Element>(spare: Option<Box<dyn std::any::Any>>, len: usize) -> Vec<T> {
+    match spare.map(|b| b.downcast::<Vec<T>>()) {
+        Some(Ok(buf)) if buf.len() == len => *buf,
+        _ => vec![T::zeroed(); len],
+    }
 }

@@ -10,6 +10,8 @@ use crate::call::faults::Fault;
 use crate::call::plans::Generation;
 use crate::driver::{Driver, Transport};
 use crate::types::{OpId, Rank};
+use std::sync::Arc;
+
 use crate::value::segment::SegmentPool;
 use crate::value::Packet;
 
@@ -23,9 +25,16 @@ pub(crate) trait Engine<'t>: BcastObserver<'t, Self::Transport> {
     /// Where values too large to travel inline are written.
     fn pool(&self) -> &SegmentPool;
 
-    /// The same pool, held by what outlives a call (the reduction of a
-    /// pending core, `super::immediate`).
-    fn lasting_pool(&self) -> LastingPool<'t>;
+    /// The same pool, shared with what outlives a call (the reduction of
+    /// a pending core, an immediate call's loans; `super::immediate`).
+    fn lasting_pool(&self) -> Arc<SegmentPool>;
+
+    /// Whether values may refer to this process's memory (a lazy sum of
+    /// inputs, [`crate::value::lazy`]): the ranks share an address space
+    /// and the transport moves references, not bytes. Default: no.
+    fn values_by_reference(&self) -> bool {
+        false
+    }
 
     /// The emulated fault planned for this rank (`rank`, the transport's
     /// numbering) at operation `op` (from 0): the first operation of the
@@ -57,26 +66,4 @@ pub(crate) trait Engine<'t>: BcastObserver<'t, Self::Transport> {
     /// runs on (the plans pick the flat tree and the star allreduce there
     /// unless configured otherwise).
     fn crowded(&self, ranks: u32) -> bool;
-}
-
-/// An engine's segment pool as what outlives a call holds it: the thread
-/// team's, borrowed for the team's lifetime, or a process's, shared.
-#[derive(Clone)]
-pub(crate) enum LastingPool<'t> {
-    /// Borrowed for the engine's lifetime.
-    Team(&'t SegmentPool),
-    /// Shared.
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-    Own(std::sync::Arc<SegmentPool>),
-}
-
-impl std::ops::Deref for LastingPool<'_> {
-    type Target = SegmentPool;
-
-    fn deref(&self) -> &SegmentPool {
-        match self {
-            LastingPool::Team(pool) => pool,
-            LastingPool::Own(pool) => pool,
-        }
-    }
 }

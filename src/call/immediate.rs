@@ -18,7 +18,6 @@
 use std::sync::Arc;
 
 use crate::call::broadcast::root_failed;
-use crate::call::engine::LastingPool;
 use crate::call::ftco::{allreduce_kind, FTCO_ALLREDUCE_ROOT};
 use crate::call::plans::{BroadcastPlan, ReductionPlan};
 use crate::call::{Caller, Control, Engine};
@@ -36,6 +35,7 @@ use crate::protocol::random::RandomStream;
 use crate::protocol::reduce::{Combine, Contribution, Reduce, ReduceLists, ReduceOutput};
 use crate::types::{Collective, OpId, Rank};
 use crate::value::data::Data;
+use crate::value::lazy::LAZY_MIN_BYTES;
 use crate::value::segment::SegmentPool;
 
 /// A reduction on values, owned by the operation that applies it (a
@@ -110,8 +110,19 @@ pub struct Finished {
 /// [`Collectives`](crate::Collectives) reaches them (object-safe, as
 /// [`super::Control`]).
 pub trait Immediate {
-    /// Where values larger than a message are written.
-    fn pool(&self) -> &SegmentPool;
+    /// Where values larger than a message are written, shared with what
+    /// outlives a call (an immediate call's loans).
+    fn pool(&self) -> Arc<SegmentPool>;
+
+    /// A buffer an immediate call is done with, kept for the next one's
+    /// output (`None`, or a `Vec` of some element type).
+    fn spare(&mut self) -> &mut Option<Box<dyn std::any::Any>>;
+
+    /// The bytes from which a reduction's input goes as a lazy sum (a copy
+    /// of it, reduced by chunks once the inputs are agreed,
+    /// [`crate::value::lazy`]), on an engine whose values may refer to its
+    /// memory and a team that reduces by up-correction; `None` elsewhere.
+    fn lazy_from(&self) -> Option<usize>;
 
     /// Starts `start` without waiting; its operation's number.
     fn start(&mut self, start: Start) -> Result<OpId, Error>;
@@ -128,20 +139,29 @@ pub trait Immediate {
 
 /// An owned reduction as a core's combining function.
 #[derive(Clone)]
-struct Owned<'t> {
+struct Owned {
     op: Arc<dyn ValueOp>,
-    pool: LastingPool<'t>,
+    pool: Arc<SegmentPool>,
 }
 
-impl Combine<Data> for Owned<'_> {
+impl Combine<Data> for Owned {
     fn combine(&self, acc: &mut Data, other: &Data) {
         self.op.combine(acc, other, &self.pool);
     }
 }
 
 impl<'t, E: Engine<'t>> Immediate for Caller<'t, E> {
-    fn pool(&self) -> &SegmentPool {
-        self.engine.pool()
+    fn pool(&self) -> Arc<SegmentPool> {
+        self.engine.lasting_pool()
+    }
+
+    fn spare(&mut self) -> &mut Option<Box<dyn std::any::Any>> {
+        &mut self.spare
+    }
+
+    fn lazy_from(&self) -> Option<usize> {
+        let up_correction = matches!(self.plans().reduction, ReductionPlan::UpCorrection { .. });
+        (self.engine.values_by_reference() && up_correction).then_some(LAZY_MIN_BYTES)
     }
 
     fn start(&mut self, start: Start) -> Result<OpId, Error> {

@@ -124,6 +124,9 @@ pub(crate) struct Caller<'t, E: Engine<'t>> {
     /// The first operation of the communicator's current members (0 until
     /// a shrink or a split): an operation from it on involves them alone.
     regrouped_at: OpId,
+    /// A buffer an immediate call is done with, for the next one's output
+    /// (`immediate::Immediate::spare`).
+    spare: Option<Box<dyn std::any::Any>>,
 }
 
 impl<'t, E: Engine<'t>> Caller<'t, E> {
@@ -154,6 +157,7 @@ impl<'t, E: Engine<'t>> Caller<'t, E> {
             reduce_lists: ReduceLists::default(),
             pace: pace::Pace::default(),
             regrouped_at: 0,
+            spare: None,
         }
     }
 

@@ -40,8 +40,8 @@ impl Engine<'static> for MpiEngine {
         &self.segments
     }
 
-    fn lasting_pool(&self) -> crate::call::engine::LastingPool<'static> {
-        crate::call::engine::LastingPool::Own(self.segments.clone())
+    fn lasting_pool(&self) -> Arc<SegmentPool> {
+        Arc::clone(&self.segments)
     }
 
     /// Faults between processes are numbered by call.

@@ -2,10 +2,10 @@
 //! transport, the team's segment pool, its fault schedule numbered by
 //! operation, its shrunk communicators, and its counters.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::call::broadcast::BcastObserver;
-use crate::call::engine::LastingPool;
 use crate::call::faults::Fault;
 use crate::call::plans::Generation;
 use crate::call::Engine;
@@ -30,8 +30,13 @@ impl<'t> Engine<'t> for ThreadEngine<'t> {
         &self.shared.segments
     }
 
-    fn lasting_pool(&self) -> LastingPool<'t> {
-        LastingPool::Team(&self.shared.segments)
+    fn lasting_pool(&self) -> Arc<SegmentPool> {
+        Arc::clone(&self.shared.segments)
+    }
+
+    /// Threads of one process: a large reduction's value is a lazy sum.
+    fn values_by_reference(&self) -> bool {
+        true
     }
 
     /// Faults on threads are numbered by operation

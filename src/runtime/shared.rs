@@ -49,7 +49,7 @@ pub(crate) struct Shared<'t> {
     pub(crate) core_mates: Box<[Box<[Rank]>]>,
     /// Where values too large for a message slot are written once and
     /// shared ([`crate::value::segment`]).
-    pub(crate) segments: SegmentPool,
+    pub(crate) segments: std::sync::Arc<SegmentPool>,
     /// FTCO's answer delays, with operation records on
     /// ([`TeamReport::answer_delays_ns`]).
     pub(crate) answer_delays: std::sync::Mutex<Vec<Tick>>,

@@ -199,7 +199,7 @@ impl Team {
                 self.config.pinning != Pinning::None && self.config.ranks as usize > cores.len(),
             ),
             core_mates: core_mates(&self.config.pinning, self.config.ranks, &cores),
-            segments: SegmentPool::new(),
+            segments: std::sync::Arc::new(SegmentPool::new()),
             answer_delays: std::sync::Mutex::default(),
             op_timeouts: std::sync::Mutex::default(),
             idle,

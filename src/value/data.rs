@@ -281,6 +281,14 @@ impl Data {
         Data::Shared(Shared::Lazy(sum))
     }
 
+    /// An input to a large allreduce or reduce that cannot be lent (an
+    /// immediate call's, which outlives any borrow): a copy of `items` in a
+    /// segment of `pool`, for [`Data::lazy`].
+    pub fn copied_input<T: Pod>(items: &[T], pool: &SegmentPool) -> Arc<Lent> {
+        let bytes: &[u8] = bytemuck::cast_slice(items);
+        Lent::from_segment(pool.fill(bytes.len(), |out| out.copy_from_slice(bytes)))
+    }
+
     /// A large broadcast's value: the root's buffer, lent for its call.
     pub fn lent(input: &Arc<Lent>) -> Data {
         Data::Shared(Shared::Lent(Arc::clone(input)))

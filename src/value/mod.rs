@@ -10,6 +10,7 @@
 pub mod data;
 pub mod lazy;
 pub mod lent;
+pub mod lent_owned;
 mod packet;
 pub(crate) mod recycle;
 pub mod segment;
