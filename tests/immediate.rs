@@ -140,15 +140,16 @@ type Got = Result<(u64, Contributors), Error>;
 
 /// The immediate allreduce under the kill matrix, waited after a blocking
 /// barrier started behind it: the blocking allreduce's guarantee.
-fn kill_run(procs: u32, f: u32, kills: &[(Rank, u32)]) {
-    let name = format!("P={procs} f={f} kills {kills:?}");
+fn kill_run(procs: u32, f: u32, kills: &[(Rank, u32)], len: usize) {
+    let name = format!("P={procs} f={f} len={len} kills {kills:?}");
     let faults = kills.iter().fold(FaultSchedule::none(), |s, &(r, n)| {
         s.at(r, 0, Fault::DieAfterSends(n))
     });
     let report = team(procs, f, faults).run(|comm| -> Got {
         let me = comm.rank();
-        let req = comm.immediate_all_reduce(vec![input_of(me)], wrapping_sum)?;
+        let req = comm.immediate_all_reduce(vec![input_of(me); len], wrapping_sum)?;
         let (sum, who) = comm.wait_contributors(req)?;
+        assert!(sum.iter().all(|&x| x == sum[0]), "{name}: elements differ");
         Ok((sum[0], who.expect("the list scheme knows its contributors")))
     });
     let victims: Vec<Rank> = kills.iter().map(|&(r, _)| r).collect();
@@ -196,7 +197,7 @@ fn immediate_allreduce_kill_matrix() {
                 _ => &[0, 1, END],
             };
             for kills in assignments(&set, points) {
-                kill_run(procs, f, &kills);
+                kill_run(procs, f, &kills, 1);
                 runs += 1;
             }
         }
@@ -204,8 +205,26 @@ fn immediate_allreduce_kill_matrix() {
     assert!(runs > 40, "{runs} runs");
 }
 
-/// A rank that dies after starting three requests (at its next call)
-/// fails all three; the others complete theirs with the blocking calls'
+/// The same matrix with 1 MiB values, which on threads go as the blocking
+/// call's large reduction (inputs lent in place, outputs lent from the
+/// start, the chunks reduced together): a victim's input is read from its
+/// copy after its death, in every element or in none.
+#[test]
+fn immediate_large_allreduce_kill_matrix() {
+    let mut runs = 0;
+    for (procs, f) in [(2, 1), (3, 1), (4, 2)] {
+        for set in subsets(procs, f).into_iter().filter(|s| !s.is_empty()) {
+            for kills in assignments(&set, &[0, 1, 2, END]) {
+                kill_run(procs, f, &kills, 1 << 17);
+                runs += 1;
+            }
+        }
+    }
+    assert!(runs > 20, "{runs} runs");
+}
+
+/// A rank that dies after starting three requests (at its next call; the
+/// first a large allreduce, its input lent) fails all three; the others complete theirs with the blocking calls'
 /// guarantees, the dead rank's input in every survivor's result or in
 /// none, and go on.
 #[test]
@@ -216,7 +235,8 @@ fn a_rank_killed_with_three_requests_in_flight_fails_them_all() {
     let report = team(procs, 1, faults).run(|comm| -> Result<Vec<u64>, Error> {
         let me = comm.rank();
         let reqs: Vec<Request<Vec<u64>>> = vec![
-            comm.immediate_all_reduce(vec![input_of(me)], wrapping_sum)?,
+            // 1 MiB: on threads, lent in place.
+            comm.immediate_all_reduce(vec![input_of(me); 1 << 17], wrapping_sum)?,
             comm.immediate_broadcast(0, vec![if me == 0 { 99 } else { 0 }])?,
             comm.immediate_all_reduce(vec![1u64], wrapping_sum)?,
         ];
@@ -232,7 +252,9 @@ fn a_rank_killed_with_three_requests_in_flight_fails_them_all() {
         barrier?;
         let mut out = Vec::new();
         for g in got {
-            out.extend(g?);
+            let g = g?;
+            assert!(g.iter().all(|&x| x == g[0]), "rank {me}: elements differ");
+            out.push(g[0]);
         }
         // And the team goes on without it.
         let mut after = 0u64;
