@@ -555,6 +555,28 @@ impl<C: Communicator> Collectives for C {
         crate::gather::split(self, color, key)
     }
 
+    fn all_gather_into<S, R>(&mut self, send: &S, recv: &mut R) -> Result<Contributors, Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized,
+    {
+        self.all_gather_items(send.items(), recv.items_mut())
+    }
+
+    fn reduce_scatter_block_into<S, R>(
+        &mut self,
+        send: &S,
+        recv: &mut R,
+        op: impl Operation<S::Item>,
+    ) -> Result<Contributors, Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized,
+    {
+        op.check()?;
+        self.reduce_scatter_items(send.items(), recv.items_mut(), op)
+    }
+
     fn immediate_broadcast<T: Element>(
         &mut self,
         root: Rank,

@@ -30,11 +30,13 @@ const OP_TIMEOUT: Duration = Duration::from_secs(20);
 const END: u32 = 1 << 20;
 /// Elements per block.
 const BLOCK: usize = 3;
+/// Elements per block of 128 KiB: two or more of them, 256 KiB, go in place.
+const LARGE: usize = 1 << 14;
 
 /// Rank `r`'s allgather block: f64s of bit patterns no arithmetic keeps
 /// (a negative zero's sign, NaN payloads), never all-zero bits.
-fn block_of(r: Rank) -> Vec<f64> {
-    (0..BLOCK as u64)
+fn block_of(r: Rank, len: usize) -> Vec<f64> {
+    (0..len as u64)
         .map(|i| match i {
             0 => f64::from_bits(0x8000_0000_0000_0000 | u64::from(r) << 8 | 1),
             _ => f64::from_bits(0x7ff8_0000_0000_0000 | input_of(r) >> 16 | i),
@@ -44,8 +46,8 @@ fn block_of(r: Rank) -> Vec<f64> {
 
 /// Rank `r`'s reduce-scatter input: element i is `input_of(r) * (i + 1)`,
 /// so the sum over a set of ranks S is `(i + 1) * Σ_S input_of`.
-fn input_vector(r: Rank, procs: u32) -> Vec<u64> {
-    (0..procs as u64 * BLOCK as u64)
+fn input_vector(r: Rank, procs: u32, len: usize) -> Vec<u64> {
+    (0..procs as u64 * len as u64)
         .map(|i| input_of(r).wrapping_mul(i + 1))
         .collect()
 }
@@ -63,8 +65,8 @@ enum Op {
 /// A live rank's outcome: its result's bits and its contributors.
 type Got = Result<(Vec<u64>, Contributors), Error>;
 
-fn run(procs: u32, f: u32, op: Op, kills: &[(Rank, u32)]) {
-    let name = format!("P={procs} f={f} {op:?} kills {kills:?}");
+fn run(procs: u32, f: u32, op: Op, kills: &[(Rank, u32)], len: usize) {
+    let name = format!("P={procs} f={f} {op:?} len={len} kills {kills:?}");
     let faults = kills.iter().fold(FaultSchedule::none(), |s, &(r, n)| {
         s.at(r, 0, Fault::DieAfterSends(n))
     });
@@ -80,13 +82,13 @@ fn run(procs: u32, f: u32, op: Op, kills: &[(Rank, u32)]) {
         let me = comm.rank();
         match op {
             Op::Allgather => {
-                let mut all = vec![0.0f64; procs as usize * BLOCK];
-                let who = comm.all_gather_into(&block_of(me)[..], &mut all[..])?;
+                let mut all = vec![0.0f64; procs as usize * len];
+                let who = comm.all_gather_into(&block_of(me, len)[..], &mut all[..])?;
                 Ok((all.iter().map(|x| x.to_bits()).collect(), who))
             }
             Op::ReduceScatter => {
-                let mut mine = vec![0u64; BLOCK];
-                let send = input_vector(me, procs);
+                let mut mine = vec![0u64; len];
+                let send = input_vector(me, procs, len);
                 let who = comm.reduce_scatter_block_into(&send[..], &mut mine[..], wrapping_sum)?;
                 Ok((mine, who))
             }
@@ -118,16 +120,12 @@ fn run(procs: u32, f: u32, op: Op, kills: &[(Rank, u32)]) {
                     Op::Allgather => {
                         for b in 0..procs {
                             let want: Vec<u64> = if ranks.contains(&b) {
-                                block_of(b).iter().map(|x| x.to_bits()).collect()
+                                block_of(b, len).iter().map(|x| x.to_bits()).collect()
                             } else {
-                                vec![0; BLOCK]
+                                vec![0; len]
                             };
-                            let at = b as usize * BLOCK;
-                            assert_eq!(
-                                bits[at..at + BLOCK],
-                                want[..],
-                                "{name}: rank {r}, block {b}"
-                            );
+                            let at = b as usize * len;
+                            assert_eq!(bits[at..at + len], want[..], "{name}: rank {r}, block {b}");
                         }
                         assert_eq!(
                             gathered.get_or_insert(bits.clone()),
@@ -138,7 +136,7 @@ fn run(procs: u32, f: u32, op: Op, kills: &[(Rank, u32)]) {
                     Op::ReduceScatter => {
                         let sum = ranks.iter().fold(0u64, |s, &c| s.wrapping_add(input_of(c)));
                         for (j, x) in bits.iter().enumerate() {
-                            let i = r as u64 * BLOCK as u64 + j as u64;
+                            let i = r as u64 * len as u64 + j as u64;
                             assert_eq!(
                                 *x,
                                 sum.wrapping_mul(i + 1),
@@ -165,7 +163,7 @@ fn run(procs: u32, f: u32, op: Op, kills: &[(Rank, u32)]) {
     }
 }
 
-fn matrix(procs: u32, f: u32) {
+fn matrix(procs: u32, f: u32, len: usize) {
     for op in [Op::Allgather, Op::ReduceScatter] {
         let mut runs = 0;
         for set in subsets(procs, f + 1).into_iter().filter(|s| !s.is_empty()) {
@@ -175,7 +173,7 @@ fn matrix(procs: u32, f: u32) {
                 _ => &[0, 2, END],
             };
             for kills in assignments(&set, points) {
-                run(procs, f, op, &kills);
+                run(procs, f, op, &kills, len);
                 runs += 1;
             }
         }
@@ -185,13 +183,25 @@ fn matrix(procs: u32, f: u32) {
 
 #[test]
 fn gather_kill_matrix_p5_f1() {
-    matrix(5, 1);
+    matrix(5, 1, BLOCK);
 }
 
 #[test]
 fn gather_kill_matrix_small_teams() {
     for (procs, f) in [(2, 1), (3, 1), (4, 2)] {
-        matrix(procs, f);
+        matrix(procs, f, BLOCK);
+    }
+}
+
+/// The same matrix with blocks of 128 KiB, which go in place on threads
+/// (`src/runtime/gather.rs`: the contributions agreed by the allreduce of
+/// the inputs lent where they are, then each rank's own part copied or
+/// reduced from there): a victim's block is read from its copy after its
+/// death, whole or not at all.
+#[test]
+fn gather_kill_matrix_large_blocks() {
+    for (procs, f) in [(2, 1), (3, 1), (4, 2)] {
+        matrix(procs, f, LARGE);
     }
 }
 
@@ -320,6 +330,66 @@ fn bad_input_is_a_typed_error_and_the_others_go_on() {
         assert!(
             matches!(got, Err(Error::Config(ConfigError::Unsupported { .. }))),
             "rank {r}: {got:?}"
+        );
+    }
+}
+
+/// Large blocks (in place on threads): an output of the wrong length fails
+/// its rank alone, after it took part (the others get their results, its
+/// block among them); blocks of different lengths fail every rank.
+#[test]
+fn large_blocks_of_the_wrong_length_are_typed_errors() {
+    let n = 1usize << 15;
+    let report = Team::builder().ranks(3).build().unwrap().run(|comm| {
+        let me = comm.rank();
+        let block = vec![u64::from(me) + 1; n];
+        let mut all = vec![0u64; if me == 2 { 3 * n - 1 } else { 3 * n }];
+        let gathered = comm.all_gather_into(&block[..], &mut all[..]).map(|_| all);
+        let send: Vec<u64> = (0..3 * n as u64).collect();
+        let mut mine = vec![0u64; if me == 1 { n - 1 } else { n }];
+        let scattered = comm
+            .reduce_scatter_block_into(&send[..], &mut mine[..], wrapping_sum)
+            .map(|_| mine);
+        let odd = vec![1u64; if me == 0 { n + 1 } else { n }];
+        let mut out = vec![0u64; 3 * n];
+        let uneven = comm.all_gather_into(&odd[..], &mut out[..]).map(drop);
+        (gathered, scattered, uneven)
+    });
+    for (r, (gathered, scattered, uneven)) in report.returned() {
+        match gathered {
+            Ok(all) => {
+                assert_ne!(r, 2);
+                for (b, part) in all.chunks(n).enumerate() {
+                    assert!(
+                        part.iter().all(|&x| x == b as u64 + 1),
+                        "rank {r} block {b}"
+                    );
+                }
+            }
+            Err(e) => assert!(
+                r == 2
+                    && matches!(e, Error::LengthMismatch { mine, theirs, .. } if *mine == 3 * n - 1 && *theirs == 3 * n),
+                "rank {r}: {e:?}"
+            ),
+        }
+        match scattered {
+            Ok(mine) => {
+                assert_ne!(r, 1);
+                let at = r as u64 * n as u64;
+                assert!(mine
+                    .iter()
+                    .enumerate()
+                    .all(|(j, &x)| x == 3 * (at + j as u64)));
+            }
+            Err(e) => assert!(
+                r == 1
+                    && matches!(e, Error::LengthMismatch { mine, theirs, .. } if *mine == n - 1 && *theirs == n),
+                "rank {r}: {e:?}"
+            ),
+        }
+        assert!(
+            matches!(uneven, Err(Error::LengthMismatch { .. })),
+            "rank {r}: {uneven:?}"
         );
     }
 }

@@ -103,6 +103,39 @@ pub trait Communicator {
         T: Element,
         O: Operation<T>;
 
+    /// An allgather of `send` blocks into `recv`
+    /// ([`Collectives::all_gather_into`](crate::Collectives::all_gather_into)'s
+    /// guarantee). Default: through the allreduce of the vector of blocks
+    /// (`crate::gather`); an engine may move large blocks its own way.
+    fn all_gather_items<T: Element>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+    ) -> Result<Contributors, Error>
+    where
+        Self: Sized,
+    {
+        crate::gather::all_gather(self, send, recv)
+    }
+
+    /// A reduce-scatter of `send`'s equal blocks into `recv`
+    /// ([`Collectives::reduce_scatter_block_into`](crate::Collectives::reduce_scatter_block_into)'s
+    /// guarantee). Default: through the allreduce of the whole vector
+    /// (`crate::gather`); an engine may reduce large blocks its own way.
+    fn reduce_scatter_items<T, O>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+        op: O,
+    ) -> Result<Contributors, Error>
+    where
+        Self: Sized,
+        T: Element,
+        O: Operation<T>,
+    {
+        crate::gather::reduce_scatter_block(self, send, recv, op)
+    }
+
     /// Whether this communicator's reductions report their contributors;
     /// an [`crate::error::ConfigError::Unsupported`] saying why not
     /// otherwise.

@@ -56,7 +56,7 @@ const LENT_BCAST_GRACE: Duration = Duration::from_millis(1);
 /// may hold some chunks of the team's result (it is lent from the call's
 /// entry, docs/architecture.md).
 pub struct Comm<'t> {
-    caller: Caller<'t, ThreadEngine<'t>>,
+    pub(super) caller: Caller<'t, ThreadEngine<'t>>,
 }
 
 impl<'t> Comm<'t> {
@@ -117,7 +117,7 @@ impl<'t> Comm<'t> {
     /// or after [`LENT_BCAST_WAIT`] plus a nanosecond per byte: in all but
     /// the first case the loan's drop copies the value into a segment, and
     /// the receivers still to copy read that.
-    fn end_loan(&mut self, lending: &mut Lending<'_>, len: usize) {
+    pub(super) fn end_loan(&mut self, lending: &mut Lending<'_>, len: usize) {
         let receivers = self.caller.size() as usize - 1;
         let now = std::time::Instant::now();
         let deadline = now + LENT_BCAST_WAIT + Duration::from_nanos(len as u64);
@@ -131,7 +131,7 @@ impl<'t> Comm<'t> {
     }
 
     /// True if the team reduces with FTCO (values travel whole).
-    fn ftco_reduces(&self) -> bool {
+    pub(super) fn ftco_reduces(&self) -> bool {
         matches!(
             self.caller.plans().reduction,
             crate::call::plans::ReductionPlan::Ftco(_)
@@ -357,6 +357,39 @@ impl<'t> Communicator for Comm<'t> {
         // The whole call, the reduction by chunks included.
         self.caller.record_latency(started);
         result.map(|()| contributors)
+    }
+
+    /// From 256 KiB of blocks in all, each contributor's block copied
+    /// once from where its rank lent it (`runtime/gather.rs`).
+    fn all_gather_items<T: Element>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+    ) -> Result<Contributors, Error> {
+        let whole = std::mem::size_of_val(send).saturating_mul(self.caller.size() as usize);
+        if self.gathers_in_place(whole) {
+            return self.gather_in_place(send, recv);
+        }
+        crate::gather::all_gather(self, send, recv)
+    }
+
+    /// From 256 KiB of input, this rank's block reduced from where every
+    /// contributor lent its input (`runtime/gather.rs`).
+    fn reduce_scatter_items<T, O>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+        op: O,
+    ) -> Result<Contributors, Error>
+    where
+        T: Element,
+        O: Operation<T>,
+    {
+        let size = self.caller.size() as usize;
+        if send.len() % size == 0 && self.gathers_in_place(std::mem::size_of_val(send)) {
+            return self.reduce_scatter_in_place(send, recv, op);
+        }
+        crate::gather::reduce_scatter_block(self, send, recv, op)
     }
 
     fn knows_contributors(&self) -> Result<(), Error> {

@@ -34,6 +34,7 @@
 mod builder;
 mod comm;
 mod engine;
+mod gather;
 mod liveness;
 pub(crate) mod one_line;
 pub mod pin;

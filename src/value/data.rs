@@ -388,6 +388,81 @@ impl Data {
         }))
     }
 
+    /// An allgather's result from this value, the inputs agreed (a lazy
+    /// sum of blocks, [`LazySum::gather_into`]), into `out` of `procs`
+    /// blocks of `block` elements; rank `me` gathers. A value that is not
+    /// a lazy sum (inputs of different lengths, or of ranks that did not
+    /// lend theirs) is [`Error::LengthMismatch`] or [`Error::Mismatch`].
+    pub fn gather_into<T: Pod>(
+        &self,
+        me: Rank,
+        out: &mut [T],
+        op: OpId,
+        block: usize,
+    ) -> Result<(), Error> {
+        let size = std::mem::size_of::<T>().max(1);
+        match self.form() {
+            Form::Lazy(sum) => {
+                Self::check_lazy_len::<T>(sum, block, op)?;
+                let whole = block * sum.procs();
+                if out.len() != whole {
+                    return Err(Error::LengthMismatch {
+                        op,
+                        mine: out.len(),
+                        theirs: whole,
+                    });
+                }
+                sum.gather_into(me, bytemuck::cast_slice_mut(out));
+                Ok(())
+            }
+            Form::Mismatch(lens) => Err(Data::mismatch_error(op, lens, block, size)),
+            _ => Err(Error::Mismatch {
+                op,
+                mine: "an allgather of blocks lent in place".into(),
+                theirs: "an allgather of a vector of blocks".into(),
+            }),
+        }
+    }
+
+    /// A reduce-scatter's block of this value, the inputs agreed (a lazy
+    /// sum, [`LazySum::reduce_range_into`]): elements `range` of the
+    /// reduction with `reduce`, into `out`; rank `me` reduces. Errors as
+    /// [`Data::gather_into`]'s.
+    pub fn reduce_range_into<T: Pod>(
+        &self,
+        me: Rank,
+        range: std::ops::Range<usize>,
+        out: &mut [T],
+        op: OpId,
+        whole: usize,
+        reduce: &(impl Operation<T> + ?Sized),
+    ) -> Result<(), Error> {
+        let size = std::mem::size_of::<T>().max(1);
+        match self.form() {
+            Form::Lazy(sum) => {
+                Self::check_lazy_len::<T>(sum, whole, op)?;
+                let bytes = range.start * size..range.end * size;
+                sum.reduce_range_into(me, bytes, reduce, out);
+                Ok(())
+            }
+            Form::Mismatch(lens) => Err(Data::mismatch_error(op, lens, whole, size)),
+            _ => Err(Error::Mismatch {
+                op,
+                mine: "a reduce-scatter of inputs lent in place".into(),
+                theirs: "a reduce-scatter of inputs copied".into(),
+            }),
+        }
+    }
+
+    /// Rank `me` will not read the inputs of this value, if it is a lazy
+    /// sum ([`Lent::refuse`] on each other's): their owners need not wait
+    /// for it.
+    pub fn refuse_inputs(&self, me: Rank) {
+        if let Form::Lazy(sum) = self.form() {
+            sum.refuse_inputs(me);
+        }
+    }
+
     fn check_lazy_len<T>(sum: &LazySum, elements: usize, op: OpId) -> Result<(), Error> {
         let size = std::mem::size_of::<T>().max(1);
         if sum.len() != elements * std::mem::size_of::<T>() {

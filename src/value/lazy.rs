@@ -240,6 +240,11 @@ impl LazySum {
         self.len == 0
     }
 
+    /// The ranks of the team it was made in (an allgather's blocks).
+    pub fn procs(&self) -> usize {
+        self.procs
+    }
+
     /// How many inputs it reduces.
     pub fn terms(&self) -> usize {
         self.terms.len()
@@ -419,6 +424,53 @@ impl LazySum {
             }
         }
         Ok(())
+    }
+
+    /// An allgather's result, from the inputs every rank agreed on: each
+    /// input copied into `out` at its rank's offset (`rank × len` bytes),
+    /// zeros where a rank has none (left out). Rank `me` reads the others'
+    /// once each ([`Lent::copy_to`], which their owners count to end their
+    /// loans, as a broadcast root does) and its own under a lease. `out`
+    /// must hold `procs × len` bytes.
+    pub fn gather_into(&self, me: Rank, out: &mut [u8]) {
+        let len = self.len;
+        debug_assert_eq!(out.len(), len * self.procs);
+        let mut filled = 0;
+        for t in &self.terms {
+            let at = t.rank as usize * len;
+            out[filled..at].fill(0);
+            let block = &mut out[at..at + len];
+            if t.rank == me {
+                block.copy_from_slice(&t.input.read());
+            } else {
+                t.input.copy_to(block);
+            }
+            filled = at + len;
+        }
+        out[filled..].fill(0);
+    }
+
+    /// A reduce-scatter's block: the reduction with `op` of bytes `range`
+    /// of every input, folded in rank order, straight into `out` (no chunk
+    /// is shared: each rank reads the others' inputs in its own range);
+    /// then rank `me` counts as done with the others' inputs
+    /// ([`Lent::refuse`]), so their owners may end their loans.
+    pub fn reduce_range_into<T: Pod>(
+        &self,
+        me: Rank,
+        range: std::ops::Range<usize>,
+        op: &(impl Operation<T> + ?Sized),
+        out: &mut [T],
+    ) {
+        self.compute(range, op, bytemuck::cast_slice_mut(out));
+        self.refuse_inputs(me);
+    }
+
+    /// Rank `me` is done with the other ranks' inputs ([`Lent::refuse`]).
+    pub fn refuse_inputs(&self, me: Rank) {
+        for t in self.terms.iter().filter(|t| t.rank != me) {
+            t.input.refuse();
+        }
     }
 
     /// The reduction of `range` (bytes) of every input, folded in order,

@@ -141,8 +141,9 @@ impl Lent {
     }
 
     /// A broadcast receiver that will not copy the value (its buffer has
-    /// another length): counted as done with it, so that the root does not
-    /// wait for it.
+    /// another length), or a reader that has read what it needed under
+    /// leases of its own ([`Lent::read`], a reduce-scatter's block): counted
+    /// as done with it, so that the owner does not wait for it.
     pub fn refuse(&self) {
         // Begun and done at once: the root's grace waits for it no more
         // than for a copier.
