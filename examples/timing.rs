@@ -5,6 +5,8 @@
 //! slowest rank's mean time per call in microseconds. OP is `allreduce` (an
 //! f64 sum), `bcast` (an f64 from rank 0, checked correction), `allgather` or
 //! `reducescatter` (a block of f64 per rank, `BYTES=N` bytes of it, default 8;
+//! for `allreduce`, and for `rsag`, a reduce-scatter then an allgather of
+//! the same vector, `BYTES` is the whole vector's);
 //! `MPI_Allgather` and `MPI_Reduce_scatter_block` in `scripts/mpi/timing.c`); F the fault
 //! budget; MODE `b2b` (ITERS calls back to back after one barrier, each rank
 //! timing the whole loop) or `lone` (ITERS times a barrier then the call,
@@ -88,6 +90,8 @@ enum Op {
     Bcast,
     Allgather,
     ReduceScatter,
+    /// A reduce-scatter then an allgather: an allreduce composed.
+    RsAg,
 }
 
 use corrected::runtime::{Pinning, SystemOperation, Team};
@@ -409,6 +413,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "bcast" => Op::Bcast,
         "allgather" => Op::Allgather,
         "reducescatter" => Op::ReduceScatter,
+        "rsag" => Op::RsAg,
         other => return Err(format!("unknown OP {other}").into()),
     };
     // Elements per block of an allgather or a reduce-scatter.
@@ -454,14 +459,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let report = team.run(|comm| -> Result<Duration, corrected::Error> {
         let me = comm.rank() as f64;
         let whole = block * ranks as usize;
+        // `allreduce` and `rsag` reduce a vector of BYTES in all, which
+        // `rsag` cuts into one block per rank.
+        let vector = (block / ranks as usize).max(1) * ranks as usize;
         let (send, mut recv) = match op {
             Op::Allgather => (vec![me; block], vec![0.0; whole]),
             Op::ReduceScatter => (vec![me; whole], vec![0.0; block]),
-            Op::Allreduce | Op::Bcast => (vec![me], vec![me]),
+            Op::Allreduce => (vec![me; block], vec![me; block]),
+            Op::RsAg => (vec![me; vector], vec![me; vector]),
+            Op::Bcast => (vec![me], vec![me]),
         };
+        let mut part = vec![0.0; vector / ranks as usize];
         let mut call = |comm: &mut corrected::runtime::Comm<'_>| match op {
             Op::Bcast => comm.broadcast_into(0, &mut recv[0]),
-            Op::Allreduce => comm.all_reduce_into(&send[0], &mut recv[0], SystemOperation::sum()),
+            Op::Allreduce => comm.all_reduce_into(&send[..], &mut recv[..], SystemOperation::sum()),
+            Op::RsAg => comm
+                .reduce_scatter_block_into(&send[..], &mut part[..], SystemOperation::sum())
+                .and_then(|_| comm.all_gather_into(&part[..], &mut recv[..]))
+                .map(drop),
             Op::Allgather => comm.all_gather_into(&send[..], &mut recv[..]).map(drop),
             Op::ReduceScatter => comm
                 .reduce_scatter_block_into(&send[..], &mut recv[..], SystemOperation::sum())
