@@ -405,3 +405,66 @@ fn a_helper_takes_no_more_than_the_fence_has_room_for() {
     assert_eq!(rank, 1);
     assert_eq!(left, 200 - (4 + 64), "taken: one operation per list made");
 }
+
+/// Operations launched without waiting (`Driver::launch`, what the
+/// immediate calls run on): three broadcasts pending at once, their root's
+/// messages arriving last operation first and while the rank drives
+/// another operation, each reaching its own core; a test without waiting
+/// takes the output that has come; the others are waited in another order
+/// than their start, each delivering its own value; an operation not
+/// pending (any more) is `UnknownRequest`.
+#[test]
+fn launched_operations_complete_in_any_order() {
+    let (net, plan, mut driver) = four_ranks(1, DriverConfig::default());
+    let mut ops = Vec::new();
+    for _ in 0..3 {
+        let op = driver.enter().unwrap();
+        let core = Bcast::<u64>::new(&plan, 0, 1, op, None).unwrap();
+        driver.launch(op, core).unwrap();
+        ops.push(op);
+    }
+    assert_eq!(driver.pending_ops(), ops);
+    assert!(driver.try_complete(ops[0]).is_none(), "nothing has come");
+    for &op in ops.iter().rev() {
+        net.inject(
+            0,
+            1,
+            msg(op, Collective::Broadcast, 0, Tag::Tree, 100 + u64::from(op)),
+        );
+    }
+    // A blocking broadcast this rank roots, after them: their messages
+    // reach their pending cores meanwhile.
+    let op3 = driver.enter().unwrap();
+    let mut root = Bcast::new(&plan, 1, 1, op3, Some(7)).unwrap();
+    assert_eq!(driver.drive(op3, None, &mut root), Ok(7));
+    driver.progress().unwrap();
+    let first = driver.try_complete(ops[2]).expect("its message came");
+    assert_eq!(*first.unwrap().downcast::<u64>().unwrap(), 102);
+    for op in [ops[1], ops[0]] {
+        let got = driver.wait_pending(op).unwrap();
+        assert_eq!(*got.downcast::<u64>().unwrap(), 100 + u64::from(op));
+    }
+    assert!(driver.pending_ops().is_empty());
+    assert!(matches!(
+        driver.wait_pending(ops[0]),
+        Err(Error::UnknownRequest { op: 0 })
+    ));
+    // One whose message comes only while its wait waits: the wait drives
+    // its core with the blocking loop, and a newer pending one is served
+    // meanwhile.
+    let (op4, op5) = (driver.enter().unwrap(), driver.enter().unwrap());
+    let op5 = {
+        let core = Bcast::<u64>::new(&plan, 0, 1, op4, None).unwrap();
+        driver.launch(op4, core).unwrap();
+        let core = Bcast::<u64>::new(&plan, 0, 1, op5, None).unwrap();
+        driver.launch(op5, core).unwrap();
+        op5
+    };
+    net.arrive_while_waiting(0, 1, msg(op5, Collective::Broadcast, 0, Tag::Tree, 205));
+    net.arrive_while_waiting(0, 1, msg(op4, Collective::Broadcast, 0, Tag::Tree, 204));
+    let got = driver.wait_pending(op4).unwrap();
+    assert_eq!(*got.downcast::<u64>().unwrap(), 204);
+    assert!(net.waits(1) > 0, "the wait waited");
+    let got = driver.try_complete(op5).expect("served during op 4's wait");
+    assert_eq!(*got.unwrap().downcast::<u64>().unwrap(), 205);
+}

@@ -206,7 +206,12 @@ impl<'t, T: Transport> Driver<'t, T> {
     /// take what has arrived.
     pub fn try_complete(&mut self, op: OpId) -> Option<Result<Outcome, Error>> {
         let i = self.pending.iter().position(|p| p.op == op)?;
-        self.pending[i].done.as_ref()?;
+        let p = &mut self.pending[i];
+        if p.done.is_none() {
+            // A message handed to it since the last serve may have given it.
+            p.done = p.core.take_output().map(Ok);
+        }
+        p.done.as_ref()?;
         let p = self.pending.remove(i);
         self.keep_served(p.members, p.core);
         p.done
