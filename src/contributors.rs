@@ -83,6 +83,10 @@ impl Contributors {
     /// and the engines refuse it before the call).
     pub(crate) fn from_info(size: u32, info: &FailureInfo) -> Self {
         let ranks = info.ranks();
+        if ranks.is_empty() && info.count == 0 {
+            // Fault-free, every call: nothing to sort.
+            return Contributors::everyone(size);
+        }
         let c = Contributors::all_but(size, ranks);
         // A pair lists its peer whatever the scheme counts.
         let count = info.count.max(ranks.len() as u32);
