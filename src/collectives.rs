@@ -24,7 +24,7 @@
 //! ```
 
 use crate::buffer::{Buffer, BufferMut, Element};
-use crate::call::{Communicator, Reduction};
+use crate::call::{contributors_lost, Communicator, Reduction};
 use crate::contributors::Contributors;
 use crate::error::Error;
 use crate::op::Operation;
@@ -164,10 +164,7 @@ pub trait Collectives {
     fn all_gather_into<S, R>(&mut self, send: &S, recv: &mut R) -> Result<Contributors, Error>
     where
         S: Buffer + ?Sized,
-        R: BufferMut<Item = S::Item> + ?Sized,
-    {
-        crate::gather::all_gather(self, send.items(), recv.items_mut())
-    }
+        R: BufferMut<Item = S::Item> + ?Sized;
 
     /// Reduces every rank's `send` of `size` equal blocks with `op`,
     /// element by element, and gives rank r block r of the result in
@@ -192,10 +189,7 @@ pub trait Collectives {
     ) -> Result<Contributors, Error>
     where
         S: Buffer + ?Sized,
-        R: BufferMut<Item = S::Item> + ?Sized,
-    {
-        crate::gather::reduce_scatter_block(self, send.items(), recv.items_mut(), op)
-    }
+        R: BufferMut<Item = S::Item> + ?Sized;
 
     /// [`Collectives::reduce_into`], and at the root which ranks' inputs
     /// the result holds (`Some`; `None` elsewhere), as
@@ -642,15 +636,6 @@ where
         op,
         contributors,
     }
-}
-
-/// A reduction that should have reported its contributors did not (an
-/// engine's path that does not carry them): an error, not a panic.
-fn contributors_lost() -> Error {
-    Error::Config(crate::error::ConfigError::Unsupported {
-        what: "knowing this reduction's contributors",
-        why: "the engine's path for it does not report them",
-    })
 }
 
 /// `root` is one of the communicator's `procs` ranks.

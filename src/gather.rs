@@ -1,5 +1,5 @@
 //! Allgather, reduce-scatter and split, written once over the fault-tolerant
-//! allreduce ([`Collectives::all_reduce_into_contributors`]), so every
+//! allreduce ([`all_reduce_into_contributors`]), so every
 //! engine has them with its guarantee word for word (docs/algorithms.md,
 //! *Allgather, reduce-scatter and split through the allreduce*).
 //!
@@ -26,8 +26,7 @@
 use std::cell::Cell;
 
 use crate::buffer::Element;
-use crate::call::Communicator;
-use crate::collectives::Collectives;
+use crate::call::{contributors_lost, Communicator, Reduction};
 use crate::contributors::Contributors;
 use crate::error::Error;
 use crate::op::Operation;
@@ -100,18 +99,46 @@ fn with_zeroed<T: Element, R>(len: usize, f: impl FnOnce(&mut [T]) -> R) -> R {
     got
 }
 
-/// [`Collectives::all_gather_into`]'s body: `send` placed at this rank's
-/// offset, the rest zero, reduced by [`Disjoint`] into `recv`.
+/// An allreduce that reports its contributors, as
+/// [`all_reduce_into_contributors`] calls it.
+///
+/// [`all_reduce_into_contributors`]: crate::Collectives::all_reduce_into_contributors
+fn all_reduce_contributors<C, T, O>(
+    comm: &mut C,
+    send: &[T],
+    recv: &mut [T],
+    op: O,
+) -> Result<Contributors, Error>
+where
+    C: Communicator,
+    T: Element,
+    O: Operation<T>,
+{
+    comm.knows_contributors()?;
+    op.check()?;
+    let call = Reduction {
+        send,
+        recv,
+        op,
+        contributors: true,
+    };
+    comm.all_reduce_items(call)?.ok_or_else(contributors_lost)
+}
+
+/// [`all_gather_into`](crate::Collectives::all_gather_into)'s body through
+/// the allreduce: `send` placed at this rank's offset, the rest zero,
+/// reduced by [`Disjoint`] into `recv`.
 pub(crate) fn all_gather<C, T>(
     comm: &mut C,
     send: &[T],
     recv: &mut [T],
 ) -> Result<Contributors, Error>
 where
-    C: Collectives + ?Sized,
+    C: Communicator,
     T: Element,
 {
-    let (size, me) = (comm.size() as usize, comm.rank() as usize);
+    let control = comm.control();
+    let (size, me) = (control.size() as usize, control.rank() as usize);
     let n = send.len();
     let whole = n.checked_mul(size).ok_or(Error::BlockLength {
         len: usize::MAX,
@@ -119,12 +146,13 @@ where
     })?;
     with_zeroed(whole, |placed: &mut [T]| {
         placed[me * n..(me + 1) * n].copy_from_slice(send);
-        comm.all_reduce_into_contributors(&placed[..], recv, Disjoint)
+        all_reduce_contributors(comm, &placed[..], recv, Disjoint)
     })
 }
 
-/// [`Collectives::reduce_scatter_block_into`]'s body: the allreduce of the
-/// whole vector, this rank's block kept.
+/// [`reduce_scatter_block_into`](crate::Collectives::reduce_scatter_block_into)'s
+/// body through the allreduce: the allreduce of the whole vector, this
+/// rank's block kept.
 pub(crate) fn reduce_scatter_block<C, T, O>(
     comm: &mut C,
     send: &[T],
@@ -132,12 +160,12 @@ pub(crate) fn reduce_scatter_block<C, T, O>(
     op: O,
 ) -> Result<Contributors, Error>
 where
-    C: Collectives + ?Sized,
+    C: Communicator,
     T: Element,
     O: Operation<T>,
 {
-    let size = comm.size() as usize;
-    let me = comm.rank() as usize;
+    let size = comm.control().size() as usize;
+    let me = comm.control().rank() as usize;
     if send.len() % size != 0 {
         // The same answer on every rank that passes the same length; a
         // rank whose length differs meets the others' allreduce as a
@@ -159,7 +187,7 @@ where
         } else {
             recv.len()
         };
-        let got = comm.all_reduce_into_contributors(send, &mut recv[..probe_len], op);
+        let got = all_reduce_contributors(comm, send, &mut recv[..probe_len], op);
         return Err(match got {
             Err(Error::LengthMismatch { op, mine, .. }) if mine == probe_len => {
                 Error::LengthMismatch {
@@ -177,13 +205,13 @@ where
         });
     }
     with_zeroed(send.len(), |whole: &mut [T]| {
-        let who = comm.all_reduce_into_contributors(send, &mut whole[..], op)?;
+        let who = all_reduce_contributors(comm, send, &mut whole[..], op)?;
         recv.copy_from_slice(&whole[me * n..(me + 1) * n]);
         Ok(who)
     })
 }
 
-/// [`Collectives::split`]'s body: every rank's color (plus one, so that a
+/// [`split`](crate::Collectives::split)'s body: every rank's color (plus one, so that a
 /// rank left out of the allgather, whose block is zeros, has none) and key
 /// gathered, then the communicator regrouped to its color's ranks, by key,
 /// ties by rank.
@@ -192,9 +220,10 @@ pub(crate) fn split<C: Communicator>(
     color: u32,
     key: u32,
 ) -> Result<Vec<Rank>, Error> {
-    let mut table = vec![[0u64; 2]; comm.size() as usize];
-    comm.all_gather_into(&[u64::from(color) + 1, u64::from(key)], &mut table[..])?;
-    let mut members: Vec<Rank> = (0..comm.size())
+    let size = comm.control().size();
+    let mut table = vec![[0u64; 2]; size as usize];
+    comm.all_gather_items(&[[u64::from(color) + 1, u64::from(key)]], &mut table[..])?;
+    let mut members: Vec<Rank> = (0..size)
         .filter(|&r| table[r as usize][0] == u64::from(color) + 1)
         .collect();
     members.sort_by_key(|&r| (table[r as usize][1], r));

@@ -191,3 +191,12 @@ impl<'t, E: Engine<'t>> Control for Caller<'t, E> {
         Ok(())
     }
 }
+
+/// A reduction that should have reported its contributors did not (an
+/// engine's path that does not carry them): an error, not a panic.
+pub(crate) fn contributors_lost() -> Error {
+    Error::Config(crate::error::ConfigError::Unsupported {
+        what: "knowing this reduction's contributors",
+        why: "the engine's path for it does not report them",
+    })
+}
