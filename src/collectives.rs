@@ -24,7 +24,7 @@
 //! ```
 
 use crate::buffer::{Buffer, BufferMut, Element};
-use crate::call::{contributors_lost, Communicator, Reduction};
+use crate::call::{all_reduce_contributors, contributors_lost, Communicator, Reduction};
 use crate::contributors::Contributors;
 use crate::error::Error;
 use crate::op::Operation;
@@ -494,10 +494,7 @@ impl<C: Communicator> Collectives for C {
         S: Buffer + ?Sized,
         R: BufferMut<Item = S::Item> + ?Sized,
     {
-        self.knows_contributors()?;
-        op.check()?;
-        let got = self.all_reduce_items(reduction(send, recv, op, true))?;
-        got.ok_or_else(contributors_lost)
+        all_reduce_contributors(self, send.items(), recv.items_mut(), op)
     }
 
     fn reduce_into_contributors<S, R>(

@@ -26,7 +26,7 @@
 use std::cell::Cell;
 
 use crate::buffer::Element;
-use crate::call::{contributors_lost, Communicator, Reduction};
+use crate::call::{all_reduce_contributors, Communicator};
 use crate::contributors::Contributors;
 use crate::error::Error;
 use crate::op::Operation;
@@ -97,32 +97,6 @@ fn with_zeroed<T: Element, R>(len: usize, f: impl FnOnce(&mut [T]) -> R) -> R {
     let got = f(bytemuck::cast_slice_mut(&mut all[..bytes]));
     SCRATCH.set(words);
     got
-}
-
-/// An allreduce that reports its contributors, as
-/// [`all_reduce_into_contributors`] calls it.
-///
-/// [`all_reduce_into_contributors`]: crate::Collectives::all_reduce_into_contributors
-fn all_reduce_contributors<C, T, O>(
-    comm: &mut C,
-    send: &[T],
-    recv: &mut [T],
-    op: O,
-) -> Result<Contributors, Error>
-where
-    C: Communicator,
-    T: Element,
-    O: Operation<T>,
-{
-    comm.knows_contributors()?;
-    op.check()?;
-    let call = Reduction {
-        send,
-        recv,
-        op,
-        contributors: true,
-    };
-    comm.all_reduce_items(call)?.ok_or_else(contributors_lost)
 }
 
 /// [`all_gather_into`](crate::Collectives::all_gather_into)'s body through

@@ -200,3 +200,29 @@ pub(crate) fn contributors_lost() -> Error {
         why: "the engine's path for it does not report them",
     })
 }
+
+/// An allreduce that reports its contributors: the body of
+/// [`all_reduce_into_contributors`], for every communicator.
+///
+/// [`all_reduce_into_contributors`]: crate::Collectives::all_reduce_into_contributors
+pub(crate) fn all_reduce_contributors<C, T, O>(
+    comm: &mut C,
+    send: &[T],
+    recv: &mut [T],
+    op: O,
+) -> Result<Contributors, Error>
+where
+    C: Communicator,
+    T: Element,
+    O: Operation<T>,
+{
+    comm.knows_contributors()?;
+    op.check()?;
+    let call = Reduction {
+        send,
+        recv,
+        op,
+        contributors: true,
+    };
+    comm.all_reduce_items(call)?.ok_or_else(contributors_lost)
+}

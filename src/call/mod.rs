@@ -32,7 +32,9 @@ pub(crate) mod immediate;
 mod pace;
 pub(crate) mod plans;
 
-pub(crate) use communicator::{contributors_lost, Communicator, Control, Reduction};
+pub(crate) use communicator::{
+    all_reduce_contributors, contributors_lost, Communicator, Control, Reduction,
+};
 pub use config::{
     BroadcastAlgorithm, Config, ReduceAlgorithm, DEFAULT_FTCO_TIMEOUT, DEFAULT_PACE, DEFAULT_TREE,
     FTCO_LOGP, MAX_FTCO_TIMEOUT,
