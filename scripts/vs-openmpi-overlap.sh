@@ -12,6 +12,9 @@
 #
 #   ROUNDS=3 PROCS="2 8" BYTES=1048576 SLICES=8 scripts/vs-openmpi-overlap.sh
 #
+# MPI=1 runs ours between processes instead (examples/mpi_overlap.rs,
+# MpiComm with f = 1, launched as Open MPI's side is).
+#
 # Setup as scripts/vs-openmpi.sh (scripts/mpi/side-by-side.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +24,9 @@ rounds=${ROUNDS:-3} procs=${PROCS:-"2 8"} bytes=${BYTES:-1048576} slices=${SLICE
 mpicc -O2 -o target/mpi-overlap scripts/mpi/overlap.c
 cargo build --profile release-lto --quiet --example overlap
 overlap=target/release-lto/examples/overlap
+if [ "${MPI:-0}" = 1 ]; then
+  cargo build --profile release-lto --quiet --features mpi --example mpi_overlap
+fi
 results=$(mktemp)
 iters() { [ "$1" -le 2 ] && echo 200 || echo 50; } # P
 for round in $(seq "$rounds"); do
@@ -29,7 +35,11 @@ for round in $(seq "$rounds"); do
     us=${COMPUTE_US:-$(ompi_run "$p" allreduce b2b "$(iters "$p")" "$bytes" | cut -d. -f1)}
     a() { v=$(ompi_run_program target/mpi-overlap "$p" "$(iters "$p")" "$bytes" "$us" "$slices")
           echo "$p $us ompi $v" | tee -a "$results"; }
-    b() { v=$("$overlap" "$p" "$(iters "$p")" "$bytes" "$us" "$slices")
+    b() { if [ "${MPI:-0}" = 1 ]; then
+            v=$(ompi_run_program target/release-lto/examples/mpi_overlap "$p" "$(iters "$p")" "$bytes" "$us" "$slices")
+          else
+            v=$("$overlap" "$p" "$(iters "$p")" "$bytes" "$us" "$slices")
+          fi
           echo "$p $us ours $v" | tee -a "$results"; }
     if (( round % 2 )); then a; b; else b; a; fi
   done
