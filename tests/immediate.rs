@@ -378,3 +378,29 @@ fn requests_dropped_unwaited_do_not_stall_the_team() {
         }
     }
 }
+
+/// A pending reduce's messages handed to it between calls and inside
+/// another call (a barrier), then its wait: the core's clock never runs
+/// backwards whoever hands it time (the up-correction reduce checks it in
+/// debug builds; a process of `corrected mpi --in-flight` panicked so).
+#[test]
+fn a_pending_reduce_is_served_inside_other_calls_and_waited() {
+    let report = team(5, 1, FaultSchedule::none()).run(|comm| -> Result<(), Error> {
+        let me = comm.rank();
+        for round in 0..20u64 {
+            let req = comm.immediate_reduce(0, vec![u64::from(me) + round], wrapping_sum)?;
+            comm.barrier()?;
+            comm.progress()?;
+            let got = comm.wait(req)?;
+            if me == 0 {
+                assert_eq!(got, Some(vec![10 + 5 * round]));
+            } else {
+                assert_eq!(got, None);
+            }
+        }
+        Ok(())
+    });
+    for (r, got) in report.returned() {
+        assert_eq!(got, &Ok(()), "rank {r}");
+    }
+}

@@ -30,10 +30,25 @@ pub type Outcome = Box<dyn Any + Send>;
 pub(crate) type Flying<'t, W> = Box<dyn Protocol<Payload = W, Output = Outcome> + Send + 't>;
 
 /// A core `C` seen through the wire type `W` (messages unwrapped on the way
-/// in, wrapped on the way out) with its output boxed.
+/// in, wrapped on the way out) with its output boxed, and its clock kept
+/// from running backwards: a pending core is handed time by the launch
+/// (the clock), by the serving of pending and lingering cores (a stale 0
+/// for a core that does not use time) and by its wait's loop (0, then the
+/// clock after each wait), and the contract promises a core a `now` that
+/// never decreases (the up-correction reduce checks it).
 struct Erased<C, W> {
     core: C,
+    /// The latest `now` handed to the core.
+    floor: Tick,
     wire: std::marker::PhantomData<fn() -> W>,
+}
+
+impl<C, W> Erased<C, W> {
+    /// `now`, or the latest handed before if that is later.
+    fn clock(&mut self, now: Tick) -> Tick {
+        self.floor = self.floor.max(now);
+        self.floor
+    }
 }
 
 impl<C, W> Protocol for Erased<C, W>
@@ -57,10 +72,12 @@ where
             Event::PeerFailed(r) => Event::PeerFailed(r),
             Event::Timer => Event::Timer,
         };
+        let now = self.clock(now);
         self.core.handle(now, event);
     }
 
     fn poll_transmit(&mut self, now: Tick) -> Option<Transmit<Msg<W>>> {
+        let now = self.clock(now);
         self.core.poll_transmit(now).map(|tx| Transmit {
             to: tx.to,
             msg: tx.msg.map(W::wrap),
@@ -134,6 +151,7 @@ where
 {
     Box::new(Erased {
         core,
+        floor: 0,
         wire: std::marker::PhantomData,
     })
 }
