@@ -106,8 +106,8 @@ impl<R> Request<R> {
         got: Result<Finished, Error>,
         immediate: &mut dyn Immediate,
     ) -> Result<(R, Option<Contributors>), Error> {
-        let got = got?;
-        let contributors = got.contributors.clone();
+        let mut got = got?;
+        let contributors = got.contributors.take();
         (self.finish)(got, immediate).map(|r| (r, contributors))
     }
 }
